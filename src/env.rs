@@ -1,0 +1,52 @@
+//! The one seam between the protocol and the world: sending HTTP, reading clocks, drawing randomness
+//! and sleeping. The wasm bindings implement it over the injected JS `fetch`; the simulation implements
+//! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
+
+/// A request as data, before it is sent (method, absolute URL, headers, body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    pub method: &'static str,
+    pub url: String,
+    /// Lower-case names. `host` is not included: the sender derives it from the URL.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// The first header with this (lower-case) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the store answered: all the protocol reads is the status, the `ETag` and the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub etag: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The request did not produce an answer. For a write, either may mean it landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// Aborted by us after the timeout we gave.
+    TimedOut,
+    /// Connection refused/reset, DNS, CORS, or anything else the runtime's fetch threw.
+    Network(String),
+}
+
+/// Everything impure the protocol needs, passed in.
+#[allow(async_fn_in_trait)] // used only generically, never as `dyn`; futures need not be `Send` (wasm).
+pub trait Env {
+    /// Sends one request; `timeout_ms` aborts it (the answer is then `TimedOut`). Never retries.
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError>;
+    /// Wall clock, Unix milliseconds (what lease records carry).
+    fn wall_ms(&self) -> u64;
+    /// Monotonic clock in milliseconds (what this node's own lease deadline is anchored on).
+    fn mono_ms(&self) -> f64;
+    /// 64 random bits (writer nonces, retry jitter).
+    fn random_u64(&self) -> u64;
+    /// Waits (read backoff).
+    async fn sleep(&self, ms: u32);
+}
