@@ -1,10 +1,13 @@
-//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `decide` (claim decision),
-//! `lease` (time arithmetic), `reconcile` (settling ambiguous writes) — take everything as arguments.
-//! `S3Ownership` (in `driver`) runs them over an [`crate::env::Env`]; it holds no logic of its own
-//! beyond sequencing requests.
+//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `decide` (claim
+//! decision), `lease` (time arithmetic), `ids` (validation) — take everything as arguments. `cas` is the
+//! bucket layer (GET, conditional PUT, settling ambiguous writes by readback); `S3Ownership` (in
+//! `driver`) sequences them over an [`crate::env::Env`].
 
+pub mod cas;
+pub mod decide;
 mod driver;
 pub mod ids;
+pub mod lease;
 pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;

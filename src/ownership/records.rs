@@ -112,6 +112,17 @@ pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecor
     })
 }
 
+/// The writer nonce of any record this library wrote, to recognise "my write landed" on readback.
+pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
+    #[derive(Deserialize)]
+    struct NonceOnly {
+        #[serde(default)]
+        nonce: Option<String>,
+    }
+    let wire: NonceOnly = serde_json::from_slice(body).map_err(|e| corrupt(key, e.to_string()))?;
+    Ok(wire.nonce)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
