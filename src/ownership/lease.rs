@@ -14,7 +14,7 @@ pub fn self_deadline(anchor_mono: f64, ttl_ms: u64, max_skew_ms: u64) -> f64 {
 
 /// A peer judges a lease dead only once `expires_ms + skew <= wall_now`.
 pub fn peer_dead(expires_ms: u64, max_skew_ms: u64, wall_now_ms: u64) -> bool {
-    expires_ms.saturating_add(max_skew_ms) <= wall_now_ms
+    expires_ms.checked_add(max_skew_ms).is_some_and(|dead_at| dead_at <= wall_now_ms)
 }
 
 /// One renewal attempt is aborted after half the remaining authority, clamped to 250..=2500 ms.
