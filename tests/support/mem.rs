@@ -143,7 +143,7 @@ impl Env for MemEnv {
         let mut m = self.0.borrow_mut();
         assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
         let key = req.url.strip_prefix(&m.bucket_prefix).map(decode).unwrap_or_default();
-        m.sent.push((req.method, key, timeout_ms));
+        m.sent.push((req.method, key.clone(), timeout_ms));
         match m.script.pop_front() {
             None => Ok(m.apply(&req)),
             Some(Fault::LandThen(answer)) => {
