@@ -50,6 +50,18 @@ pub struct Signed {
     pub headers: Vec<(String, String)>,
 }
 
+/// A presigned URL request (query-string auth, `UNSIGNED-PAYLOAD`); `expires_in` is 1..=604800 seconds.
+pub struct PresignInput<'a> {
+    pub method: &'a str,
+    pub url: &'a str,
+    pub region: &'a str,
+    pub service: &'a str,
+    pub credentials: &'a Credentials<'a>,
+    pub datetime: &'a AmzDate,
+    pub expires_in: u64,
+    pub signed_headers: &'a [(String, String)],
+}
+
 /// Holds the derived signing key cache, keyed by (secret, date, region, service).
 #[derive(Default)]
 pub struct Signer {}
@@ -59,6 +71,10 @@ impl Signer {
         Self::default()
     }
     pub fn sign(&mut self, input: &SignInput<'_>) -> Result<Signed> {
+        let _ = input;
+        todo!()
+    }
+    pub fn presign(&mut self, input: &PresignInput<'_>) -> Result<String> {
         let _ = input;
         todo!()
     }
