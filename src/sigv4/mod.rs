@@ -1,39 +1,62 @@
 //! AWS Signature Version 4, pure Rust (sha2 + hmac + hex). No I/O, no clock: the caller passes the time.
-//! INTERFACE STUB — being implemented; keep these names and shapes.
+//!
+//! Two ways to sign: [`Signer::sign`] (the `Authorization` header) and [`Signer::presign`] (a URL with
+//! query authentication). The algorithm's steps live one per file: `url` (parse), `path`, `query` and
+//! `headers` (canonical parts), `canonical` (canonical request, string to sign, signature), `key` (derived
+//! key cache), `date`, `check` (scalar validation), `presign`. `encode` holds the URI encoding they share.
+//!
+//! Service `"s3"` follows S3's rules (path segments encoded exactly once, never normalized, payload hash
+//! always sent as `x-amz-content-sha256`); any other service follows the generic rules of AWS's published
+//! test suite (path normalized, then encoded once more). Bad input is `invalid-input`, never a panic.
+
+mod canonical;
+mod check;
+mod date;
+mod encode;
+mod headers;
+mod key;
+mod path;
+mod presign;
+mod query;
+mod url;
+
+pub use date::AmzDate;
+pub use presign::PresignInput;
+
+use canonical::{Parts, UNSIGNED_PAYLOAD};
+use headers::Headers;
 
 use crate::error::Result;
-
-/// `YYYYMMDDTHHMMSSZ`, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AmzDate(String);
-
-impl AmzDate {
-    /// Parses `20150830T123600Z`; anything else is `invalid-input`.
-    pub fn parse(s: &str) -> Result<Self> {
-        todo!("{s}")
-    }
-    /// From Unix milliseconds (what `Date.now()` gives).
-    pub fn from_unix_ms(ms: u64) -> Self {
-        todo!("{ms}")
-    }
-}
 
 pub struct Credentials<'a> {
     pub access_key_id: &'a str,
     pub secret_access_key: &'a str,
+    /// Sent (and signed) as `x-amz-security-token` / `X-Amz-Security-Token`.
     pub session_token: Option<&'a str>,
 }
 
 pub enum Payload<'a> {
+    /// The body; its SHA-256 is signed.
     Bytes(&'a [u8]),
+    /// `UNSIGNED-PAYLOAD`: the body is not covered by the signature.
     Unsigned,
+    /// A precomputed lower-case hex SHA-256 of the body, or a special value such as
+    /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, signed as given.
+    Hash(&'a str),
 }
 
 pub struct SignInput<'a> {
     pub method: &'a str,
     /// Absolute http(s) URL. For service "s3" each path segment is decoded then encoded exactly once.
+    /// For other services the path is signed as given (it should be in its wire form, percent-encoded),
+    /// normalized and encoded once more, as AWS's test suite defines.
     pub url: &'a str,
-    /// Header names in any case; all are signed except hop-by-hop/rewritten ones.
+    /// Header names in any case; all are signed except hop-by-hop/rewritten ones (`user-agent`,
+    /// `content-length`, `expect`, `connection`, `keep-alive`, `proxy-*`, `transfer-encoding`, `te`,
+    /// `trailer`, `upgrade`, `x-amzn-trace-id`), which are returned unsigned. `host`, `authorization`,
+    /// `x-amz-date` and `x-amz-security-token` are the signer's and are refused. A caller's
+    /// `x-amz-content-sha256` is signed as given and used as the payload hash (the payload is then not
+    /// hashed), as AWS and botocore do.
     pub headers: &'a [(String, String)],
     pub payload: Payload<'a>,
     pub region: &'a str,
@@ -44,38 +67,147 @@ pub struct SignInput<'a> {
 
 /// What to send: the URL (path canonically encoded) and headers with lower-case names
 /// (the caller's, plus authorization, x-amz-date, x-amz-content-sha256 for s3, x-amz-security-token).
-/// `host` is signed but not included: the fetch sets it from the URL.
+/// `host` is signed but not included: the fetch sets it from the URL. Signed headers are returned with
+/// the values that were signed (trimmed, repeats joined with `,`), so no runtime can join them otherwise.
 pub struct Signed {
     pub url: String,
     pub headers: Vec<(String, String)>,
 }
 
-/// A presigned URL request (query-string auth, `UNSIGNED-PAYLOAD`); `expires_in` is 1..=604800 seconds.
-pub struct PresignInput<'a> {
-    pub method: &'a str,
-    pub url: &'a str,
-    pub region: &'a str,
-    pub service: &'a str,
-    pub credentials: &'a Credentials<'a>,
-    pub datetime: &'a AmzDate,
-    pub expires_in: u64,
-    pub signed_headers: &'a [(String, String)],
+/// Holds the derived signing key cache, keyed by (secret, date, region, service), and the buffers of the
+/// last canonical request and string to sign (reused between calls, and readable for debugging).
+#[derive(Default)]
+pub struct Signer {
+    keys: key::KeyCache,
+    request: String,
+    string_to_sign: String,
 }
 
-/// Holds the derived signing key cache, keyed by (secret, date, region, service).
-#[derive(Default)]
-pub struct Signer {}
+/// Checks shared by `sign` and `presign`.
+pub(crate) fn check_common(method: &str, region: &str, service: &str, credentials: &Credentials<'_>) -> Result<()> {
+    check::method(method)?;
+    check::scope_part("region", region)?;
+    check::scope_part("service", service)?;
+    check::credentials(credentials)
+}
+
+/// The canonical path and the path to send (identical for S3; for other services the wire path is the
+/// one given, since the canonical one is encoded once more).
+pub(crate) fn paths(raw: &str, s3: bool) -> (String, Option<&str>) {
+    let mut canonical = String::with_capacity(raw.len() + 16);
+    if s3 {
+        path::push_s3(&mut canonical, raw);
+        (canonical, None)
+    } else {
+        path::push_generic(&mut canonical, raw);
+        (canonical, Some(if raw.is_empty() { "/" } else { raw }))
+    }
+}
 
 impl Signer {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn sign(&mut self, input: &SignInput<'_>) -> Result<Signed> {
-        let _ = input;
-        todo!()
+
+    /// The canonical request of the last signature (empty or partial after an error).
+    pub fn canonical_request(&self) -> &str {
+        &self.request
     }
-    pub fn presign(&mut self, input: &PresignInput<'_>) -> Result<String> {
-        let _ = input;
-        todo!()
+
+    /// The string to sign of the last signature (empty or partial after an error).
+    pub fn string_to_sign(&self) -> &str {
+        &self.string_to_sign
+    }
+
+    /// Signs with an `Authorization` header.
+    pub fn sign(&mut self, input: &SignInput<'_>) -> Result<Signed> {
+        self.request.clear();
+        self.string_to_sign.clear();
+        check_common(input.method, input.region, input.service, input.credentials)?;
+        let url = url::parse(input.url)?;
+        let s3 = input.service == "s3";
+        let mut headers = Headers::collect(input.headers, 4)?;
+
+        let payload_hash = match headers.get("x-amz-content-sha256") {
+            Some(given) => {
+                check::payload_hash(given)?;
+                given.to_owned()
+            }
+            None => {
+                let hash = match input.payload {
+                    Payload::Bytes(body) => canonical::payload_sha256(body),
+                    Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
+                    Payload::Hash(hash) => {
+                        check::payload_hash(hash)?;
+                        hash.to_owned()
+                    }
+                };
+                // S3 always wants it; elsewhere it is needed whenever the value is not the body's
+                // SHA-256, or the service would hash the body and disagree.
+                if s3 || !matches!(input.payload, Payload::Bytes(_)) {
+                    headers.signed.push(("x-amz-content-sha256".to_owned(), hash.clone()));
+                }
+                hash
+            }
+        };
+        headers.signed.push(("host".to_owned(), url.host.clone()));
+        headers.signed.push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
+        if let Some(token) = input.credentials.session_token {
+            headers.signed.push(("x-amz-security-token".to_owned(), token.to_owned()));
+        }
+        headers.finish();
+
+        let (canonical_path, wire_path) = paths(url.path, s3);
+        let params = query::parse(url.query);
+        let mut names = String::with_capacity(headers.signed.len() * 16);
+        headers.push_names(&mut names);
+        canonical::write_request(
+            &mut self.request,
+            &Parts {
+                method: input.method,
+                path: &canonical_path,
+                params: &params,
+                headers: &headers,
+                signed_names: &names,
+                payload_hash: &payload_hash,
+            },
+        );
+
+        let creds = input.credentials;
+        let datetime = input.datetime;
+        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
+        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+
+        let mut authorization = String::with_capacity(
+            canonical::ALGORITHM.len() + creds.access_key_id.len() + entry.scope.len() + names.len() + 110,
+        );
+        authorization.push_str(canonical::ALGORITHM);
+        authorization.push_str(" Credential=");
+        authorization.push_str(creds.access_key_id);
+        authorization.push('/');
+        authorization.push_str(&entry.scope);
+        authorization.push_str(", SignedHeaders=");
+        authorization.push_str(&names);
+        authorization.push_str(", Signature=");
+        canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
+
+        let wire_path = wire_path.unwrap_or(&canonical_path);
+        let mut out_url =
+            String::with_capacity(url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 1);
+        out_url.push_str(url.scheme);
+        out_url.push_str("://");
+        out_url.push_str(&url.host);
+        out_url.push_str(wire_path);
+        if !params.is_empty() {
+            out_url.push('?');
+            query::push_wire(&mut out_url, &params);
+        }
+
+        let Headers { signed, unsigned } = headers;
+        let mut out_headers = Vec::with_capacity(signed.len() + unsigned.len());
+        out_headers.extend(signed.into_iter().filter(|(name, _)| name != "host"));
+        out_headers.extend(unsigned);
+        out_headers.push(("authorization".to_owned(), authorization));
+        Ok(Signed { url: out_url, headers: out_headers })
     }
 }

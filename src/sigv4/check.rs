@@ -1,0 +1,59 @@
+//! Validation of the signer's scalar inputs (method, credentials, region, service, payload hash), each
+//! failing with `invalid-input` and a message naming the input. Must never echo a secret or token.
+
+use super::headers::is_token_byte;
+use super::Credentials;
+use crate::error::{Error, Result};
+
+pub(crate) fn method(method: &str) -> Result<()> {
+    if method.is_empty() || !method.bytes().all(is_token_byte) {
+        return Err(Error::invalid(format!("method {method:?} is not an HTTP method")));
+    }
+    Ok(())
+}
+
+/// Region and service are credential-scope parts: non-empty, and free of `/` or anything odd.
+pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(format!("{what} is empty")));
+    }
+    if !value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        return Err(Error::invalid(format!(
+            "{what} {value:?} may only hold letters, digits, '-', '_' and '.'"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
+    let ak = c.access_key_id;
+    if ak.is_empty() {
+        return Err(Error::invalid("access key id is empty"));
+    }
+    // It is written into `Credential=AK/scope`: a `/`, `,` or space would make that ambiguous.
+    if !ak.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b',') {
+        return Err(Error::invalid(
+            "access key id holds a character that cannot appear in a credential scope",
+        ));
+    }
+    if c.secret_access_key.is_empty() {
+        return Err(Error::invalid("secret access key is empty"));
+    }
+    if let Some(token) = c.session_token {
+        if token.is_empty() {
+            return Err(Error::invalid("session token is empty (give none instead)"));
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(Error::invalid("session token holds a space, control or non-ASCII character"));
+        }
+    }
+    Ok(())
+}
+
+/// A precomputed payload hash or a special value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
+pub(crate) fn payload_hash(hash: &str) -> Result<()> {
+    if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::invalid(format!("payload hash {hash:?} is empty or not visible ASCII")));
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! Canonical headers: names lower-cased, values trimmed with inner runs of spaces/tabs folded to one
+//! space, repeated names joined with `,` in the order given, sorted by name. Headers that proxies and
+//! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
+//! Must never sign a value other than the one it returns for sending.
+
+use crate::error::{Error, Result};
+
+/// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
+fn is_unsigned(lower: &str) -> bool {
+    matches!(
+        lower,
+        "user-agent"
+            | "content-length"
+            | "expect"
+            | "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "x-amzn-trace-id"
+    ) || lower.starts_with("proxy-")
+}
+
+/// Set from the URL, the datetime or the credentials; a caller copy would be a second, conflicting one.
+fn is_reserved(lower: &str) -> bool {
+    matches!(lower, "host" | "authorization" | "x-amz-date" | "x-amz-security-token")
+}
+
+/// RFC 9110 `tchar`.
+pub(crate) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Trims spaces/tabs and folds inner runs of them into one space.
+fn push_trimmed(out: &mut String, value: &str) {
+    let mut pending_space = false;
+    for c in value.trim_matches([' ', '\t']).chars() {
+        if c == ' ' || c == '\t' {
+            pending_space = true;
+        } else {
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            out.push(c);
+        }
+    }
+}
+
+/// Lower-cased name of a valid header, or why it is not one.
+pub(crate) fn checked_name(name: &str) -> Result<String> {
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return Err(Error::invalid(format!("header name {name:?} is not a valid HTTP token")));
+    }
+    Ok(name.to_ascii_lowercase())
+}
+
+/// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
+/// control characters except tab (CR/LF would split the header).
+pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
+    if value.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "header {name:?} has a value with a control or non-ASCII character"
+        )))
+    }
+}
+
+/// The request's headers, split into what is signed and what is only passed along.
+pub(crate) struct Headers {
+    /// Lower-case names and canonical values; sorted and merged once `finish` ran.
+    pub signed: Vec<(String, String)>,
+    /// Lower-case names and values as given.
+    pub unsigned: Vec<(String, String)>,
+}
+
+impl Headers {
+    /// Validates and classifies the caller's headers; `extra` reserves room for the signer's own.
+    pub(crate) fn collect(given: &[(String, String)], extra: usize) -> Result<Self> {
+        let mut signed = Vec::with_capacity(given.len() + extra);
+        let mut unsigned = Vec::new();
+        for (name, value) in given {
+            let lower = checked_name(name)?;
+            check_value(name, value)?;
+            if is_reserved(&lower) {
+                return Err(Error::invalid(format!(
+                    "header {name:?} is set by the signer; pass it through the URL, datetime or credentials"
+                )));
+            }
+            if is_unsigned(&lower) {
+                unsigned.push((lower, value.clone()));
+            } else {
+                let mut canonical = String::with_capacity(value.len());
+                push_trimmed(&mut canonical, value);
+                signed.push((lower, canonical));
+            }
+        }
+        Ok(Headers { signed, unsigned })
+    }
+
+    /// The canonical value of a signed header, if the caller gave it.
+    pub(crate) fn get(&self, lower: &str) -> Option<&str> {
+        self.signed.iter().find(|(n, _)| n == lower).map(|(_, v)| v.as_str())
+    }
+
+    /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
+    pub(crate) fn finish(&mut self) {
+        self.signed.sort_by(|a, b| a.0.cmp(&b.0));
+        self.signed.dedup_by(|later, kept| {
+            if later.0 == kept.0 {
+                kept.1.push(',');
+                kept.1.push_str(&later.1);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Appends `name:value\n` for every signed header (call after `finish`).
+    pub(crate) fn push_canonical(&self, out: &mut String) {
+        for (name, value) in &self.signed {
+            out.push_str(name);
+            out.push(':');
+            out.push_str(value);
+            out.push('\n');
+        }
+    }
+
+    /// Appends the `;`-joined signed header names (call after `finish`).
+    pub(crate) fn push_names(&self, out: &mut String) {
+        for (i, (name, _)) in self.signed.iter().enumerate() {
+            if i > 0 {
+                out.push(';');
+            }
+            out.push_str(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    fn canonical(pairs: &[(&str, &str)]) -> (String, String) {
+        let mut headers = Headers::collect(&h(pairs), 0).unwrap();
+        headers.finish();
+        let (mut c, mut n) = (String::new(), String::new());
+        headers.push_canonical(&mut c);
+        headers.push_names(&mut n);
+        (c, n)
+    }
+
+    #[test]
+    fn lower_cases_trims_folds_merges_and_sorts() {
+        let (c, n) = canonical(&[
+            ("My-Header2", "  \"a   b \t c\"  "),
+            ("my-header1", "value4"),
+            ("MY-HEADER1", " value1 "),
+            ("Content-Type", "text/plain"),
+            ("my-header1", ""),
+        ]);
+        assert_eq!(c, "content-type:text/plain\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n");
+        assert_eq!(n, "content-type;my-header1;my-header2");
+    }
+
+    #[test]
+    fn rewritten_headers_pass_through_unsigned() {
+        let given = h(&[
+            ("User-Agent", "x  y"),
+            ("Content-Length", "3"),
+            ("Proxy-Authorization", "p"),
+            ("Range", "bytes=0-9"),
+        ]);
+        let headers = Headers::collect(&given, 0).unwrap();
+        assert_eq!(headers.signed, h(&[("range", "bytes=0-9")]));
+        assert_eq!(
+            headers.unsigned,
+            h(&[("user-agent", "x  y"), ("content-length", "3"), ("proxy-authorization", "p")])
+        );
+    }
+
+    #[test]
+    fn rejects_bad_names_values_and_signer_owned_names() {
+        for (name, value) in [
+            ("", "v"),
+            ("a b", "v"),
+            ("a:b", "v"),
+            ("ä", "v"),
+            ("x", "a\r\nb: c"),
+            ("x", "a\nb"),
+            ("x", "a\0"),
+            ("x", "caf\u{e9}"),
+            ("Host", "example.com"),
+            ("Authorization", "x"),
+            ("X-Amz-Date", "20150830T123600Z"),
+            ("x-amz-security-token", "t"),
+        ] {
+            let err = Headers::collect(&h(&[(name, value)]), 0).err().expect(name);
+            assert_eq!(err.code(), "invalid-input");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The canonical URI. Two rule sets, chosen by service:
+//! - S3: every segment decoded once then encoded once, nothing else touched (`//`, `.`, `..` are part of
+//!   object keys). The result is also the path to send, so the wire and the signature always agree.
+//! - Every other service (AWS's published suite): the path as given is normalized (empty and `.` segments
+//!   dropped, `..` pops) and then encoded once more, so an already-encoded path ends up double-encoded.
+//!
+//! Must never normalize an S3 path, and never decode a generic one.
+
+use super::encode::{push_encoded, push_reencoded};
+
+/// Appends the S3 canonical (and wire) path; an empty path is `/`.
+pub(crate) fn push_s3(out: &mut String, raw: &str) {
+    if raw.is_empty() {
+        out.push('/');
+        return;
+    }
+    for (i, segment) in raw.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        push_reencoded(out, segment.as_bytes());
+    }
+}
+
+/// Appends the generic-service canonical path: normalized as botocore and AWS's suite do, then encoded
+/// with `/` kept.
+pub(crate) fn push_generic(out: &mut String, raw: &str) {
+    let mut kept: Vec<&str> = Vec::new();
+    for segment in raw.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                kept.pop();
+            }
+            s => kept.push(s),
+        }
+    }
+    out.push('/');
+    for (i, segment) in kept.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        push_encoded(out, segment.as_bytes(), false);
+    }
+    if raw.ends_with('/') && !kept.is_empty() {
+        out.push('/');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s3(raw: &str) -> String {
+        let mut out = String::new();
+        push_s3(&mut out, raw);
+        out
+    }
+
+    fn generic(raw: &str) -> String {
+        let mut out = String::new();
+        push_generic(&mut out, raw);
+        out
+    }
+
+    #[test]
+    fn s3_encodes_each_segment_exactly_once_and_keeps_dots_and_slashes() {
+        assert_eq!(s3(""), "/");
+        assert_eq!(s3("/"), "/");
+        assert_eq!(s3("/bucket/a b+c"), "/bucket/a%20b%2Bc");
+        assert_eq!(s3("/bucket/a%20b%2Bc"), "/bucket/a%20b%2Bc");
+        assert_eq!(s3("/b/test$file.text"), "/b/test%24file.text");
+        assert_eq!(s3("/b//x/./y/../z/"), "/b//x/./y/../z/");
+        assert_eq!(s3("/b/ሴ~"), "/b/%E1%88%B4~");
+        assert_eq!(s3("/b/a%2Fb"), "/b/a%2Fb");
+        assert_eq!(s3("/b/50%"), "/b/50%25");
+    }
+
+    #[test]
+    fn generic_normalizes_then_encodes_again() {
+        assert_eq!(generic(""), "/");
+        assert_eq!(generic("/"), "/");
+        assert_eq!(generic("//example//"), "/example/");
+        assert_eq!(generic("/example1/example2/../.."), "/");
+        assert_eq!(generic("/example/.."), "/");
+        assert_eq!(generic("/./example"), "/example");
+        assert_eq!(generic("/../../a/./b/"), "/a/b/");
+        assert_eq!(generic("/a/b/.."), "/a");
+        assert_eq!(generic("/example space/"), "/example%20space/");
+        assert_eq!(generic("/a%20b"), "/a%2520b");
+        assert_eq!(generic("/ሴ"), "/%E1%88%B4");
+    }
+}

@@ -1,0 +1,118 @@
+//! Presigned URLs (query authentication): the `X-Amz-*` parameters join the query, the payload is
+//! `UNSIGNED-PAYLOAD` for S3 (the empty body's hash elsewhere, as botocore does), and the signature is
+//! appended as `X-Amz-Signature`. Must never accept a URL that already carries auth parameters: two
+//! copies would make the server pick one we did not sign.
+
+use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use super::headers::Headers;
+use super::query::{self, Param};
+use super::{check, check_common, paths, url, AmzDate, Credentials, Signer};
+use crate::error::{Error, Result};
+
+/// Longest validity S3 accepts: seven days.
+pub const MAX_EXPIRES_SECS: u64 = 604_800;
+
+const AUTH_PARAMS: [&str; 7] = [
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Security-Token",
+    "X-Amz-Signature",
+];
+
+pub struct PresignInput<'a> {
+    pub method: &'a str,
+    /// Absolute http(s) URL, same rules as [`super::SignInput::url`].
+    pub url: &'a str,
+    pub region: &'a str,
+    pub service: &'a str,
+    pub credentials: &'a Credentials<'a>,
+    pub datetime: &'a AmzDate,
+    /// Seconds the URL stays valid, 1..=604800.
+    pub expires_in: u64,
+    /// Headers the eventual request must carry with these exact values (besides `host`, always signed).
+    /// Same rules as [`super::SignInput::headers`]; hop-by-hop ones are not signed and so not required.
+    pub signed_headers: &'a [(String, String)],
+}
+
+impl Signer {
+    /// Signs with query parameters and returns the URL to use.
+    pub fn presign(&mut self, input: &PresignInput<'_>) -> Result<String> {
+        self.request.clear();
+        self.string_to_sign.clear();
+        check_common(input.method, input.region, input.service, input.credentials)?;
+        if !(1..=MAX_EXPIRES_SECS).contains(&input.expires_in) {
+            return Err(Error::invalid(format!(
+                "expires_in {} is outside 1..={MAX_EXPIRES_SECS} seconds",
+                input.expires_in
+            )));
+        }
+        let url = url::parse(input.url)?;
+        let s3 = input.service == "s3";
+        let mut params = query::parse(url.query);
+        if let Some(p) = params.iter().find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key))) {
+            return Err(Error::invalid(format!("url already has the auth parameter {:?}", p.key)));
+        }
+
+        let mut headers = Headers::collect(input.signed_headers, 1)?;
+        let payload_hash = match headers.get("x-amz-content-sha256") {
+            Some(given) => {
+                check::payload_hash(given)?;
+                given.to_owned()
+            }
+            None if s3 => UNSIGNED_PAYLOAD.to_owned(),
+            None => EMPTY_SHA256.to_owned(),
+        };
+        headers.signed.push(("host".to_owned(), url.host.clone()));
+        headers.finish();
+        let mut names = String::with_capacity(headers.signed.len() * 16);
+        headers.push_names(&mut names);
+
+        let creds = input.credentials;
+        let datetime = input.datetime;
+        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
+        let mut credential = String::with_capacity(creds.access_key_id.len() + 1 + entry.scope.len());
+        credential.push_str(creds.access_key_id);
+        credential.push('/');
+        credential.push_str(&entry.scope);
+        params.push(Param::raw("X-Amz-Algorithm", canonical::ALGORITHM));
+        params.push(Param::raw("X-Amz-Credential", &credential));
+        params.push(Param::raw("X-Amz-Date", datetime.as_str()));
+        params.push(Param::raw("X-Amz-Expires", &input.expires_in.to_string()));
+        params.push(Param::raw("X-Amz-SignedHeaders", &names));
+        if let Some(token) = creds.session_token {
+            params.push(Param::raw("X-Amz-Security-Token", token));
+        }
+
+        let (canonical_path, wire_path) = paths(url.path, s3);
+        canonical::write_request(
+            &mut self.request,
+            &Parts {
+                method: input.method,
+                path: &canonical_path,
+                params: &params,
+                headers: &headers,
+                signed_names: &names,
+                payload_hash: &payload_hash,
+            },
+        );
+        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+
+        let wire_path = wire_path.unwrap_or(&canonical_path);
+        let mut out = String::with_capacity(
+            url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 400,
+        );
+        out.push_str(url.scheme);
+        out.push_str("://");
+        out.push_str(&url.host);
+        out.push_str(wire_path);
+        out.push('?');
+        // The caller's parameters first, then ours, as AWS's examples show them.
+        query::push_wire(&mut out, &params);
+        out.push_str("&X-Amz-Signature=");
+        canonical::push_signature(&mut out, &entry.mac, &self.string_to_sign);
+        Ok(out)
+    }
+}

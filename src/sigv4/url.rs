@@ -1,0 +1,142 @@
+//! A minimal absolute-URL parser for what a signer needs: scheme, `host[:port]` (the Host header value),
+//! raw path and raw query. It rejects what it cannot sign faithfully (userinfo, non-http(s) schemes,
+//! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
+//! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Url<'a> {
+    /// `http` or `https`, lower-case.
+    pub scheme: &'static str,
+    /// Lower-case host, plus `:port` unless it is the scheme's default: exactly the Host header value.
+    pub host: String,
+    /// As given, from the first `/` up to `?` or `#`; may be empty.
+    pub path: &'a str,
+    /// As given, between `?` and `#`; empty when absent.
+    pub query: &'a str,
+}
+
+fn bad(url: &str, why: &str) -> Error {
+    Error::invalid(format!("url {url:?} cannot be signed: {why}"))
+}
+
+pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
+    if url.bytes().any(|b| b.is_ascii_control()) {
+        return Err(bad(url, "contains a control character (percent-encode it)"));
+    }
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad(url, "missing scheme"))?;
+    let (scheme, default_port) = if scheme.eq_ignore_ascii_case("https") {
+        ("https", 443)
+    } else if scheme.eq_ignore_ascii_case("http") {
+        ("http", 80)
+    } else {
+        return Err(bad(url, "scheme must be http or https"));
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    if authority.contains('@') {
+        return Err(bad(url, "credentials in the URL are not supported"));
+    }
+    let (hostname, port) = split_port(authority).ok_or_else(|| bad(url, "bad port"))?;
+    if !valid_hostname(hostname) {
+        return Err(bad(url, "missing or invalid host"));
+    }
+    let mut host = String::with_capacity(authority.len());
+    host.extend(hostname.chars().map(|c| c.to_ascii_lowercase()));
+    if let Some(port) = port.filter(|&p| p != default_port) {
+        host.push(':');
+        host.push_str(&port.to_string());
+    }
+    let tail = tail.split_once('#').map_or(tail, |(before, _)| before);
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    Ok(Url { scheme, host, path, query })
+}
+
+/// Splits `host[:port]` / `[v6][:port]`; `None` when the port is present but not 1..=65535 digits.
+fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
+    let colon = if authority.starts_with('[') {
+        let close = authority.find(']')?;
+        match authority.get(close + 1..)? {
+            "" => return Some((authority, None)),
+            after if after.starts_with(':') => close + 1,
+            _ => return None,
+        }
+    } else {
+        match authority.rfind(':') {
+            Some(i) => i,
+            None => return Some((authority, None)),
+        }
+    };
+    let digits = authority.get(colon + 1..)?;
+    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let port: u32 = digits.parse().ok()?;
+    let port = u16::try_from(port).ok().filter(|&p| p != 0)?;
+    Some((authority.get(..colon)?, Some(port)))
+}
+
+/// DNS names/IPv4 (letters, digits, `-`, `.`, `_`) or a bracketed IPv6 literal. No IDNs: those need
+/// punycode, which fetch would apply and we would not have signed.
+fn valid_hostname(h: &str) -> bool {
+    if let Some(inner) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        return !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+    }
+    !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(url: &str) -> (String, String, String) {
+        let u = parse(url).unwrap();
+        (format!("{}://{}", u.scheme, u.host), u.path.to_owned(), u.query.to_owned())
+    }
+
+    #[test]
+    fn splits_the_parts_and_drops_default_ports() {
+        let own = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
+        assert_eq!(ok("https://Bucket.S3.amazonaws.com"), own("https://bucket.s3.amazonaws.com", "", ""));
+        assert_eq!(ok("HTTPS://h:443/a/b?x=1#frag"), own("https://h", "/a/b", "x=1"));
+        assert_eq!(ok("http://h:80/"), own("http://h", "/", ""));
+        assert_eq!(ok("http://h:443/"), own("http://h:443", "/", ""));
+        assert_eq!(ok("http://127.0.0.1:9000/b/k"), own("http://127.0.0.1:9000", "/b/k", ""));
+        assert_eq!(ok("http://[::1]:9000/b"), own("http://[::1]:9000", "/b", ""));
+        assert_eq!(ok("http://[::1]/b"), own("http://[::1]", "/b", ""));
+        assert_eq!(ok("https://h?a=b/c"), own("https://h", "", "a=b/c"));
+        assert_eq!(ok("https://h#x?y"), own("https://h", "", ""));
+        assert_eq!(ok("https://h/a b/ሴ"), own("https://h", "/a b/ሴ", ""));
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_sign() {
+        for url in [
+            "",
+            "h/a",
+            "//h/a",
+            "ftp://h/a",
+            "https:/h/a",
+            "https:///a",
+            "https://",
+            "https://user:pw@h/a",
+            "https://h:/a",
+            "https://h:0/a",
+            "https://h:65536/a",
+            "https://h:12a/a",
+            "https://h:123456/a",
+            "https://[::1/a",
+            "https://[]/a",
+            "https://[::1]x/a",
+            "https://bücher.example/a",
+            "https://h h/a",
+            "https://h/a\nb",
+            "https://h/a\tb",
+            "https://h/\u{7f}",
+        ] {
+            let err = parse(url).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{url:?}");
+        }
+    }
+}
