@@ -1,10 +1,12 @@
 // Runs the workerd suites under node:test: bundles each Worker with wrangler (as a user's deploy would,
 // resolving "celld-edge" through its "workerd" export condition), loads the bundle into workerd with
-// Miniflare, and checks what it answers. Covers tests/workerd/wrangler.toml (the shared signing checks,
-// run inside workerd) and the root wrangler.toml (the example Worker, against moto in auth mode).
+// Miniflare, and checks what it answers.
+// - Every tests/workerd/<suite>/wrangler.toml is a check Worker: GET / runs its checks inside workerd and
+//   answers [{ name, ok, error }]; it gets VECTORS and every CELLD_TEST_* variable as bindings.
+// - The root wrangler.toml (the example Worker) is driven against moto in auth mode.
 import { after, before, test } from "node:test";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,20 +53,26 @@ after(async () => {
   }
 });
 
-test("signing checks inside workerd", async (t) => {
-  const mf = await startWorker(join(root, "tests/workerd/wrangler.toml"), {
-    ...serverBindings,
-    VECTORS: JSON.stringify(loadVectors((p) => readFileSync(p, "utf8"), process.env)),
-  });
-  const res = await mf.dispatchFetch("http://worker/");
-  const results = await res.json();
-  if (results.length === 0) throw new Error("the Worker ran no checks");
-  for (const r of results) {
-    await t.test(r.name, () => {
-      if (!r.ok) throw new Error(r.error);
+const suites = readdirSync(join(root, "tests/workerd"), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(root, "tests/workerd", d.name, "wrangler.toml")))
+  .map((d) => d.name);
+
+for (const suite of suites) {
+  test(`${suite} checks inside workerd`, async (t) => {
+    const mf = await startWorker(join(root, "tests/workerd", suite, "wrangler.toml"), {
+      ...serverBindings,
+      VECTORS: JSON.stringify(loadVectors((p) => readFileSync(p, "utf8"), process.env)),
     });
-  }
-});
+    const res = await mf.dispatchFetch("http://worker/");
+    const results = await res.json();
+    if (results.length === 0) throw new Error("the Worker ran no checks");
+    for (const r of results) {
+      await t.test(r.name, () => {
+        if (!r.ok) throw new Error(r.error);
+      });
+    }
+  });
+}
 
 test("the example Worker (root wrangler.toml) signs for moto", async () => {
   const mf = await startWorker(join(root, "wrangler.toml"), {

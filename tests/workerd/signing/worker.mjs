@@ -2,7 +2,7 @@
 // package's "workerd" export condition), runs the shared signing checks inside workerd, and answers
 // GET / with [{ name, ok, error }] as JSON. The runner passes vectors and server coordinates as bindings.
 import * as api from "celld-edge";
-import { signingChecks } from "../common/signing.mjs";
+import { signingChecks } from "../../common/signing.mjs";
 
 export default {
   async fetch(request, env) {
