@@ -45,20 +45,30 @@ fn query_params(url: &str) -> Vec<String> {
     let mut params: Vec<String> = query
         .split('&')
         .filter(|p| !p.is_empty())
-        .map(|p| if p.contains('=') { p.to_owned() } else { format!("{p}=") })
+        .map(|p| {
+            if p.contains('=') {
+                p.to_owned()
+            } else {
+                format!("{p}=")
+            }
+        })
         .collect();
     params.sort();
     params
 }
 
 fn str_of<'a>(case: &'a Value, key: &str) -> &'a str {
-    case[key].as_str().unwrap_or_else(|| panic!("case field {key} missing: {case}"))
+    case[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("case field {key} missing: {case}"))
 }
 
 #[test]
 fn agrees_with_botocore_on_generated_requests() {
     let python = python();
-    let probe = Command::new(&python).args(["-c", "import botocore"]).output();
+    let probe = Command::new(&python)
+        .args(["-c", "import botocore"])
+        .output();
     match probe {
         Err(e) => return unavailable(&format!("{} does not run: {e}", python.display())),
         Ok(out) if !out.status.success() => {
@@ -71,8 +81,16 @@ fn agrees_with_botocore_on_generated_requests() {
         Ok(_) => {}
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/botocore/gen.py");
-    let out = Command::new(&python).arg(&script).arg(CASES.to_string()).output().expect("run gen.py");
-    assert!(out.status.success(), "gen.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(CASES.to_string())
+        .output()
+        .expect("run gen.py");
+    assert!(
+        out.status.success(),
+        "gen.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).expect("gen.py prints UTF-8");
 
     let date = AmzDate::parse("20150830T123600Z").unwrap();
@@ -91,7 +109,12 @@ fn agrees_with_botocore_on_generated_requests() {
             .as_array()
             .expect("headers")
             .iter()
-            .map(|h| (h[0].as_str().unwrap().to_owned(), h[1].as_str().unwrap().to_owned()))
+            .map(|h| {
+                (
+                    h[0].as_str().unwrap().to_owned(),
+                    h[1].as_str().unwrap().to_owned(),
+                )
+            })
             .collect();
         let body = hex::decode(str_of(&case, "body_hex")).expect("body hex");
         let creds = Credentials {
@@ -103,7 +126,9 @@ fn agrees_with_botocore_on_generated_requests() {
         let ctx = format!("case {id} ({mode}, {service}): {url}");
         let kind = if service == "s3" { "s3" } else { "generic" };
         *classes.entry(format!("{mode}/{kind}")).or_default() += 1;
-        *classes.entry(format!("token={}", token.is_some())).or_default() += 1;
+        *classes
+            .entry(format!("token={}", token.is_some()))
+            .or_default() += 1;
 
         if mode == "sign" {
             *classes.entry(format!("unsigned={unsigned}")).or_default() += 1;
@@ -112,18 +137,38 @@ fn agrees_with_botocore_on_generated_requests() {
                     method: str_of(&case, "method"),
                     url,
                     headers: &headers,
-                    payload: if unsigned { Payload::Unsigned } else { Payload::Bytes(&body) },
+                    payload: if unsigned {
+                        Payload::Unsigned
+                    } else {
+                        Payload::Bytes(&body)
+                    },
                     region: str_of(&case, "region"),
                     service,
                     credentials: &creds,
                     datetime: &date,
                 })
                 .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(signer.canonical_request(), str_of(&case, "expected_canonical_request"), "{ctx}");
-            let authorization = signed.headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.as_str());
-            assert_eq!(authorization, case["expected_authorization"].as_str(), "{ctx}");
+            assert_eq!(
+                signer.canonical_request(),
+                str_of(&case, "expected_canonical_request"),
+                "{ctx}"
+            );
+            let authorization = signed
+                .headers
+                .iter()
+                .find(|(n, _)| n == "authorization")
+                .map(|(_, v)| v.as_str());
+            assert_eq!(
+                authorization,
+                case["expected_authorization"].as_str(),
+                "{ctx}"
+            );
             // What we send is what botocore signed (botocore's URL keeps host case and default ports).
-            assert_eq!(path_and_query(&signed.url), path_and_query(expected_url), "{ctx}");
+            assert_eq!(
+                path_and_query(&signed.url),
+                path_and_query(expected_url),
+                "{ctx}"
+            );
             let has = |name: &str| signed.headers.iter().any(|(n, _)| n == name);
             assert_eq!(has("x-amz-security-token"), token.is_some(), "{ctx}");
             assert!(has("x-amz-date") && !has("host"), "{ctx}");
@@ -143,8 +188,16 @@ fn agrees_with_botocore_on_generated_requests() {
                     signed_headers: &headers,
                 })
                 .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(signer.canonical_request(), str_of(&case, "expected_canonical_request"), "{ctx}");
-            assert_eq!(query_params(&presigned), query_params(expected_url), "{ctx}");
+            assert_eq!(
+                signer.canonical_request(),
+                str_of(&case, "expected_canonical_request"),
+                "{ctx}"
+            );
+            assert_eq!(
+                query_params(&presigned),
+                query_params(expected_url),
+                "{ctx}"
+            );
             let path = |u: &str| path_and_query(u).split('?').next().unwrap_or("").to_owned();
             assert_eq!(path(&presigned), path(expected_url), "{ctx}");
         }
@@ -153,6 +206,9 @@ fn agrees_with_botocore_on_generated_requests() {
     assert_eq!(total, CASES, "gen.py printed {total} cases");
     eprintln!("botocore differential: {total} cases agree; classes: {classes:?}");
     for (class, n) in &classes {
-        assert!(*n >= 50, "class {class} has only {n} cases: the generator lost its spread");
+        assert!(
+            *n >= 50,
+            "class {class} has only {n} cases: the generator lost its spread"
+        );
     }
 }

@@ -33,7 +33,11 @@ fn parse_req(text: &str) -> RawRequest {
     let mut headers: Vec<(String, String)> = Vec::new();
     for line in lines {
         if line.starts_with([' ', '\t']) {
-            let name = headers.last().expect("continuation after a header").0.clone();
+            let name = headers
+                .last()
+                .expect("continuation after a header")
+                .0
+                .clone();
             headers.push((name, line.trim().to_owned()));
             continue;
         }
@@ -71,7 +75,11 @@ fn aws_suite_every_case_matches_byte_for_byte() {
     let mut cases = Vec::new();
     find_cases(Path::new(SUITE), &mut cases);
     cases.sort();
-    assert!(cases.len() >= 30, "expected the whole suite, found {} cases", cases.len());
+    assert!(
+        cases.len() >= 30,
+        "expected the whole suite, found {} cases",
+        cases.len()
+    );
     let date = AmzDate::parse(SUITE_DATE).unwrap();
     let mut signer = Signer::new();
     for req_path in &cases {
@@ -81,7 +89,11 @@ fn aws_suite_every_case_matches_byte_for_byte() {
         // `post-sts-header-before` signs the token; `post-sts-header-after` adds it unsigned after signing,
         // which this signer never does (it always signs the token), so that case is signed without one.
         let wants_token = name == "post-sts-header-before";
-        assert_eq!(req.token.as_deref(), wants_token.then_some(SUITE_TOKEN), "{name}: token");
+        assert_eq!(
+            req.token.as_deref(),
+            wants_token.then_some(SUITE_TOKEN),
+            "{name}: token"
+        );
         let creds = Credentials {
             access_key_id: "AKIDEXAMPLE",
             secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
@@ -100,16 +112,42 @@ fn aws_suite_every_case_matches_byte_for_byte() {
                 datetime: &date,
             })
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(signer.canonical_request(), expected("creq"), "{name}: canonical request");
-        assert_eq!(signer.string_to_sign(), expected("sts"), "{name}: string to sign");
-        let authorization = signed.headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v);
-        assert_eq!(authorization, Some(&expected("authz")), "{name}: authorization");
+        assert_eq!(
+            signer.canonical_request(),
+            expected("creq"),
+            "{name}: canonical request"
+        );
+        assert_eq!(
+            signer.string_to_sign(),
+            expected("sts"),
+            "{name}: string to sign"
+        );
+        let authorization = signed
+            .headers
+            .iter()
+            .find(|(n, _)| n == "authorization")
+            .map(|(_, v)| v);
+        assert_eq!(
+            authorization,
+            Some(&expected("authz")),
+            "{name}: authorization"
+        );
         // The signed request's Authorization line is the same value (the suite's .sreq).
-        assert!(expected("sreq").contains(&format!("Authorization: {}", expected("authz"))), "{name}: sreq");
+        assert!(
+            expected("sreq").contains(&format!("Authorization: {}", expected("authz"))),
+            "{name}: sreq"
+        );
         // The token is sent when given, as is x-amz-date; host never is (fetch sets it).
         let names: Vec<&str> = signed.headers.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names.contains(&"x-amz-security-token"), req.token.is_some(), "{name}");
-        assert!(names.contains(&"x-amz-date") && !names.contains(&"host"), "{name}: {names:?}");
+        assert_eq!(
+            names.contains(&"x-amz-security-token"),
+            req.token.is_some(),
+            "{name}"
+        );
+        assert!(
+            names.contains(&"x-amz-date") && !names.contains(&"host"),
+            "{name}: {names:?}"
+        );
     }
 }
 
@@ -121,8 +159,16 @@ const S3_CREDS: Credentials<'static> = Credentials {
     session_token: None,
 };
 
-fn s3_sign(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> (String, Vec<(String, String)>) {
-    let headers: Vec<(String, String)> = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+fn s3_sign(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (String, Vec<(String, String)>) {
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
     let date = AmzDate::parse("20130524T000000Z").unwrap();
     let signed = Signer::new()
         .sign(&SignInput {
@@ -140,12 +186,21 @@ fn s3_sign(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> (S
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
-    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_else(|| panic!("no {name}"))
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 #[test]
 fn s3_example_get_object_with_range() {
-    let (url, headers) = s3_sign("GET", "https://examplebucket.s3.amazonaws.com/test.txt", &[("Range", "bytes=0-9")], b"");
+    let (url, headers) = s3_sign(
+        "GET",
+        "https://examplebucket.s3.amazonaws.com/test.txt",
+        &[("Range", "bytes=0-9")],
+        b"",
+    );
     assert_eq!(url, "https://examplebucket.s3.amazonaws.com/test.txt");
     assert_eq!(
         header(&headers, "authorization"),
@@ -166,10 +221,16 @@ fn s3_example_put_object_with_dollar_in_key() {
     let (url, headers) = s3_sign(
         "PUT",
         "https://examplebucket.s3.amazonaws.com/test$file.text",
-        &[("Date", "Fri, 24 May 2013 00:00:00 GMT"), ("x-amz-storage-class", "REDUCED_REDUNDANCY")],
+        &[
+            ("Date", "Fri, 24 May 2013 00:00:00 GMT"),
+            ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        ],
         b"Welcome to Amazon S3.",
     );
-    assert_eq!(url, "https://examplebucket.s3.amazonaws.com/test%24file.text");
+    assert_eq!(
+        url,
+        "https://examplebucket.s3.amazonaws.com/test%24file.text"
+    );
     assert_eq!(
         header(&headers, "authorization"),
         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, \
@@ -184,7 +245,10 @@ fn s3_example_put_object_with_dollar_in_key() {
     let (url2, headers2) = s3_sign(
         "PUT",
         "https://examplebucket.s3.amazonaws.com/test%24file.text",
-        &[("Date", "Fri, 24 May 2013 00:00:00 GMT"), ("x-amz-storage-class", "REDUCED_REDUNDANCY")],
+        &[
+            ("Date", "Fri, 24 May 2013 00:00:00 GMT"),
+            ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        ],
         b"Welcome to Amazon S3.",
     );
     assert_eq!((url2, headers2), (url, headers));

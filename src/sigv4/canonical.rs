@@ -13,7 +13,8 @@ use super::query::{self, Param};
 pub(crate) const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 pub(crate) const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 /// SHA-256 of the empty string.
-pub(crate) const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+pub(crate) const EMPTY_SHA256: &str =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// Everything the canonical request is made of, each part already canonical.
 pub(crate) struct Parts<'a> {

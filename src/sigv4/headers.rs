@@ -24,7 +24,10 @@ fn is_unsigned(lower: &str) -> bool {
 
 /// Set from the URL, the datetime or the credentials; a caller copy would be a second, conflicting one.
 fn is_reserved(lower: &str) -> bool {
-    matches!(lower, "host" | "authorization" | "x-amz-date" | "x-amz-security-token")
+    matches!(
+        lower,
+        "host" | "authorization" | "x-amz-date" | "x-amz-security-token"
+    )
 }
 
 /// RFC 9110 `tchar`.
@@ -51,7 +54,9 @@ fn push_trimmed(out: &mut String, value: &str) {
 /// Lower-cased name of a valid header, or why it is not one.
 pub(crate) fn checked_name(name: &str) -> Result<String> {
     if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err(Error::invalid(format!("header name {name:?} is not a valid HTTP token")));
+        return Err(Error::invalid(format!(
+            "header name {name:?} is not a valid HTTP token"
+        )));
     }
     Ok(name.to_ascii_lowercase())
 }
@@ -59,7 +64,10 @@ pub(crate) fn checked_name(name: &str) -> Result<String> {
 /// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
 /// control characters except tab (CR/LF would split the header).
 pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
-    if value.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)) {
+    if value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    {
         Ok(())
     } else {
         Err(Error::invalid(format!(
@@ -102,7 +110,10 @@ impl Headers {
 
     /// The canonical value of a signed header, if the caller gave it.
     pub(crate) fn get(&self, lower: &str) -> Option<&str> {
-        self.signed.iter().find(|(n, _)| n == lower).map(|(_, v)| v.as_str())
+        self.signed
+            .iter()
+            .find(|(n, _)| n == lower)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
@@ -145,7 +156,10 @@ mod tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
     }
 
     fn canonical(pairs: &[(&str, &str)]) -> (String, String) {
@@ -166,7 +180,10 @@ mod tests {
             ("Content-Type", "text/plain"),
             ("my-header1", ""),
         ]);
-        assert_eq!(c, "content-type:text/plain\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n");
+        assert_eq!(
+            c,
+            "content-type:text/plain\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n"
+        );
         assert_eq!(n, "content-type;my-header1;my-header2");
     }
 
@@ -182,7 +199,11 @@ mod tests {
         assert_eq!(headers.signed, h(&[("range", "bytes=0-9")]));
         assert_eq!(
             headers.unsigned,
-            h(&[("user-agent", "x  y"), ("content-length", "3"), ("proxy-authorization", "p")])
+            h(&[
+                ("user-agent", "x  y"),
+                ("content-length", "3"),
+                ("proxy-authorization", "p")
+            ])
         );
     }
 

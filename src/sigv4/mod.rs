@@ -35,6 +35,7 @@ pub struct Credentials<'a> {
     pub session_token: Option<&'a str>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Payload<'a> {
     /// The body; its SHA-256 is signed.
     Bytes(&'a [u8]),
@@ -84,7 +85,12 @@ pub struct Signer {
 }
 
 /// Checks shared by `sign` and `presign`.
-pub(crate) fn check_common(method: &str, region: &str, service: &str, credentials: &Credentials<'_>) -> Result<()> {
+pub(crate) fn check_common(
+    method: &str,
+    region: &str,
+    service: &str,
+    credentials: &Credentials<'_>,
+) -> Result<()> {
     check::method(method)?;
     check::scope_part("region", region)?;
     check::scope_part("service", service)?;
@@ -145,15 +151,21 @@ impl Signer {
                 // S3 always wants it; elsewhere it is needed whenever the value is not the body's
                 // SHA-256, or the service would hash the body and disagree.
                 if s3 || !matches!(input.payload, Payload::Bytes(_)) {
-                    headers.signed.push(("x-amz-content-sha256".to_owned(), hash.clone()));
+                    headers
+                        .signed
+                        .push(("x-amz-content-sha256".to_owned(), hash.clone()));
                 }
                 hash
             }
         };
         headers.signed.push(("host".to_owned(), url.host.clone()));
-        headers.signed.push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
+        headers
+            .signed
+            .push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
         if let Some(token) = input.credentials.session_token {
-            headers.signed.push(("x-amz-security-token".to_owned(), token.to_owned()));
+            headers
+                .signed
+                .push(("x-amz-security-token".to_owned(), token.to_owned()));
         }
         headers.finish();
 
@@ -175,11 +187,25 @@ impl Signer {
 
         let creds = input.credentials;
         let datetime = input.datetime;
-        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
-        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+        let entry = self.keys.get(
+            creds.secret_access_key,
+            datetime.date(),
+            input.region,
+            input.service,
+        )?;
+        canonical::write_string_to_sign(
+            &mut self.string_to_sign,
+            datetime.as_str(),
+            &entry.scope,
+            &self.request,
+        );
 
         let mut authorization = String::with_capacity(
-            canonical::ALGORITHM.len() + creds.access_key_id.len() + entry.scope.len() + names.len() + 110,
+            canonical::ALGORITHM.len()
+                + creds.access_key_id.len()
+                + entry.scope.len()
+                + names.len()
+                + 110,
         );
         authorization.push_str(canonical::ALGORITHM);
         authorization.push_str(" Credential=");
@@ -192,8 +218,9 @@ impl Signer {
         canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
-        let mut out_url =
-            String::with_capacity(url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 1);
+        let mut out_url = String::with_capacity(
+            url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 1,
+        );
         out_url.push_str(url.scheme);
         out_url.push_str("://");
         out_url.push_str(&url.host);
@@ -208,6 +235,9 @@ impl Signer {
         out_headers.extend(signed.into_iter().filter(|(name, _)| name != "host"));
         out_headers.extend(unsigned);
         out_headers.push(("authorization".to_owned(), authorization));
-        Ok(Signed { url: out_url, headers: out_headers })
+        Ok(Signed {
+            url: out_url,
+            headers: out_headers,
+        })
     }
 }

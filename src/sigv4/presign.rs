@@ -52,8 +52,14 @@ impl Signer {
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
         let mut params = query::parse(url.query);
-        if let Some(p) = params.iter().find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key))) {
-            return Err(Error::invalid(format!("url already has the auth parameter {:?}", p.key)));
+        if let Some(p) = params
+            .iter()
+            .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
+        {
+            return Err(Error::invalid(format!(
+                "url already has the auth parameter {:?}",
+                p.key
+            )));
         }
 
         let mut headers = Headers::collect(input.signed_headers, 1)?;
@@ -72,8 +78,14 @@ impl Signer {
 
         let creds = input.credentials;
         let datetime = input.datetime;
-        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
-        let mut credential = String::with_capacity(creds.access_key_id.len() + 1 + entry.scope.len());
+        let entry = self.keys.get(
+            creds.secret_access_key,
+            datetime.date(),
+            input.region,
+            input.service,
+        )?;
+        let mut credential =
+            String::with_capacity(creds.access_key_id.len() + 1 + entry.scope.len());
         credential.push_str(creds.access_key_id);
         credential.push('/');
         credential.push_str(&entry.scope);
@@ -98,7 +110,12 @@ impl Signer {
                 payload_hash: &payload_hash,
             },
         );
-        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+        canonical::write_string_to_sign(
+            &mut self.string_to_sign,
+            datetime.as_str(),
+            &entry.scope,
+            &self.request,
+        );
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
         let mut out = String::with_capacity(
