@@ -21,7 +21,7 @@ mod query;
 mod url;
 
 pub use date::AmzDate;
-pub use presign::PresignInput;
+pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 
 use canonical::{Parts, UNSIGNED_PAYLOAD};
 use headers::Headers;

@@ -38,7 +38,10 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     if authority.contains('@') {
-        return Err(bad(url, "credentials in the URL are not supported"));
+        // Not echoed: the URL would carry the password into logs.
+        return Err(Error::invalid(
+            "url holds user credentials (user:password@), which are not supported",
+        ));
     }
     let (hostname, port) = split_port(authority).ok_or_else(|| bad(url, "bad port"))?;
     if !valid_hostname(hostname) {
@@ -166,5 +169,11 @@ mod tests {
             let err = parse(url).unwrap_err();
             assert_eq!(err.code(), "invalid-input", "{url:?}");
         }
+    }
+
+    #[test]
+    fn never_echoes_a_password() {
+        let err = parse("https://user:hunter2@h/a").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 }
