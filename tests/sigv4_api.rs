@@ -165,6 +165,11 @@ fn each_invalid_input_is_refused_with_a_message_naming_it() {
         &|r| r.headers = owned(&[("x-amz-content-sha256", "  ")]),
         "payload hash",
     );
+    let twice = [
+        ("x-amz-content-sha256", "UNSIGNED-PAYLOAD"),
+        ("X-Amz-Content-Sha256", "x"),
+    ];
+    check(&mut s, &|r| r.headers = owned(&twice), "more than once");
     assert_invalid(AmzDate::parse("2015-08-30T12:36:00Z"), "datetime");
     assert_invalid(AmzDate::parse("20150230T123600Z"), "day");
 }

@@ -108,14 +108,6 @@ impl Headers {
         Ok(Headers { signed, unsigned })
     }
 
-    /// The canonical value of a signed header, if the caller gave it.
-    pub(crate) fn get(&self, lower: &str) -> Option<&str> {
-        self.signed
-            .iter()
-            .find(|(n, _)| n == lower)
-            .map(|(_, v)| v.as_str())
-    }
-
     /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
     pub(crate) fn finish(&mut self) {
         self.signed.sort_by(|a, b| a.0.cmp(&b.0));

@@ -26,7 +26,7 @@ pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 use canonical::{Parts, UNSIGNED_PAYLOAD};
 use headers::Headers;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub struct Credentials<'a> {
     pub access_key_id: &'a str,
@@ -110,6 +110,58 @@ pub(crate) fn paths(raw: &str, s3: bool) -> (String, Option<&str>) {
     }
 }
 
+/// The caller's `x-amz-content-sha256`, if given: it is the payload hash, as in AWS's and botocore's rules.
+pub(crate) fn given_payload_hash(headers: &Headers) -> Result<Option<String>> {
+    let mut given = headers
+        .signed
+        .iter()
+        .filter(|(n, _)| n == "x-amz-content-sha256");
+    let Some((_, first)) = given.next() else {
+        return Ok(None);
+    };
+    if given.next().is_some() {
+        return Err(Error::invalid(
+            "header x-amz-content-sha256 is given more than once",
+        ));
+    }
+    check::payload_hash(first)?;
+    Ok(Some(first.clone()))
+}
+
+/// The canonical request's last line: the caller's `x-amz-content-sha256` if given, else the payload's
+/// hash, adding the header when the service needs it.
+fn payload_line(headers: &mut Headers, payload: Payload<'_>, s3: bool) -> Result<String> {
+    if let Some(given) = given_payload_hash(headers)? {
+        return Ok(given);
+    }
+    let hash = match payload {
+        Payload::Bytes(body) => canonical::payload_sha256(body),
+        Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
+        Payload::Hash(hash) => {
+            check::payload_hash(hash)?;
+            hash.to_owned()
+        }
+    };
+    // S3 always wants it; elsewhere it is needed whenever the value is not the body's SHA-256, or the
+    // service would hash the body and disagree.
+    if s3 || !matches!(payload, Payload::Bytes(_)) {
+        headers
+            .signed
+            .push(("x-amz-content-sha256".to_owned(), hash.clone()));
+    }
+    Ok(hash)
+}
+
+/// `scheme://host` plus the path, with room for `extra` more bytes (the query).
+pub(crate) fn start_url(url: &url::Url<'_>, path: &str, extra: usize) -> String {
+    let mut out = String::with_capacity(url.scheme.len() + 3 + url.host.len() + path.len() + extra);
+    out.push_str(url.scheme);
+    out.push_str("://");
+    out.push_str(&url.host);
+    out.push_str(path);
+    out
+}
+
 impl Signer {
     pub fn new() -> Self {
         Self::default()
@@ -134,30 +186,7 @@ impl Signer {
         let s3 = input.service == "s3";
         let mut headers = Headers::collect(input.headers, 4)?;
 
-        let payload_hash = match headers.get("x-amz-content-sha256") {
-            Some(given) => {
-                check::payload_hash(given)?;
-                given.to_owned()
-            }
-            None => {
-                let hash = match input.payload {
-                    Payload::Bytes(body) => canonical::payload_sha256(body),
-                    Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
-                    Payload::Hash(hash) => {
-                        check::payload_hash(hash)?;
-                        hash.to_owned()
-                    }
-                };
-                // S3 always wants it; elsewhere it is needed whenever the value is not the body's
-                // SHA-256, or the service would hash the body and disagree.
-                if s3 || !matches!(input.payload, Payload::Bytes(_)) {
-                    headers
-                        .signed
-                        .push(("x-amz-content-sha256".to_owned(), hash.clone()));
-                }
-                hash
-            }
-        };
+        let payload_hash = payload_line(&mut headers, input.payload, s3)?;
         headers.signed.push(("host".to_owned(), url.host.clone()));
         headers
             .signed
@@ -218,13 +247,7 @@ impl Signer {
         canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
-        let mut out_url = String::with_capacity(
-            url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 1,
-        );
-        out_url.push_str(url.scheme);
-        out_url.push_str("://");
-        out_url.push_str(&url.host);
-        out_url.push_str(wire_path);
+        let mut out_url = start_url(&url, wire_path, url.query.len() * 3 + 1);
         if !params.is_empty() {
             out_url.push('?');
             query::push_wire(&mut out_url, &params);

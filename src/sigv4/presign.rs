@@ -6,7 +6,9 @@
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use super::headers::Headers;
 use super::query::{self, Param};
-use super::{check, check_common, paths, url, AmzDate, Credentials, Signer};
+use super::{
+    check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
+};
 use crate::error::{Error, Result};
 
 /// Longest validity S3 accepts: seven days.
@@ -63,11 +65,8 @@ impl Signer {
         }
 
         let mut headers = Headers::collect(input.signed_headers, 1)?;
-        let payload_hash = match headers.get("x-amz-content-sha256") {
-            Some(given) => {
-                check::payload_hash(given)?;
-                given.to_owned()
-            }
+        let payload_hash = match given_payload_hash(&headers)? {
+            Some(given) => given,
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
         };
@@ -118,13 +117,7 @@ impl Signer {
         );
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
-        let mut out = String::with_capacity(
-            url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 400,
-        );
-        out.push_str(url.scheme);
-        out.push_str("://");
-        out.push_str(&url.host);
-        out.push_str(wire_path);
+        let mut out = start_url(&url, wire_path, url.query.len() * 3 + 400);
         out.push('?');
         // The caller's parameters first, then ours, as AWS's examples show them.
         query::push_wire(&mut out, &params);
