@@ -1,1 +1,16 @@
-//! The ownership protocol: records, decisions, lease arithmetic (pure), and the driver that runs them over an Env.
+//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `decide` (claim
+//! decision), `lease` (time arithmetic), `ids` (validation) — take everything as arguments. `cas` is the
+//! bucket layer (GET, conditional PUT, settling ambiguous writes by readback); `S3Ownership` (in
+//! `driver`) sequences them over an [`crate::env::Env`].
+
+pub mod cas;
+pub mod decide;
+mod driver;
+pub mod ids;
+pub mod lease;
+pub mod records;
+#[cfg(feature = "teeth")]
+pub mod teeth;
+
+pub use driver::{ClaimOutcome, Config, OwnerInfo, S3Ownership};
+pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

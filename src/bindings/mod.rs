@@ -1,0 +1,18 @@
+//! The wasm-bindgen shell: the only place where Rust meets JS values. Each submodule exposes one JS-facing
+//! surface (`sign`: signRequest/presignUrl; the ownership surface sits beside it) as low-level functions
+//! that `js/api.js` wraps. This layer converts and checks inputs and turns `crate::Error` into JS errors;
+//! it must never hold protocol logic, and never panic on anything JS hands it (a panic kills the instance).
+
+mod ownership;
+mod sign;
+
+use wasm_bindgen::JsValue;
+
+/// A JS `Error` whose `message` is the error's text and whose `code` is its stable code
+/// (`invalid-input`, `auth`, ...), the shape SPEC §4 promises every thrown error has.
+pub(crate) fn js_error(e: crate::Error) -> JsValue {
+    let err = js_sys::Error::new(&e.to_string());
+    // Setting a data property on a fresh, extensible Error cannot fail, so the Result carries nothing.
+    let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
+    err.into()
+}

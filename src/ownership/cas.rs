@@ -1,0 +1,195 @@
+//! The bucket layer: one GET (retried with jittered backoff — reads are safe to repeat), one conditional
+//! PUT (`put_cas`, never retried: a blind retry can meet its own first attempt and come back as a
+//! clean-looking 412), and `cas_settled`, which settles an ambiguous PUT by reading the record back and
+//! looking for this write's nonce (at most `MAX_RECONCILES` readbacks). Equal content never counts as
+//! "mine": stores give equal bodies equal ETags.
+
+use std::cell::RefCell;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::ownership::lease::renewal_timeout_ms;
+use crate::ownership::records::{decode_nonce, CasGuard};
+use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
+
+/// Readbacks allowed to settle one operation's ambiguous writes.
+pub const MAX_RECONCILES: usize = 3;
+/// Extra attempts of a failed read.
+const READ_RETRIES: u32 = 3;
+
+/// A conditional write once settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    Applied { etag: String },
+    Rejected,
+}
+
+/// When a settled write must give up: a renewal is bounded by its remaining authority.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    /// Each request gets this timeout.
+    PerRequest(u32),
+    /// Each request gets half of what remains before this monotonic deadline (250..=2500 ms).
+    Authority(f64),
+}
+
+pub struct Store<E: Env> {
+    pub env: E,
+    bucket: RefCell<Bucket>,
+    #[cfg(feature = "teeth")]
+    pub tooth: Option<crate::ownership::teeth::Tooth>,
+}
+
+/// True when the named tooth is armed (never, outside test builds).
+macro_rules! armed {
+    ($store:expr, $tooth:ident) => {{
+        #[cfg(feature = "teeth")]
+        let armed = $store.tooth == Some(crate::ownership::teeth::Tooth::$tooth);
+        #[cfg(not(feature = "teeth"))]
+        let armed = false;
+        armed
+    }};
+}
+pub(crate) use armed;
+
+impl<E: Env> Store<E> {
+    pub fn new(env: E, bucket: Bucket) -> Self {
+        Store {
+            env,
+            bucket: RefCell::new(bucket),
+            #[cfg(feature = "teeth")]
+            tooth: None,
+        }
+    }
+
+    fn timeout(&self, budget: Budget) -> u32 {
+        match budget {
+            Budget::PerRequest(ms) => ms,
+            Budget::Authority(deadline) => renewal_timeout_ms(deadline, self.env.mono_ms()),
+        }
+    }
+
+    /// A 128-bit random hex nonce.
+    pub fn nonce(&self) -> String {
+        format!("{:016x}{:016x}", self.env.random_u64(), self.env.random_u64())
+    }
+
+    /// GET `key`: `Some((body, etag))`, or `None` when absent. Retries transient failures.
+    pub async fn get(&self, key: &str, budget: Budget) -> Result<Option<(Vec<u8>, String)>> {
+        let mut attempt = 0;
+        loop {
+            let req = self.bucket.borrow_mut().get(key, self.env.wall_ms())?;
+            match classify_get(key, self.env.send(req, Some(self.timeout(budget))).await) {
+                GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
+                GetAnswer::Missing => return Ok(None),
+                GetAnswer::Refused(e) => return Err(e),
+                GetAnswer::Retryable { detail } => {
+                    attempt += 1;
+                    if attempt > READ_RETRIES {
+                        let detail = format!("{detail} (gave up after {attempt} attempts)");
+                        return Err(Error::Transport { key: key.to_owned(), detail });
+                    }
+                    // Full jitter over an exponential window: 50, 100, 200 ms.
+                    let window = 50u64 << (attempt - 1);
+                    self.env.sleep((self.env.random_u64() % window + 1) as u32).await;
+                }
+            }
+        }
+    }
+
+    /// One conditional PUT, classified. Never retried here.
+    pub async fn put_cas(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> PutAnswer {
+        let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
+            Ok(req) => req,
+            Err(e) => return PutAnswer::Refused(e),
+        };
+        classify_put(key, self.env.send(req, Some(self.timeout(budget))).await)
+    }
+
+    /// A DELETE (probe cleanup), classified like a PUT.
+    pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> PutAnswer {
+        let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {
+            Ok(req) => req,
+            Err(e) => return PutAnswer::Refused(e),
+        };
+        classify_put(key, self.env.send(req, Some(self.timeout(budget))).await)
+    }
+
+    /// A conditional write settled to applied / rejected. `body(nonce)` renders the record with a fresh
+    /// nonce per attempt. An ambiguous answer is settled by reading back: our nonce there → applied;
+    /// the guard still holding → ours did not land, send again (a fresh nonce; at most one can land);
+    /// anything else → rejected (the guard moved on, so ours can never land). Unsettled → `ambiguous`.
+    pub async fn cas_settled(
+        &self,
+        key: &str,
+        guard: &CasGuard,
+        body: &dyn Fn(&str) -> Vec<u8>,
+        budget: Budget,
+    ) -> Result<Settled> {
+        let mut nonces: Vec<String> = Vec::new();
+        let mut ambiguity: Option<String> = None;
+        loop {
+            let nonce = self.nonce();
+            let answer = self.put_cas(key, guard, body(&nonce), budget).await;
+            nonces.push(nonce);
+            match answer {
+                PutAnswer::Applied { etag } => return Ok(Settled::Applied { etag }),
+                // The first attempt's rejection is clean; a later one may be our own earlier write.
+                PutAnswer::Rejected if nonces.len() == 1 => return Ok(Settled::Rejected),
+                PutAnswer::Rejected if armed!(self, RetryCasOnAmbiguity) => return Ok(Settled::Rejected),
+                PutAnswer::Rejected => {}
+                PutAnswer::Conflict { .. } if armed!(self, ConflictMeansOwned) => return Ok(Settled::Rejected),
+                // Not applied: the readback decides whether the guard still holds.
+                PutAnswer::Conflict { .. } => {}
+                PutAnswer::Ambiguous { .. } if armed!(self, SkipReadback) => {
+                    return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
+                }
+                PutAnswer::Ambiguous { detail } if armed!(self, RetryCasOnAmbiguity) && nonces.len() <= MAX_RECONCILES => {
+                    ambiguity = Some(detail);
+                    continue;
+                }
+                PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
+                PutAnswer::Refused(e) if ambiguity.is_some() => {
+                    let detail = format!("an earlier attempt was ambiguous, then the store refused: {e}");
+                    return Err(Error::Ambiguous { key: key.to_owned(), detail });
+                }
+                PutAnswer::Refused(e) => return Err(e),
+            }
+            if nonces.len() > MAX_RECONCILES {
+                let key = key.to_owned();
+                return Err(match ambiguity {
+                    Some(d) => {
+                        let detail = format!("still unsettled after {MAX_RECONCILES} readbacks; last: {d}");
+                        Error::Ambiguous { key, detail }
+                    }
+                    None => {
+                        let detail = format!("store kept answering 409 after {MAX_RECONCILES} readbacks");
+                        Error::Transport { key, detail }
+                    }
+                });
+            }
+            let current = match self.get(key, budget).await {
+                Ok(current) => current,
+                Err(e) if ambiguity.is_some() => {
+                    let detail = format!("readback failed: {e}");
+                    return Err(Error::Ambiguous { key: key.to_owned(), detail });
+                }
+                Err(e) => return Err(e),
+            };
+            match (&current, guard) {
+                (Some((body, etag)), _) => {
+                    if let Some(n) = decode_nonce(key, body)? {
+                        if nonces.contains(&n) {
+                            return Ok(Settled::Applied { etag: etag.clone() });
+                        }
+                    }
+                    if !matches!(guard, CasGuard::Match(t) if t == etag) {
+                        return Ok(Settled::Rejected);
+                    }
+                }
+                (None, CasGuard::Absent) => {}
+                (None, CasGuard::Match(_)) => return Ok(Settled::Rejected),
+            }
+        }
+    }
+}

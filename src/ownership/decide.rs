@@ -1,0 +1,96 @@
+//! The claim decision (SPEC §4 `claim`), pure: given the owner record just read and, when another node
+//! holds it, that node's lease, say what to write — or whom to route to.
+
+use crate::error::{Error, Result};
+use crate::ownership::lease::peer_dead;
+use crate::ownership::records::{CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
+
+/// What a claim should do after reading the owner record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Write `{node: me, epoch}` under `guard`.
+    Write { guard: CasGuard, epoch: u64, took_over: bool },
+    /// Another node holds it: read that node's lease, then call [`after_peer_lease`].
+    ReadPeerLease { node: String },
+}
+
+/// The decision on the record alone: absent → epoch 1; released or ours → epoch + 1.
+pub fn claim_step(me: &str, current: Option<&OwnerRecord>) -> Result<Step> {
+    let Some(rec) = current else {
+        return Ok(Step::Write { guard: CasGuard::Absent, epoch: 1, took_over: false });
+    };
+    if rec.is_released() || rec.node == me {
+        return Ok(Step::Write { guard: CasGuard::Match(rec.etag.clone()), epoch: next_epoch(rec)?, took_over: false });
+    }
+    Ok(Step::ReadPeerLease { node: rec.node.clone() })
+}
+
+/// The decision once the holder's lease is known: dead (absent, or `expires_ms + skew <= now`) → take
+/// over at epoch + 1; otherwise `None` (the holder is live: route to it).
+pub fn after_peer_lease(
+    current: &OwnerRecord,
+    lease: Option<&NodeLeaseRecord>,
+    max_skew_ms: u64,
+    wall_now_ms: u64,
+) -> Result<Option<Step>> {
+    let dead = lease.is_none_or(|l| peer_dead(l.expires_ms, max_skew_ms, wall_now_ms));
+    if !dead {
+        return Ok(None);
+    }
+    Ok(Some(Step::Write { guard: CasGuard::Match(current.etag.clone()), epoch: next_epoch(current)?, took_over: true }))
+}
+
+fn next_epoch(rec: &OwnerRecord) -> Result<u64> {
+    match rec.epoch.checked_add(1).filter(|e| *e <= MAX_EPOCH) {
+        Some(e) => Ok(e),
+        None => Err(Error::CorruptRecord { key: format!("owner record at epoch {}", rec.epoch), detail: "epoch cannot advance past 2^53 - 1".into() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(node: &str, epoch: u64) -> OwnerRecord {
+        OwnerRecord { node: node.into(), epoch, etag: format!("\"{node}{epoch}\""), nonce: None }
+    }
+
+    fn lease(expires_ms: u64) -> NodeLeaseRecord {
+        NodeLeaseRecord { node: "b".into(), expires_ms, addr: String::new(), etag: "l".into(), nonce: None }
+    }
+
+    #[test]
+    fn absent_released_and_own_records() {
+        assert_eq!(claim_step("a", None).unwrap(), Step::Write { guard: CasGuard::Absent, epoch: 1, took_over: false });
+        let released = rec("", 4);
+        assert_eq!(
+            claim_step("a", Some(&released)).unwrap(),
+            Step::Write { guard: CasGuard::Match(released.etag.clone()), epoch: 5, took_over: false }
+        );
+        let own = rec("a", 7);
+        assert_eq!(
+            claim_step("a", Some(&own)).unwrap(),
+            Step::Write { guard: CasGuard::Match(own.etag.clone()), epoch: 8, took_over: false }
+        );
+        assert_eq!(claim_step("a", Some(&rec("b", 2))).unwrap(), Step::ReadPeerLease { node: "b".into() });
+    }
+
+    #[test]
+    fn takeover_only_when_the_peer_lease_is_dead() {
+        let held = rec("b", 2);
+        let (skew, expires) = (1_000, 100_000);
+        assert_eq!(after_peer_lease(&held, Some(&lease(expires)), skew, 100_999).unwrap(), None);
+        assert_eq!(
+            after_peer_lease(&held, Some(&lease(expires)), skew, 101_000).unwrap(),
+            Some(Step::Write { guard: CasGuard::Match(held.etag.clone()), epoch: 3, took_over: true })
+        );
+        // No lease record at all: the holder is dead.
+        assert!(after_peer_lease(&held, None, skew, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn epochs_never_pass_the_js_safe_range() {
+        assert_eq!(claim_step("a", Some(&rec("a", MAX_EPOCH))).unwrap_err().code(), "corrupt-record");
+        assert_eq!(after_peer_lease(&rec("b", MAX_EPOCH), None, 0, 0).unwrap_err().code(), "corrupt-record");
+    }
+}

@@ -1,0 +1,520 @@
+//! `S3Ownership`: the protocol run over an `Env` (SPEC §4-§5). It sequences reads and conditional writes
+//! and keeps this node's lease state; every decision comes from the pure modules (`decide`, `lease`,
+//! `records`) and every request goes through the bucket layer (`cas`). It must never act on a claim made
+//! under a lease that has since lapsed: claims live only as long as the lease they were made under.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::ownership::cas::{armed, Budget, Settled, Store};
+use crate::ownership::decide::{after_peer_lease, claim_step, Step};
+use crate::ownership::ids::{check_id, check_prefix};
+use crate::ownership::lease::{peer_dead, self_deadline};
+use crate::ownership::records::{
+    decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
+    MAX_EPOCH,
+};
+use crate::s3::Bucket;
+
+/// Everything `new S3Ownership({...})` takes (SPEC §4), minus `fetch` (that is the `Env`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub endpoint: String,
+    pub bucket: String,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    pub node: String,
+    pub addr: String,
+    pub prefix: String,
+    pub lease_ttl_ms: u64,
+    pub max_clock_skew_ms: u64,
+    pub path_style: bool,
+    /// Timeout of each request other than renewals (which are bounded by the remaining authority).
+    pub request_timeout_ms: u32,
+}
+
+impl Config {
+    /// Defaults from the SPEC: region "us-east-1", ttl 10 s, skew 1 s, path style, no prefix, no addr.
+    pub fn new(endpoint: &str, bucket: &str, node: &str, access_key_id: &str, secret_access_key: &str) -> Self {
+        Config {
+            endpoint: endpoint.to_owned(),
+            bucket: bucket.to_owned(),
+            region: "us-east-1".to_owned(),
+            access_key_id: access_key_id.to_owned(),
+            secret_access_key: secret_access_key.to_owned(),
+            session_token: None,
+            node: node.to_owned(),
+            addr: String::new(),
+            prefix: String::new(),
+            lease_ttl_ms: 10_000,
+            max_clock_skew_ms: 1_000,
+            path_style: true,
+            request_timeout_ms: 10_000,
+        }
+    }
+}
+
+/// A cell's owner as seen for routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerInfo {
+    /// Empty when released.
+    pub node: String,
+    pub epoch: u64,
+    pub addr: String,
+    /// The owner's lease is not provably dead (peer rule, SPEC §5).
+    pub live: bool,
+}
+
+/// What `claim` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Applied { epoch: u64, took_over: bool, prior: Option<OwnerRecord> },
+    Rejected { owner: OwnerInfo },
+}
+
+/// This node's lease while it holds one.
+struct Lease {
+    etag: String,
+    /// Monotonic deadline: this node may act while `mono_ms() < deadline`.
+    deadline: f64,
+}
+
+#[derive(Default)]
+struct State {
+    lease: Option<Lease>,
+    /// Why the lease was lost, until a fresh one is acquired.
+    fenced: Option<String>,
+    /// Nonces of this instance's recent lease writes: a lease record carrying one is ours.
+    lease_nonces: VecDeque<String>,
+    /// Cells claimed under the current lease: epoch and the token our claim left.
+    claims: BTreeMap<String, (u64, String)>,
+}
+
+/// Claim rounds (read, decide, write) before a claim under constant contention gives up.
+const CLAIM_ROUNDS: usize = 4;
+
+pub struct S3Ownership<E: Env> {
+    store: Store<E>,
+    config: Config,
+    state: RefCell<State>,
+}
+
+impl<E: Env> S3Ownership<E> {
+    /// Validates the configuration; sends nothing.
+    pub fn new(config: Config, env: E) -> Result<Self> {
+        check_id("node", &config.node)?;
+        check_prefix(&config.prefix)?;
+        if config.lease_ttl_ms <= config.max_clock_skew_ms || config.lease_ttl_ms > 86_400_000 {
+            return Err(Error::invalid(format!(
+                "leaseTtlMs ({}) must exceed maxClockSkewMs ({}) and be at most a day",
+                config.lease_ttl_ms, config.max_clock_skew_ms
+            )));
+        }
+        if config.request_timeout_ms == 0 {
+            return Err(Error::invalid("requestTimeoutMs must be positive"));
+        }
+        if config.addr.chars().any(char::is_control) {
+            return Err(Error::invalid("addr contains a control character"));
+        }
+        let bucket = Bucket::new(
+            &config.endpoint,
+            &config.bucket,
+            &config.region,
+            config.path_style,
+            &config.access_key_id,
+            &config.secret_access_key,
+            config.session_token.as_deref(),
+        )?;
+        Ok(S3Ownership { store: Store::new(env, bucket), config, state: RefCell::new(State::default()) })
+    }
+
+    pub fn env(&self) -> &E {
+        &self.store.env
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Arms one deliberately broken rule (tests only).
+    #[cfg(feature = "teeth")]
+    pub fn with_tooth(mut self, tooth: crate::ownership::teeth::Tooth) -> Self {
+        self.store.tooth = Some(tooth);
+        self
+    }
+
+    fn owner_key(&self, cell: &str) -> String {
+        format!("{}cells/{cell}/own.json", self.config.prefix)
+    }
+
+    fn lease_key(&self, node: &str) -> String {
+        format!("{}nodes/{node}.json", self.config.prefix)
+    }
+
+    fn budget(&self) -> Budget {
+        Budget::PerRequest(self.config.request_timeout_ms)
+    }
+
+    fn skew_for_peers(&self) -> u64 {
+        if armed!(self.store, NoPeerSkewMargin) {
+            0
+        } else {
+            self.config.max_clock_skew_ms
+        }
+    }
+
+    // ---- low level (SPEC §4), names as in celld ----
+
+    pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
+        check_id("cell", cell)?;
+        let key = self.owner_key(cell);
+        match self.store.get(&key, self.budget()).await? {
+            Some((body, etag)) => Ok(Some(decode_owner(&key, &body, &etag)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`.
+    pub async fn cas_owner(&self, cell: &str, guard: &CasGuard, epoch: u64) -> Result<CasOutcome> {
+        check_id("cell", cell)?;
+        check_epoch(epoch)?;
+        check_guard(guard)?;
+        let key = self.owner_key(cell);
+        let node = &self.config.node;
+        let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
+        Ok(match settled {
+            Settled::Applied { etag } => {
+                self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
+                CasOutcome::Applied
+            }
+            Settled::Rejected => CasOutcome::Rejected,
+        })
+    }
+
+    /// Clears `node` (keeping the epoch), only if the record still names this node at `epoch`.
+    pub async fn release_owner(&self, cell: &str, epoch: u64) -> Result<CasOutcome> {
+        check_epoch(epoch)?;
+        match self.read_owner(cell).await? {
+            Some(rec) if rec.node == self.config.node && rec.epoch == epoch => {
+                self.release_at(cell, epoch, CasGuard::Match(rec.etag)).await
+            }
+            _ => Ok(CasOutcome::Rejected),
+        }
+    }
+
+    async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
+        let key = self.owner_key(cell);
+        let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await?;
+        let mut state = self.state.borrow_mut();
+        if state.claims.get(cell).is_some_and(|(e, _)| *e == epoch) {
+            state.claims.remove(cell);
+        }
+        Ok(match settled {
+            Settled::Applied { .. } => CasOutcome::Applied,
+            Settled::Rejected => CasOutcome::Rejected,
+        })
+    }
+
+    pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
+        check_id("node", node)?;
+        let key = self.lease_key(node);
+        match self.store.get(&key, self.budget()).await? {
+            Some((body, etag)) => Ok(Some(decode_lease(&key, &body, &etag)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.
+    /// Low level: it does not change this instance's lease state (`acquire_lease` / `renew_lease` do).
+    pub async fn cas_node_lease(&self, guard: &CasGuard, expires_ms: u64) -> Result<(CasOutcome, Option<String>)> {
+        check_guard(guard)?;
+        match self.write_lease(guard, expires_ms, self.budget()).await? {
+            Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
+            Settled::Rejected => Ok((CasOutcome::Rejected, None)),
+        }
+    }
+
+    async fn write_lease(&self, guard: &CasGuard, expires_ms: u64, budget: Budget) -> Result<Settled> {
+        let key = self.lease_key(&self.config.node);
+        let (node, addr) = (&self.config.node, &self.config.addr);
+        let body = |nonce: &str| {
+            let mut state = self.state.borrow_mut();
+            if state.lease_nonces.len() == 16 {
+                state.lease_nonces.pop_front();
+            }
+            state.lease_nonces.push_back(nonce.to_owned());
+            encode_lease(node, expires_ms, addr, nonce)
+        };
+        self.store.cas_settled(&key, guard, &body, budget).await
+    }
+
+    fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
+        let state = self.state.borrow();
+        state.lease.as_ref().is_some_and(|l| l.etag == rec.etag)
+            || rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n))
+    }
+
+    // ---- leases (SPEC §5) ----
+
+    /// Installs this node's lease (or renews it, when one is held). A lease record left by another
+    /// process under this node id is taken over only once it is dead by the peer rule.
+    pub async fn acquire_lease(&self) -> Result<()> {
+        if self.lease_valid() {
+            return self.renew_lease().await;
+        }
+        let key = self.lease_key(&self.config.node);
+        let current = self.read_node_lease(&self.config.node).await?;
+        let guard = match current {
+            None => CasGuard::Absent,
+            Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
+            Some(rec) => {
+                let now = self.store.env.wall_ms();
+                if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
+                    let wait = (rec.expires_ms + self.config.max_clock_skew_ms).saturating_sub(now);
+                    return Err(Error::NotLeased(format!(
+                        "{key} holds a live lease from another process using node id {:?} (dead in {wait} ms); \
+                         node ids must be unique per running instance",
+                        self.config.node
+                    )));
+                }
+                CasGuard::Match(rec.etag)
+            }
+        };
+        let (settled, anchor) = self.anchored_lease_write(&guard, self.budget()).await?;
+        match settled {
+            Settled::Applied { etag } => {
+                let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
+                let mut state = self.state.borrow_mut();
+                // Claims made under an earlier lease died with it.
+                state.claims.clear();
+                state.fenced = None;
+                if self.store.env.mono_ms() >= deadline {
+                    state.lease = None;
+                    return Err(Error::NotLeased(format!("writing {key} took longer than the lease's authority")));
+                }
+                state.lease = Some(Lease { etag, deadline });
+                Ok(())
+            }
+            Settled::Rejected => Err(Error::NotLeased(format!(
+                "{key} changed while acquiring it: another process is using node id {:?}",
+                self.config.node
+            ))),
+        }
+    }
+
+    /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
+    /// before the write is sent.
+    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64)> {
+        let anchor = self.store.env.mono_ms();
+        let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
+        let settled = self.write_lease(guard, expires_ms, budget).await?;
+        let anchor = if armed!(self.store, AnchorAfterWrite) { self.store.env.mono_ms() } else { anchor };
+        Ok((settled, anchor))
+    }
+
+    /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
+    /// before it lapsed; the node must then `acquire_lease` again and re-claim its cells.
+    pub async fn renew_lease(&self) -> Result<()> {
+        for _ in 0..2 {
+            let (etag, deadline) = self.held_lease()?;
+            let (settled, anchor) = self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
+            let late = self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal);
+            match settled {
+                Settled::Applied { .. } if late => {
+                    return Err(self.fence("the renewal was answered only after the lease had lapsed"))
+                }
+                Settled::Applied { etag } => {
+                    let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
+                    let mut state = self.state.borrow_mut();
+                    if state.fenced.is_none() {
+                        state.lease = Some(Lease { etag, deadline });
+                    }
+                    return Ok(());
+                }
+                Settled::Rejected => {
+                    // An earlier renewal of ours that ended ambiguous may have landed after all: then the
+                    // record is ours under a token we never saw. Adopt it (authority unchanged) and retry.
+                    match self.read_node_lease(&self.config.node).await? {
+                        Some(rec) if self.is_ours(&rec) && !late => {
+                            if let Some(lease) = self.state.borrow_mut().lease.as_mut() {
+                                lease.etag = rec.etag;
+                            }
+                        }
+                        _ => return Err(self.fence("the lease record was replaced by another writer")),
+                    }
+                }
+            }
+        }
+        Err(self.fence("the lease record kept changing under renewal"))
+    }
+
+    /// The held lease's token and deadline, or why there is none (lapsed leases fence here).
+    fn held_lease(&self) -> Result<(String, f64)> {
+        let state = self.state.borrow();
+        if let Some(why) = &state.fenced {
+            return Err(Error::Fenced(why.clone()));
+        }
+        let Some(lease) = &state.lease else {
+            return Err(Error::NotLeased("no lease held; call acquireLease() first".into()));
+        };
+        let (etag, deadline) = (lease.etag.clone(), lease.deadline);
+        drop(state);
+        if self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal) {
+            return Err(self.fence("the lease lapsed before it was renewed"));
+        }
+        Ok((etag, deadline))
+    }
+
+    /// Drops the lease and every claim made under it.
+    fn fence(&self, why: &str) -> Error {
+        let mut state = self.state.borrow_mut();
+        state.lease = None;
+        state.claims.clear();
+        state.fenced = Some(why.to_owned());
+        Error::Fenced(why.to_owned())
+    }
+
+    /// True while this node may act as an owner: it holds a lease whose self-deadline has not passed.
+    pub fn lease_valid(&self) -> bool {
+        let state = self.state.borrow();
+        state.fenced.is_none() && state.lease.as_ref().is_some_and(|l| self.store.env.mono_ms() < l.deadline)
+    }
+
+    /// `not-leased` / `fenced` unless the lease is valid now.
+    fn require_lease(&self) -> Result<()> {
+        self.held_lease().map(|_| ())
+    }
+
+    // ---- high level ----
+
+    /// Claims `cell` at a new epoch when it is absent, released, this node's, or held by a node whose
+    /// lease is dead; otherwise returns the live owner as a routing hint.
+    pub async fn claim(&self, cell: &str) -> Result<ClaimOutcome> {
+        check_id("cell", cell)?;
+        self.require_lease()?;
+        let key = self.owner_key(cell);
+        let mut last_seen: Option<OwnerInfo> = None;
+        for _ in 0..CLAIM_ROUNDS {
+            let current = self.read_owner(cell).await?;
+            let step = match claim_step(&self.config.node, current.as_ref())? {
+                Step::ReadPeerLease { node } => {
+                    let rec = current.as_ref().expect("a peer is named only by a record that exists");
+                    let lease = self.read_node_lease(&node).await?;
+                    let now = self.store.env.wall_ms();
+                    match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
+                        Some(step) => step,
+                        None => {
+                            let addr = lease.map(|l| l.addr).unwrap_or_default();
+                            let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
+                            return Ok(ClaimOutcome::Rejected { owner });
+                        }
+                    }
+                }
+                step => step,
+            };
+            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
+            // Time passed while reading: the lease must still hold when the claim is written.
+            self.require_lease()?;
+            let node = &self.config.node;
+            let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
+            match settled {
+                Settled::Applied { etag } => {
+                    if !self.lease_valid() {
+                        // Landed, but our authority ran out meanwhile: a claim we may not act on.
+                        return Err(self.fence("the lease lapsed while the claim was being written"));
+                    }
+                    self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
+                    return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
+                }
+                Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
+                    let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true };
+                    return Ok(ClaimOutcome::Rejected { owner });
+                }
+                Settled::Rejected => {
+                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true });
+                }
+            }
+        }
+        // Lost every round to other writers: report who holds it now.
+        match self.owner(cell).await? {
+            Some(owner) => Ok(ClaimOutcome::Rejected { owner }),
+            None => Err(Error::Transport {
+                key,
+                detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {last_seen:?})"),
+            }),
+        }
+    }
+
+    /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token
+    /// the claim left, falling back to read-then-write when that token has moved.
+    pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
+        check_id("cell", cell)?;
+        let claimed = self.state.borrow().claims.get(cell).cloned();
+        match claimed {
+            Some((epoch, etag)) => match self.release_at(cell, epoch, CasGuard::Match(etag)).await? {
+                CasOutcome::Applied => Ok(CasOutcome::Applied),
+                CasOutcome::Rejected => self.release_owner(cell, epoch).await,
+            },
+            // Not claimed by this instance: release whatever epoch the record names us at.
+            None => match self.read_owner(cell).await? {
+                Some(rec) if rec.node == self.config.node => {
+                    self.release_at(cell, rec.epoch, CasGuard::Match(rec.etag)).await
+                }
+                _ => Ok(CasOutcome::Rejected),
+            },
+        }
+    }
+
+    /// Who owns `cell` and whether that owner's lease is live; `None` when the record is absent.
+    pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
+        let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
+        if rec.is_released() {
+            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false }));
+        }
+        if rec.node == self.config.node {
+            let live = self.lease_valid();
+            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live }));
+        }
+        let lease = self.read_node_lease(&rec.node).await?;
+        let now = self.store.env.wall_ms();
+        let live = lease.as_ref().is_some_and(|l| !peer_dead(l.expires_ms, self.skew_for_peers(), now));
+        let addr = lease.map(|l| l.addr).unwrap_or_default();
+        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live }))
+    }
+
+    /// The ack gate: true iff this node claimed `cell` at `epoch` under its current lease, the lease is
+    /// still valid, and the record still names this node at `epoch`.
+    pub async fn verify(&self, cell: &str, epoch: u64) -> Result<bool> {
+        check_epoch(epoch)?;
+        let rec = self.read_owner(cell).await?;
+        let names_us = rec.is_some_and(|r| r.node == self.config.node && r.epoch == epoch);
+        let claimed = self.state.borrow().claims.get(cell).is_some_and(|(e, _)| *e == epoch);
+        Ok(names_us && claimed && self.lease_valid())
+    }
+
+    /// The cells this instance holds under its current lease, with their epochs.
+    pub fn claimed(&self) -> Vec<(String, u64)> {
+        self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
+    }
+}
+
+fn check_epoch(epoch: u64) -> Result<()> {
+    if epoch == 0 || epoch > MAX_EPOCH {
+        return Err(Error::invalid(format!("epoch {epoch} is not in 1..=2^53-1")));
+    }
+    Ok(())
+}
+
+fn check_guard(guard: &CasGuard) -> Result<()> {
+    match guard {
+        CasGuard::Match(etag) if etag.is_empty() || etag.contains(['\r', '\n']) => {
+            Err(Error::invalid(format!("guard token {etag:?} is not an ETag")))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,31 @@
+//! Deliberately broken variants of the protocol ("teeth"), compiled only with the `teeth` feature (tests
+//! and examples). Each one removes a single safety rule; the simulation's checker must catch every one,
+//! which is what shows the checker can fail at all.
+
+/// One removed safety rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tooth {
+    /// Resend a conditional PUT after a 5xx/timeout and take the resend's answer at face value.
+    RetryCasOnAmbiguity,
+    /// Treat 409 ConditionalRequestConflict as "someone else owns it", without re-reading.
+    ConflictMeansOwned,
+    /// Judge a peer's lease dead at `expires_ms <= now`, without the skew margin.
+    NoPeerSkewMargin,
+    /// Anchor this node's own deadline when the lease write returns, not before it is sent.
+    AnchorAfterWrite,
+    /// Accept a renewal that landed after the previous lease's validity had ended.
+    InstallLateRenewal,
+    /// Assume an ambiguous conditional write applied, without reading back.
+    SkipReadback,
+}
+
+impl Tooth {
+    pub const ALL: [Tooth; 6] = [
+        Tooth::RetryCasOnAmbiguity,
+        Tooth::ConflictMeansOwned,
+        Tooth::NoPeerSkewMargin,
+        Tooth::AnchorAfterWrite,
+        Tooth::InstallLateRenewal,
+        Tooth::SkipReadback,
+    ];
+}

@@ -1,0 +1,232 @@
+//! What the store's answers mean (SPEC §3): each HTTP outcome of a GET or a conditional PUT becomes one
+//! value of a small enum. Pure and total: every status, header and body — however malformed — maps to
+//! an answer, never a panic.
+
+use crate::env::{HttpResponse, TransportError};
+use crate::error::Error;
+
+/// A conditional PUT's answer, before any readback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutAnswer {
+    /// 2xx with an ETag: landed; the ETag is the new token.
+    Applied { etag: String },
+    /// 412 / 304, or 404 NoSuchKey on `If-Match`: cleanly not applied, the guard no longer holds.
+    Rejected,
+    /// 409 ConditionalRequestConflict / OperationAborted: not applied; re-read and decide again.
+    Conflict { code: String },
+    /// 5xx, 429, timeout, network error, or 2xx without an ETag: it may have landed.
+    Ambiguous { detail: String },
+    /// Refused outright (auth / malformed request): not applied, and trying again will not help.
+    Refused(Error),
+}
+
+/// A GET's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GetAnswer {
+    Found { body: Vec<u8>, etag: String },
+    Missing,
+    /// Worth another try after a pause (5xx, 429, network, timeout).
+    Retryable { detail: String },
+    Refused(Error),
+}
+
+/// `<Code>` and `<Message>` of an S3 XML error body; empty strings when absent.
+pub fn parse_error(body: &[u8]) -> (String, String) {
+    let text = String::from_utf8_lossy(body);
+    (xml_element(&text, "Code"), xml_element(&text, "Message"))
+}
+
+/// The text of the first `<name>…</name>`, entity-decoded and bounded in length (it ends up in messages).
+fn xml_element(text: &str, name: &str) -> String {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let Some(start) = text.find(&open).map(|i| i + open.len()) else { return String::new() };
+    let Some(len) = text[start..].find(&close) else { return String::new() };
+    let raw = &text[start..start + len];
+    let decoded = raw
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&");
+    decoded.chars().take(300).collect()
+}
+
+fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
+    let (code, message) = parse_error(body);
+    let auth_codes = [
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "AccessDenied",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+        "RequestTimeTooSkewed",
+        "AuthorizationHeaderMalformed",
+        "MissingSecurityHeader",
+    ];
+    let key = key.to_owned();
+    if status == 401 || status == 403 || auth_codes.contains(&code.as_str()) {
+        Error::Auth { key, status, code, message }
+    } else {
+        Error::Request { key, status, code, message }
+    }
+}
+
+fn describe(status: u16, body: &[u8]) -> String {
+    match parse_error(body) {
+        (code, _) if !code.is_empty() => format!("{status} {code}"),
+        _ => format!("status {status}"),
+    }
+}
+
+fn transport_detail(e: &TransportError) -> String {
+    match e {
+        TransportError::TimedOut => "timed out (aborted)".to_owned(),
+        TransportError::Network(m) => format!("network error: {m}"),
+    }
+}
+
+/// Classifies the answer to a conditional PUT of `key` (SPEC §3's table, row by row).
+pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> PutAnswer {
+    let resp = match answer {
+        Ok(resp) => resp,
+        Err(e) => return PutAnswer::Ambiguous { detail: transport_detail(&e) },
+    };
+    match resp.status {
+        200..=299 => match resp.etag {
+            Some(etag) if !etag.is_empty() => PutAnswer::Applied { etag },
+            _ => PutAnswer::Ambiguous { detail: format!("{} without an ETag", resp.status) },
+        },
+        304 | 412 => PutAnswer::Rejected,
+        404 if parse_error(&resp.body).0 == "NoSuchKey" => PutAnswer::Rejected,
+        409 => {
+            let (code, _) = parse_error(&resp.body);
+            match code.as_str() {
+                // A 409 that is not about the condition (e.g. the bucket is being deleted) will not pass.
+                "" | "ConditionalRequestConflict" | "OperationAborted" => PutAnswer::Conflict { code },
+                _ => PutAnswer::Refused(store_error(key, 409, &resp.body)),
+            }
+        }
+        429 | 500..=599 => PutAnswer::Ambiguous { detail: describe(resp.status, &resp.body) },
+        status => PutAnswer::Refused(store_error(key, status, &resp.body)),
+    }
+}
+
+/// Classifies the answer to a GET of `key`.
+pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> GetAnswer {
+    let resp = match answer {
+        Ok(resp) => resp,
+        Err(e) => return GetAnswer::Retryable { detail: transport_detail(&e) },
+    };
+    match resp.status {
+        200 => match resp.etag {
+            Some(etag) if !etag.is_empty() => GetAnswer::Found { body: resp.body, etag },
+            // Without a token the record cannot be guarded against; a retry may fare better.
+            _ => GetAnswer::Retryable { detail: "200 without an ETag".to_owned() },
+        },
+        // Only S3's own "no such key" means absent: an HTML 404 means we are not talking to the bucket.
+        404 => match parse_error(&resp.body).0.as_str() {
+            "NoSuchKey" => GetAnswer::Missing,
+            "" if resp.body.is_empty() => GetAnswer::Missing,
+            _ => GetAnswer::Refused(store_error(key, 404, &resp.body)),
+        },
+        429 | 500..=599 => GetAnswer::Retryable { detail: describe(resp.status, &resp.body) },
+        status => GetAnswer::Refused(store_error(key, status, &resp.body)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(status: u16, etag: Option<&str>, body: &str) -> Result<HttpResponse, TransportError> {
+        Ok(HttpResponse { status, etag: etag.map(str::to_owned), body: body.as_bytes().to_vec() })
+    }
+
+    fn xml(code: &str) -> String {
+        format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>m &amp; n</Message></Error>")
+    }
+
+    #[test]
+    fn put_answers_follow_the_spec_table() {
+        use PutAnswer::*;
+        let cases: Vec<(Result<HttpResponse, TransportError>, &str)> = vec![
+            (resp(200, Some("\"abc\""), ""), "applied"),
+            (resp(204, Some("W/\"x\""), ""), "applied"),
+            (resp(200, None, ""), "ambiguous"),
+            (resp(200, Some(""), ""), "ambiguous"),
+            (resp(412, None, &xml("PreconditionFailed")), "rejected"),
+            (resp(304, None, ""), "rejected"),
+            (resp(404, None, &xml("NoSuchKey")), "rejected"),
+            (resp(404, None, &xml("NoSuchBucket")), "request"),
+            (resp(409, None, &xml("ConditionalRequestConflict")), "conflict"),
+            (resp(409, None, &xml("OperationAborted")), "conflict"),
+            (resp(409, None, ""), "conflict"),
+            (resp(409, None, &xml("BucketNotEmpty")), "request"),
+            (resp(400, None, &xml("InvalidArgument")), "request"),
+            (resp(400, None, &xml("AuthorizationHeaderMalformed")), "auth"),
+            (resp(401, None, ""), "auth"),
+            (resp(403, None, &xml("SignatureDoesNotMatch")), "auth"),
+            (resp(403, None, &xml("AccessDenied")), "auth"),
+            (resp(301, None, &xml("PermanentRedirect")), "request"),
+            (resp(429, None, ""), "ambiguous"),
+            (resp(500, None, &xml("InternalError")), "ambiguous"),
+            (resp(503, None, &xml("SlowDown")), "ambiguous"),
+            (Err(TransportError::TimedOut), "ambiguous"),
+            (Err(TransportError::Network("reset".into())), "ambiguous"),
+        ];
+        for (answer, want) in cases {
+            let got = match classify_put("k", answer.clone()) {
+                Applied { .. } => "applied",
+                Rejected => "rejected",
+                Conflict { .. } => "conflict",
+                Ambiguous { .. } => "ambiguous",
+                Refused(e) => e.code(),
+            };
+            assert_eq!(got, want, "{answer:?}");
+        }
+        assert_eq!(classify_put("k", resp(200, Some("\"t\""), "")), Applied { etag: "\"t\"".into() });
+    }
+
+    #[test]
+    fn refusals_carry_the_store_code_and_message_and_key() {
+        match classify_put("cells/c/own.json", resp(403, None, &xml("SignatureDoesNotMatch"))) {
+            PutAnswer::Refused(e) => {
+                let text = e.to_string();
+                assert!(text.contains("SignatureDoesNotMatch") && text.contains("m & n"), "{text}");
+                assert!(text.contains("cells/c/own.json"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn get_answers() {
+        assert_eq!(
+            classify_get("k", resp(200, Some("\"e\""), "{}")),
+            GetAnswer::Found { body: b"{}".to_vec(), etag: "\"e\"".into() }
+        );
+        assert_eq!(classify_get("k", resp(404, None, &xml("NoSuchKey"))), GetAnswer::Missing);
+        assert!(matches!(classify_get("k", resp(404, None, &xml("NoSuchBucket"))), GetAnswer::Refused(_)));
+        assert_eq!(classify_get("k", resp(404, None, "")), GetAnswer::Missing);
+        assert!(matches!(classify_get("k", resp(404, None, "<html>Not Found</html>")), GetAnswer::Refused(_)));
+        assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable { .. }));
+        assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable { .. }));
+        assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable { .. }));
+        match classify_get("k", resp(403, None, "<html>denied</html>")) {
+            GetAnswer::Refused(e) => assert_eq!(e.code(), "auth"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn error_bodies_of_any_shape() {
+        assert_eq!(parse_error(b""), (String::new(), String::new()));
+        assert_eq!(parse_error(b"<Code>Open"), (String::new(), String::new()));
+        assert_eq!(parse_error(b"\xff<Code>\xfeX</Code>").0, "\u{fffd}X");
+        assert_eq!(parse_error("<Code>é</Code><Message></Message>".as_bytes()), ("é".into(), String::new()));
+        let long = format!("<Message>{}</Message>", "x".repeat(10_000));
+        assert_eq!(parse_error(long.as_bytes()).1.len(), 300);
+    }
+}

@@ -1,0 +1,146 @@
+//! Requests as data: the signed GET / conditional PUT / DELETE of one object key in one bucket, path-style
+//! or virtual-hosted. Builds and signs; never sends (that is the `Env`'s job).
+
+use crate::env::HttpRequest;
+use crate::error::{Error, Result};
+use crate::ownership::CasGuard;
+use crate::sigv4::{AmzDate, Credentials, Payload, SignInput, Signer};
+
+/// Where the bucket lives and how to sign for it.
+pub struct Bucket {
+    /// `scheme://host[:port]` for path-style, `scheme://bucket.host[:port]` for virtual-hosted.
+    origin: String,
+    /// Path before the key: `/<base>/<bucket>/` path-style, `/<base>/` virtual-hosted.
+    key_base: String,
+    region: String,
+    access_key_id: String,
+    secret_access_key: String,
+    session_token: Option<String>,
+    signer: Signer,
+}
+
+/// Bucket names as S3 allows them (3..=63 of `a-z 0-9 . -`); MinIO/R2 accept the same set.
+fn check_bucket(bucket: &str) -> Result<()> {
+    let ok = (3..=63).contains(&bucket.len())
+        && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("bucket name {bucket:?} is not a valid S3 bucket name")))
+    }
+}
+
+/// Percent-encodes each `/`-separated segment of `key` once (RFC 3986 unreserved bytes stay as they are).
+fn encode_key(out: &mut String, key: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+        }
+    }
+}
+
+impl Bucket {
+    pub fn new(
+        endpoint: &str,
+        bucket: &str,
+        region: &str,
+        path_style: bool,
+        access_key_id: &str,
+        secret_access_key: &str,
+        session_token: Option<&str>,
+    ) -> Result<Self> {
+        check_bucket(bucket)?;
+        if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(Error::invalid(format!("region {region:?} is not a region name")));
+        }
+        if access_key_id.is_empty() || secret_access_key.is_empty() {
+            return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
+        }
+        let (scheme, rest) = endpoint
+            .split_once("://")
+            .filter(|(s, _)| *s == "http" || *s == "https")
+            .ok_or_else(|| Error::invalid(format!("endpoint {endpoint:?} must start with http:// or https://")))?;
+        if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::invalid(format!("endpoint {endpoint:?} must be a plain origin with an optional path")));
+        }
+        let (host, base) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        if host.is_empty() {
+            return Err(Error::invalid(format!("endpoint {endpoint:?} has no host")));
+        }
+        let (origin, key_base) = if path_style {
+            (format!("{scheme}://{host}"), format!("{base}/{bucket}/"))
+        } else {
+            (format!("{scheme}://{bucket}.{host}"), format!("{base}/"))
+        };
+        Ok(Bucket {
+            origin,
+            key_base,
+            region: region.to_owned(),
+            access_key_id: access_key_id.to_owned(),
+            secret_access_key: secret_access_key.to_owned(),
+            session_token: session_token.map(str::to_owned),
+            signer: Signer::new(),
+        })
+    }
+
+    /// The URL of `key` (prefix included), each segment percent-encoded exactly once.
+    pub fn url(&self, key: &str) -> String {
+        let mut url = String::with_capacity(self.origin.len() + self.key_base.len() + key.len() * 3);
+        url.push_str(&self.origin);
+        url.push_str(&self.key_base);
+        encode_key(&mut url, key);
+        url
+    }
+
+    fn build(&mut self, method: &'static str, key: &str, headers: Vec<(String, String)>, body: Vec<u8>, now_ms: u64) -> Result<HttpRequest> {
+        let url = self.url(key);
+        let credentials = Credentials {
+            access_key_id: &self.access_key_id,
+            secret_access_key: &self.secret_access_key,
+            session_token: self.session_token.as_deref(),
+        };
+        let datetime = AmzDate::from_unix_ms(now_ms);
+        let signed = self.signer.sign(&SignInput {
+            method,
+            url: &url,
+            headers: &headers,
+            payload: Payload::Bytes(&body),
+            region: &self.region,
+            service: "s3",
+            credentials: &credentials,
+            datetime: &datetime,
+        })?;
+        Ok(HttpRequest { method, url: signed.url, headers: signed.headers, body })
+    }
+
+    pub fn get(&mut self, key: &str, now_ms: u64) -> Result<HttpRequest> {
+        self.build("GET", key, Vec::new(), Vec::new(), now_ms)
+    }
+
+    /// A conditional PUT of a JSON record.
+    pub fn put(&mut self, key: &str, guard: &CasGuard, body: Vec<u8>, now_ms: u64) -> Result<HttpRequest> {
+        let condition = match guard {
+            CasGuard::Absent => ("if-none-match".to_owned(), "*".to_owned()),
+            CasGuard::Match(etag) => ("if-match".to_owned(), etag.clone()),
+        };
+        let headers = vec![("content-type".to_owned(), "application/json".to_owned()), condition];
+        self.build("PUT", key, headers, body, now_ms)
+    }
+
+    /// A DELETE, conditional when `guard` is given (the probe cleans up with it).
+    pub fn delete(&mut self, key: &str, guard: Option<&CasGuard>, now_ms: u64) -> Result<HttpRequest> {
+        let headers = match guard {
+            Some(CasGuard::Match(etag)) => vec![("if-match".to_owned(), etag.clone())],
+            _ => Vec::new(),
+        };
+        self.build("DELETE", key, headers, Vec::new(), now_ms)
+    }
+}

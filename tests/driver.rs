@@ -1,0 +1,368 @@
+//! `S3Ownership` driven natively over a scripted in-memory store: every claim case, the lease rules at
+//! their boundaries, and how each kind of store answer is settled.
+
+mod support;
+
+use celld_edge::env::TransportError;
+use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, S3Ownership};
+use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+
+const TTL: u64 = 10_000;
+const SKEW: u64 = 1_000;
+
+fn node(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
+    let mut config = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+    config.lease_ttl_ms = TTL;
+    config.max_clock_skew_ms = SKEW;
+    config.addr = format!("{id}.internal:7000");
+    S3Ownership::new(config, env.clone()).unwrap()
+}
+
+fn leased(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
+    let n = node(env, id);
+    block_on(n.acquire_lease()).unwrap();
+    n
+}
+
+fn applied_epoch(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Applied { epoch, .. } => epoch,
+        other => panic!("expected applied, got {other:?}"),
+    }
+}
+
+fn owner_body(env: &MemEnv, cell: &str) -> serde_json::Value {
+    serde_json::from_str(&env.body(&format!("cells/{cell}/own.json")).expect("record exists")).unwrap()
+}
+
+#[test]
+fn claim_fresh_then_duplicate_rejected_with_routing_hint() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    assert_eq!(applied_epoch(block_on(a.claim("c1")).unwrap()), 1);
+    let rec = owner_body(&env, "c1");
+    assert_eq!((rec["node"].as_str(), rec["epoch"].as_u64()), (Some("a"), Some(1)));
+    assert!(rec["nonce"].as_str().is_some_and(|n| n.len() == 32));
+    match block_on(b.claim("c1")).unwrap() {
+        ClaimOutcome::Rejected { owner } => {
+            assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("a", 1, true));
+            assert_eq!(owner.addr, "a.internal:7000");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(block_on(a.verify("c1", 1)).unwrap());
+    assert!(!block_on(b.verify("c1", 1)).unwrap());
+}
+
+#[test]
+fn reclaiming_own_cell_advances_the_epoch() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 2);
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+    assert!(block_on(a.verify("c", 2)).unwrap());
+}
+
+#[test]
+fn takeover_only_once_the_owner_lease_is_dead_by_the_peer_rule() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    let b = leased(&env, "b");
+    // a stops renewing. Its record says expires = t0 + TTL; b may take over at expires + SKEW.
+    env.advance(TTL + SKEW - 1);
+    assert!(!a.lease_valid());
+    block_on(b.renew_lease()).unwrap_err(); // b's own lease lapsed too (it never renewed)
+    let b = leased(&env, "b2");
+    assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Rejected { .. }), "one ms before the bound");
+    env.advance(1);
+    match block_on(b.claim("c")).unwrap() {
+        ClaimOutcome::Applied { epoch, took_over, prior } => {
+            assert_eq!((epoch, took_over), (2, true));
+            assert_eq!(prior.map(|p| (p.node, p.epoch)), Some(("a".to_owned(), 1)));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+}
+
+#[test]
+fn release_keeps_the_epoch_and_a_stale_release_changes_nothing() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    block_on(a.claim("c")).unwrap();
+    let sent = env.sent_count();
+    assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied);
+    assert_eq!(env.sent_count() - sent, 1, "release with the claim's token is one conditional write");
+    let rec = owner_body(&env, "c");
+    assert_eq!((rec["node"].as_str(), rec["epoch"].as_u64()), (Some(""), Some(1)));
+    assert_eq!(applied_epoch(block_on(b.claim("c")).unwrap()), 2);
+    let before = env.body("cells/c/own.json");
+    assert_eq!(block_on(a.release_owner("c", 1)).unwrap(), CasOutcome::Rejected);
+    assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Rejected);
+    assert_eq!(env.body("cells/c/own.json"), before, "a stale release wrote nothing");
+    assert!(block_on(b.verify("c", 2)).unwrap());
+}
+
+#[test]
+fn claim_needs_a_valid_lease() {
+    let env = MemEnv::new();
+    let a = node(&env, "a");
+    assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "not-leased");
+    assert_eq!(env.sent_count(), 0);
+}
+
+#[test]
+fn an_ambiguous_claim_that_landed_is_settled_as_applied_by_its_nonce() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::LandThen(Ok((500, "InternalError"))));
+    // The GET of the record is scripted first: let it pass, then fault the PUT.
+    env.0.borrow_mut().script.push_front(Fault::Slow(0.0));
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    assert_eq!(env.0.borrow().writes.iter().filter(|(k, _)| k == "cells/c/own.json").count(), 1);
+    assert!(block_on(a.verify("c", 1)).unwrap());
+}
+
+#[test]
+fn an_ambiguous_claim_that_did_not_land_is_sent_again_and_lands_once() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0)); // the read
+    env.push(Fault::Drop(Err(TransportError::TimedOut)));
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    assert_eq!(env.0.borrow().writes.iter().filter(|(k, _)| k == "cells/c/own.json").count(), 1);
+}
+
+#[test]
+fn a_conflict_is_re_read_and_decided_again() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+}
+
+#[test]
+fn a_2xx_without_etag_is_settled_by_readback() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::LandWithoutEtag);
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied, "the token from the readback works");
+}
+
+#[test]
+fn equal_content_from_someone_else_is_not_mistaken_for_our_write() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    // Our create is lost; meanwhile another process writes a record naming us at epoch 1 (no nonce).
+    let stranger = r#"{"node":"a","epoch":1}"#;
+    env.push(Fault::DropAndPlant(stranger, TransportError::Network("reset".into())));
+    let out = block_on(a.cas_owner("c", &CasGuard::Absent, 1));
+    assert_eq!(out.unwrap(), CasOutcome::Rejected);
+    assert_eq!(env.body("cells/c/own.json").as_deref(), Some(stranger));
+}
+
+#[test]
+fn unsettled_ambiguity_is_an_ambiguous_error_not_a_rejection() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::LandThen(Err(TransportError::TimedOut)));
+    for _ in 0..4 {
+        env.push(Fault::Drop(Ok((503, "SlowDown")))); // every readback attempt fails
+    }
+    let err = block_on(a.claim("c")).unwrap_err();
+    assert_eq!(err.code(), "ambiguous", "{err}");
+    assert!(err.to_string().contains("cells/c/own.json"), "{err}");
+}
+
+#[test]
+fn conditional_writes_are_never_resent_blindly() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::LandThen(Ok((503, "SlowDown"))));
+    block_on(a.claim("c")).unwrap();
+    let sent = env.0.borrow().sent.iter().map(|(m, k, _)| format!("{m} {k}")).collect::<Vec<_>>();
+    let own = sent.iter().filter(|s| s.ends_with("own.json")).cloned().collect::<Vec<_>>();
+    assert_eq!(own, ["GET cells/c/own.json", "PUT cells/c/own.json", "GET cells/c/own.json"]);
+}
+
+#[test]
+fn lease_validity_ends_ttl_minus_skew_after_the_anchor_taken_before_the_write() {
+    let env = MemEnv::new();
+    let a = node(&env, "a");
+    env.push(Fault::Slow(0.0)); // the read of the lease record
+    env.push(Fault::Slow(300.0)); // the write takes 300 ms: it counts against us
+    block_on(a.acquire_lease()).unwrap();
+    env.advance(TTL - SKEW - 300 - 1);
+    assert!(a.lease_valid());
+    env.advance(1);
+    assert!(!a.lease_valid());
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced");
+    assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "fenced");
+}
+
+#[test]
+fn a_renewal_answered_after_the_lease_lapsed_fences_and_voids_claims() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    env.advance(TTL - SKEW - 100);
+    env.push(Fault::Slow(200.0));
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced");
+    assert!(!a.lease_valid());
+    // The landed record is ours, so a fresh lease is granted at once, but the old claim stays void.
+    block_on(a.acquire_lease()).unwrap();
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 2);
+}
+
+#[test]
+fn renewals_are_bounded_by_half_the_remaining_authority() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.renew_lease()).unwrap();
+    env.advance(8_000); // 1,000 ms of authority left
+    block_on(a.renew_lease()).unwrap();
+    let timeouts = env.0.borrow().sent.iter().rev().take(2).map(|(_, _, t)| *t).collect::<Vec<_>>();
+    assert_eq!(timeouts, [Some(500), Some(2_500)]);
+}
+
+#[test]
+fn a_replaced_lease_record_fences_at_once() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    env.put_raw("nodes/a.json", r#"{"node":"a","expires_ms":1,"addr":""}"#);
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced");
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+}
+
+#[test]
+fn an_ambiguous_renewal_that_landed_is_recognised_later() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::LandThen(Err(TransportError::TimedOut)));
+    for _ in 0..4 {
+        env.push(Fault::Drop(Ok((500, "InternalError"))));
+    }
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "ambiguous");
+    assert!(a.lease_valid(), "the old authority still holds");
+    block_on(a.renew_lease()).unwrap();
+    assert!(a.lease_valid());
+}
+
+#[test]
+fn another_process_with_this_node_id_must_let_its_lease_die_first() {
+    let env = MemEnv::new();
+    let first = leased(&env, "a");
+    drop(first);
+    let second = node(&env, "a");
+    let err = block_on(second.acquire_lease()).unwrap_err();
+    assert_eq!(err.code(), "not-leased");
+    assert!(err.to_string().contains("unique"), "{err}");
+    env.advance(TTL + SKEW);
+    block_on(second.acquire_lease()).unwrap();
+    assert!(second.lease_valid());
+}
+
+#[test]
+fn corrupt_records_are_reported_and_never_overwritten() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.put_raw("cells/c/own.json", "<html>oops</html>");
+    let err = block_on(a.claim("c")).unwrap_err();
+    assert_eq!(err.code(), "corrupt-record");
+    assert!(err.to_string().contains("cells/c/own.json"), "{err}");
+    assert_eq!(env.body("cells/c/own.json").as_deref(), Some("<html>oops</html>"));
+    env.put_raw("cells/d/own.json", r#"{"node":"b","epoch":1}"#);
+    env.put_raw("nodes/b.json", r#"{"node":"b","expires_ms":"never"}"#);
+    assert_eq!(block_on(a.claim("d")).unwrap_err().code(), "corrupt-record");
+    // The instance keeps working.
+    assert_eq!(applied_epoch(block_on(a.claim("e")).unwrap()), 1);
+}
+
+#[test]
+fn store_refusals_are_typed_with_the_store_code() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Drop(Ok((403, "SignatureDoesNotMatch"))));
+    let err = block_on(a.claim("c")).unwrap_err();
+    assert_eq!(err.code(), "auth");
+    assert!(err.to_string().contains("SignatureDoesNotMatch"), "{err}");
+    env.push(Fault::Drop(Ok((400, "InvalidRequest"))));
+    assert_eq!(block_on(a.read_owner("c")).unwrap_err().code(), "request");
+}
+
+#[test]
+fn reads_are_retried_but_give_up_with_a_transport_error() {
+    let env = MemEnv::new();
+    let a = node(&env, "a");
+    env.push(Fault::Drop(Ok((503, "SlowDown"))));
+    assert_eq!(block_on(a.read_owner("c")).unwrap(), None);
+    for _ in 0..4 {
+        env.push(Fault::Drop(Err(TransportError::Network("refused".into()))));
+    }
+    let err = block_on(a.read_owner("c")).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().contains("4 attempts"), "{err}");
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_sent() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    let sent = env.sent_count();
+    let long = "x".repeat(257);
+    for cell in ["", ".", "..", "a/b", "a\\b", "a\u{1}", long.as_str()] {
+        assert_eq!(block_on(a.claim(cell)).unwrap_err().code(), "invalid-input", "{cell:?}");
+        assert_eq!(block_on(a.read_owner(cell)).unwrap_err().code(), "invalid-input");
+    }
+    for epoch in [0, 1 << 53] {
+        assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, epoch)).unwrap_err().code(), "invalid-input");
+        assert_eq!(block_on(a.verify("c", epoch)).unwrap_err().code(), "invalid-input");
+    }
+    assert_eq!(env.sent_count(), sent);
+    let bad = |f: &dyn Fn(&mut Config)| {
+        let mut c = Config::new(ENDPOINT, BUCKET, "n", "k", "s");
+        f(&mut c);
+        S3Ownership::new(c, env.clone()).err().map(|e| e.code())
+    };
+    assert_eq!(bad(&|c| c.node = "a/b".into()), Some("invalid-input"));
+    assert_eq!(bad(&|c| c.endpoint = "ftp://x".into()), Some("invalid-input"));
+    assert_eq!(bad(&|c| c.bucket = "B".into()), Some("invalid-input"));
+    assert_eq!(bad(&|c| c.secret_access_key = String::new()), Some("invalid-input"));
+    assert_eq!(bad(&|c| c.prefix = "p".into()), Some("invalid-input"));
+    assert_eq!(bad(&|c| c.max_clock_skew_ms = c.lease_ttl_ms), Some("invalid-input"));
+    assert_eq!(bad(&|_| ()), None);
+}
+
+#[test]
+fn keys_sit_under_the_prefix_and_are_encoded_once() {
+    let env = MemEnv::new();
+    let mut config = Config::new(ENDPOINT, BUCKET, "n 1+ü", "k", "s");
+    config.prefix = "tenants/x/".into();
+    let a = S3Ownership::new(config, env.clone()).unwrap();
+    block_on(a.acquire_lease()).unwrap();
+    block_on(a.claim("cell %2F ☃")).unwrap();
+    assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
+    assert!(env.body("tenants/x/cells/cell %2F ☃/own.json").is_some());
+    let owner = block_on(a.owner("cell %2F ☃")).unwrap().unwrap();
+    assert_eq!((owner.node.as_str(), owner.live), ("n 1+ü", true));
+}
+
+#[test]
+fn celld_written_records_are_read_and_claimed_over() {
+    let env = MemEnv::new();
+    env.put_raw("nodes/celld-1.json", r#"{"node":"celld-1","expires_ms":1,"addr":"10.0.0.1:4000","load":0.3,"peer_protocol":2}"#);
+    env.put_raw("cells/c/own.json", r#"{"node":"celld-1","epoch":41,"generation":7}"#);
+    let a = leased(&env, "a");
+    let owner = block_on(a.owner("c")).unwrap().unwrap();
+    assert_eq!((owner.node.as_str(), owner.epoch, owner.live, owner.addr.as_str()), ("celld-1", 41, false, "10.0.0.1:4000"));
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 42);
+}

@@ -1,0 +1,197 @@
+//! A scripted in-memory S3 for driving `S3Ownership` natively: honours If-None-Match / If-Match like
+//! AWS (412, 404 NoSuchKey on If-Match of a missing key), gives equal bodies equal ETags like MD5 stores,
+//! and lets a test script the next answers (land-then-fail, fail-without-landing, slow requests).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+
+/// What to do with the next request, instead of answering it plainly.
+#[allow(dead_code)]
+pub enum Fault {
+    /// Apply it, then answer this instead (a lost or broken response).
+    LandThen(Result<(u16, &'static str), TransportError>),
+    /// Do not apply it; answer this.
+    Drop(Result<(u16, &'static str), TransportError>),
+    /// Apply it and answer 200 without an ETag.
+    LandWithoutEtag,
+    /// Do not apply it; another writer's body lands at the same key; answer this.
+    DropAndPlant(&'static str, TransportError),
+    /// The request takes this long (both clocks advance), then is answered plainly.
+    Slow(f64),
+}
+
+pub struct Mem {
+    pub objects: BTreeMap<String, (Vec<u8>, String)>,
+    /// Every applied write: (key, body).
+    pub writes: Vec<(String, Vec<u8>)>,
+    pub wall: u64,
+    pub mono: f64,
+    rng: u64,
+    pub script: VecDeque<Fault>,
+    /// (method, key, timeout) of every request sent.
+    pub sent: Vec<(&'static str, String, Option<u32>)>,
+    pub bucket_prefix: String,
+}
+
+#[derive(Clone)]
+pub struct MemEnv(pub Rc<RefCell<Mem>>);
+
+pub const ENDPOINT: &str = "http://s3.test";
+pub const BUCKET: &str = "bkt";
+
+impl MemEnv {
+    pub fn new() -> Self {
+        MemEnv(Rc::new(RefCell::new(Mem {
+            objects: BTreeMap::new(),
+            writes: Vec::new(),
+            wall: 1_800_000_000_000,
+            mono: 5_000.0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            script: VecDeque::new(),
+            sent: Vec::new(),
+            bucket_prefix: format!("{ENDPOINT}/{BUCKET}/"),
+        })))
+    }
+    pub fn advance(&self, ms: u64) {
+        let mut m = self.0.borrow_mut();
+        m.wall += ms;
+        m.mono += ms as f64;
+    }
+    pub fn push(&self, fault: Fault) {
+        self.0.borrow_mut().script.push_back(fault);
+    }
+    pub fn body(&self, key: &str) -> Option<String> {
+        self.0.borrow().objects.get(key).map(|(b, _)| String::from_utf8(b.clone()).unwrap())
+    }
+    pub fn put_raw(&self, key: &str, body: &str) {
+        let etag = etag_of(body.as_bytes());
+        self.0.borrow_mut().objects.insert(key.to_owned(), (body.as_bytes().to_vec(), etag));
+    }
+    pub fn sent_count(&self) -> usize {
+        self.0.borrow().sent.len()
+    }
+}
+
+fn etag_of(body: &[u8]) -> String {
+    let h = body.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+    format!("\"{h:016x}\"")
+}
+
+fn decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            out.push(u8::from_str_radix(&path[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn xml(code: &str) -> Vec<u8> {
+    format!("<Error><Code>{code}</Code><Message>{code} happened</Message></Error>").into_bytes()
+}
+
+impl Mem {
+    fn apply(&mut self, req: &HttpRequest) -> HttpResponse {
+        let key = decode(req.url.strip_prefix(&self.bucket_prefix).expect("request for the test bucket"));
+        let current = self.objects.get(&key).cloned();
+        match req.method {
+            "GET" => match current {
+                Some((body, etag)) => HttpResponse { status: 200, etag: Some(etag), body },
+                None => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+            },
+            "PUT" => {
+                let precondition = match (req.header("if-none-match"), req.header("if-match"), &current) {
+                    (Some("*"), _, Some(_)) => Some(412),
+                    (_, Some(_), None) => Some(404),
+                    (_, Some(t), Some((_, etag))) if t != etag => Some(412),
+                    _ => None,
+                };
+                match precondition {
+                    Some(412) => HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") },
+                    Some(_) => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+                    None => {
+                        let etag = etag_of(&req.body);
+                        self.objects.insert(key.clone(), (req.body.clone(), etag.clone()));
+                        self.writes.push((key, req.body.clone()));
+                        HttpResponse { status: 200, etag: Some(etag), body: Vec::new() }
+                    }
+                }
+            }
+            _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed") },
+        }
+    }
+}
+
+fn scripted(answer: &Result<(u16, &'static str), TransportError>) -> Result<HttpResponse, TransportError> {
+    answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code) })
+}
+
+impl Env for MemEnv {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        let mut m = self.0.borrow_mut();
+        assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
+        let key = req.url.strip_prefix(&m.bucket_prefix).map(decode).unwrap_or_default();
+        m.sent.push((req.method, key.clone(), timeout_ms));
+        match m.script.pop_front() {
+            None => Ok(m.apply(&req)),
+            Some(Fault::LandThen(answer)) => {
+                m.apply(&req);
+                scripted(&answer)
+            }
+            Some(Fault::Drop(answer)) => scripted(&answer),
+            Some(Fault::DropAndPlant(body, answer)) => {
+                let etag = etag_of(body.as_bytes());
+                m.objects.insert(key, (body.as_bytes().to_vec(), etag));
+                Err(answer)
+            }
+            Some(Fault::LandWithoutEtag) => {
+                let mut resp = m.apply(&req);
+                resp.etag = None;
+                Ok(resp)
+            }
+            Some(Fault::Slow(ms)) => {
+                m.wall += ms as u64;
+                m.mono += ms;
+                Ok(m.apply(&req))
+            }
+        }
+    }
+    fn wall_ms(&self) -> u64 {
+        self.0.borrow().wall
+    }
+    fn mono_ms(&self) -> f64 {
+        self.0.borrow().mono
+    }
+    fn random_u64(&self) -> u64 {
+        let mut m = self.0.borrow_mut();
+        m.rng ^= m.rng << 13;
+        m.rng ^= m.rng >> 7;
+        m.rng ^= m.rng << 17;
+        m.rng
+    }
+    async fn sleep(&self, ms: u32) {
+        self.advance(u64::from(ms));
+    }
+}
+
+/// Runs a future that never waits on anything outside the `MemEnv` (every await completes at once).
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("MemEnv futures never pend"),
+    }
+}
