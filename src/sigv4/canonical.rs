@@ -22,6 +22,7 @@ pub(crate) struct Parts<'a> {
     pub path: &'a str,
     pub params: &'a [Param],
     pub headers: &'a Headers,
+    pub host: &'a str,
     pub signed_names: &'a str,
     pub payload_hash: &'a str,
 }
@@ -35,7 +36,7 @@ pub(crate) fn write_request(out: &mut String, p: &Parts<'_>) {
     out.push('\n');
     query::push_canonical(out, p.params);
     out.push('\n');
-    p.headers.push_canonical(out);
+    p.headers.push_canonical(out, p.host);
     out.push('\n');
     out.push_str(p.signed_names);
     out.push('\n');

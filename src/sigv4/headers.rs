@@ -122,9 +122,22 @@ impl Headers {
         });
     }
 
-    /// Appends `name:value\n` for every signed header (call after `finish`).
-    pub(crate) fn push_canonical(&self, out: &mut String) {
-        for (name, value) in &self.signed {
+    /// The signed headers in canonical order with `host` (which is signed but never returned, so it is
+    /// not stored) merged in at its place. Call after `finish`.
+    fn with_host<'s>(&'s self, host: &'s str) -> impl Iterator<Item = (&'s str, &'s str)> {
+        let split = self.signed.partition_point(|(n, _)| n.as_str() < "host");
+        let (before, after) = self.signed.split_at(split);
+        let pair = |(n, v): &'s (String, String)| (n.as_str(), v.as_str());
+        before
+            .iter()
+            .map(pair)
+            .chain(std::iter::once(("host", host)))
+            .chain(after.iter().map(pair))
+    }
+
+    /// Appends `name:value\n` for every signed header, `host` included.
+    pub(crate) fn push_canonical(&self, out: &mut String, host: &str) {
+        for (name, value) in self.with_host(host) {
             out.push_str(name);
             out.push(':');
             out.push_str(value);
@@ -132,9 +145,9 @@ impl Headers {
         }
     }
 
-    /// Appends the `;`-joined signed header names (call after `finish`).
-    pub(crate) fn push_names(&self, out: &mut String) {
-        for (i, (name, _)) in self.signed.iter().enumerate() {
+    /// Appends the `;`-joined signed header names, `host` included.
+    pub(crate) fn push_names(&self, out: &mut String, host: &str) {
+        for (i, (name, _)) in self.with_host(host).enumerate() {
             if i > 0 {
                 out.push(';');
             }
@@ -158,8 +171,8 @@ mod tests {
         let mut headers = Headers::collect(&h(pairs), 0).unwrap();
         headers.finish();
         let (mut c, mut n) = (String::new(), String::new());
-        headers.push_canonical(&mut c);
-        headers.push_names(&mut n);
+        headers.push_canonical(&mut c, "h.example");
+        headers.push_names(&mut n, "h.example");
         (c, n)
     }
 
@@ -174,9 +187,9 @@ mod tests {
         ]);
         assert_eq!(
             c,
-            "content-type:text/plain\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n"
+            "content-type:text/plain\nhost:h.example\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n"
         );
-        assert_eq!(n, "content-type;my-header1;my-header2");
+        assert_eq!(n, "content-type;host;my-header1;my-header2");
     }
 
     #[test]

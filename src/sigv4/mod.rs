@@ -187,7 +187,6 @@ impl Signer {
         let mut headers = Headers::collect(input.headers, 4)?;
 
         let payload_hash = payload_line(&mut headers, input.payload, s3)?;
-        headers.signed.push(("host".to_owned(), url.host.clone()));
         headers
             .signed
             .push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
@@ -201,7 +200,7 @@ impl Signer {
         let (canonical_path, wire_path) = paths(url.path, s3);
         let params = query::parse(url.query);
         let mut names = String::with_capacity(headers.signed.len() * 16);
-        headers.push_names(&mut names);
+        headers.push_names(&mut names, &url.host);
         canonical::write_request(
             &mut self.request,
             &Parts {
@@ -209,6 +208,7 @@ impl Signer {
                 path: &canonical_path,
                 params: &params,
                 headers: &headers,
+                host: &url.host,
                 signed_names: &names,
                 payload_hash: &payload_hash,
             },
@@ -255,7 +255,7 @@ impl Signer {
 
         let Headers { signed, unsigned } = headers;
         let mut out_headers = Vec::with_capacity(signed.len() + unsigned.len());
-        out_headers.extend(signed.into_iter().filter(|(name, _)| name != "host"));
+        out_headers.extend(signed);
         out_headers.extend(unsigned);
         out_headers.push(("authorization".to_owned(), authorization));
         Ok(Signed {

@@ -70,10 +70,9 @@ impl Signer {
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
         };
-        headers.signed.push(("host".to_owned(), url.host.clone()));
         headers.finish();
         let mut names = String::with_capacity(headers.signed.len() * 16);
-        headers.push_names(&mut names);
+        headers.push_names(&mut names, &url.host);
 
         let creds = input.credentials;
         let datetime = input.datetime;
@@ -105,6 +104,7 @@ impl Signer {
                 path: &canonical_path,
                 params: &params,
                 headers: &headers,
+                host: &url.host,
                 signed_names: &names,
                 payload_hash: &payload_hash,
             },
