@@ -184,6 +184,7 @@ impl Signer {
         check_common(input.method, input.region, input.service, input.credentials)?;
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
+        // Room for the signer's own: content hash, date, token, authorization.
         let mut headers = Headers::collect(input.headers, 4)?;
 
         let payload_hash = payload_line(&mut headers, input.payload, s3)?;
@@ -253,9 +254,10 @@ impl Signer {
             query::push_wire(&mut out_url, &params);
         }
 
-        let Headers { signed, unsigned } = headers;
-        let mut out_headers = Vec::with_capacity(signed.len() + unsigned.len());
-        out_headers.extend(signed);
+        let Headers {
+            signed: mut out_headers,
+            unsigned,
+        } = headers;
         out_headers.extend(unsigned);
         out_headers.push(("authorization".to_owned(), authorization));
         Ok(Signed {
