@@ -1,6 +1,7 @@
 //! The three strings SigV4 chains together: the canonical request, the string to sign, and the
 //! signature (HMAC of the string to sign under the derived key). Pure string assembly over parts the
-//! other modules already canonicalized. Must never allocate per call beyond the buffers it is handed.
+//! other modules already canonicalized, written into buffers the `Signer` reuses. Must never hash or sign
+//! anything but the exact text it assembled (that text is what `Signer::canonical_request` shows).
 
 use hmac::Mac;
 use sha2::{Digest, Sha256};

@@ -41,7 +41,7 @@ pub(crate) struct Entry {
 pub(crate) struct KeyCache {
     /// Most recently used first.
     entries: Vec<Entry>,
-    /// How many keys were derived (for tests and curiosity; cheap to keep).
+    /// How many keys were derived; the tests read it to prove reuse.
     pub derivations: u64,
 }
 
