@@ -12,7 +12,7 @@
 mod canonical;
 mod check;
 mod date;
-mod encode;
+pub(crate) mod encode;
 mod headers;
 mod key;
 mod path;
