@@ -21,10 +21,10 @@ function optionsJson(opts) {
   const out = {};
   for (const [k, v] of Object.entries(opts)) {
     if (!KNOWN.has(k)) throw invalid(`unknown S3Ownership option ${JSON.stringify(k)}`);
-    if (v === undefined || k === "fetch" || k === "probe" || k === "onEvent") continue;
+    if (v === undefined || k === "fetch" || k === "onEvent") continue;
     if (STRINGS.includes(k) && typeof v !== "string") throw invalid(`${k} must be a string`);
     if (NUMBERS.includes(k) && !(Number.isSafeInteger(v) && v >= 0)) throw invalid(`${k} must be a non-negative integer`);
-    if (k === "pathStyle" && typeof v !== "boolean") throw invalid("pathStyle must be a boolean");
+    if ((k === "pathStyle" || k === "probe") && typeof v !== "boolean") throw invalid(`${k} must be a boolean`);
     out[k] = v;
   }
   for (const k of ["endpoint", "bucket", "accessKeyId", "secretAccessKey", "node"]) {
@@ -112,6 +112,7 @@ export class S3Ownership {
   async acquireLease() { await this.#core.acquireLease(); }
   async renewLease() { await this.#core.renewLease(); }
   leaseValid() { return this.#core.leaseValid(); }
+  async probe() { return parse(await this.#core.probe()); }
   async claim(cell) { return parse(await this.#core.claim(text(cell, "cell"))); }
   async release(cell) { return parse(await this.#core.release(text(cell, "cell"))); }
   async owner(cell) { return parse(await this.#core.owner(text(cell, "cell"))); }

@@ -99,6 +99,8 @@ struct Options {
     path_style: bool,
     #[serde(default = "default_timeout")]
     request_timeout_ms: u32,
+    #[serde(default = "default_true")]
+    probe: bool,
 }
 
 fn default_region() -> String {
@@ -186,6 +188,7 @@ impl WasmOwnership {
             max_clock_skew_ms: o.max_clock_skew_ms,
             path_style: o.path_style,
             request_timeout_ms: o.request_timeout_ms,
+            probe: o.probe,
         };
         let inner = S3Ownership::new(config, JsEnv(host)).map_err(js_error)?;
         Ok(WasmOwnership { inner: Rc::new(inner) })
@@ -271,6 +274,17 @@ impl WasmOwnership {
 
     pub fn verify(&self, cell: String, e: f64) -> js_sys::Promise {
         run(&self.inner, move |o| async move { Ok(Value::from(o.verify(&cell, epoch(e)?).await?)) })
+    }
+
+    pub fn probe(&self) -> js_sys::Promise {
+        run(&self.inner, |o| async move {
+            let r = o.probe().await?;
+            Ok(json!({
+                "ifMatchMissingStatus": r.if_match_missing_status,
+                "conditionalDelete": r.conditional_delete,
+                "etagQuoted": r.etag_quoted,
+            }))
+        })
     }
 
     /// Milliseconds between renewals (ttl / 3).

@@ -117,11 +117,18 @@ impl<E: Env> Store<E> {
 
     /// One conditional PUT, classified. Never retried here.
     pub async fn put_cas(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> PutAnswer {
+        self.put_cas_status(key, guard, body, budget).await.1
+    }
+
+    /// `put_cas`, also giving the HTTP status (0 when there was no answer) for the probe's report.
+    pub async fn put_cas_status(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> (u16, PutAnswer) {
         let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
             Ok(req) => req,
-            Err(e) => return PutAnswer::Refused(e),
+            Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        classify_put(key, self.env.send(req, Some(self.timeout(budget))).await)
+        let answer = self.env.send(req, Some(self.timeout(budget))).await;
+        let status = answer.as_ref().map_or(0, |r| r.status);
+        (status, classify_put(key, answer))
     }
 
     /// A DELETE (probe cleanup), classified like a PUT.

@@ -12,6 +12,7 @@ use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::decide::{after_peer_lease, claim_step, Step};
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::lease::{peer_dead, self_deadline};
+use crate::ownership::probe::ProbeReport;
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -35,6 +36,8 @@ pub struct Config {
     pub path_style: bool,
     /// Timeout of each request other than renewals (which are bounded by the remaining authority).
     pub request_timeout_ms: u32,
+    /// Run the store probe (SPEC §6) before this instance's first write. Opting out trusts the store.
+    pub probe: bool,
 }
 
 impl Config {
@@ -54,6 +57,7 @@ impl Config {
             max_clock_skew_ms: 1_000,
             path_style: true,
             request_timeout_ms: 10_000,
+            probe: true,
         }
     }
 }
@@ -92,6 +96,8 @@ struct State {
     lease_nonces: VecDeque<String>,
     /// Cells claimed under the current lease: epoch and the token our claim left.
     claims: BTreeMap<String, (u64, String)>,
+    /// The store probe's verdict, once known (a refusal is kept too: the store will not change its mind).
+    probed: Option<Result<ProbeReport>>,
 }
 
 /// Claim rounds (read, decide, write) before a claim under constant contention gives up.
@@ -167,6 +173,30 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
+    // ---- the store probe (SPEC §6) ----
+
+    /// Qualifies the store: conditional writes honoured alone and under concurrency. Runs the probe anew
+    /// and caches its verdict for this instance.
+    pub async fn probe(&self) -> Result<ProbeReport> {
+        let verdict = crate::ownership::probe::probe(&self.store, &self.config.prefix, self.budget()).await;
+        if !matches!(&verdict, Err(Error::Transport { .. })) {
+            self.state.borrow_mut().probed = Some(verdict.clone());
+        }
+        verdict
+    }
+
+    /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).
+    async fn ensure_probed(&self) -> Result<()> {
+        if !self.config.probe {
+            return Ok(());
+        }
+        let cached = self.state.borrow().probed.clone();
+        match cached {
+            Some(verdict) => verdict.map(|_| ()),
+            None => self.probe().await.map(|_| ()),
+        }
+    }
+
     // ---- low level (SPEC §4), names as in celld ----
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
@@ -183,6 +213,7 @@ impl<E: Env> S3Ownership<E> {
         check_id("cell", cell)?;
         check_epoch(epoch)?;
         check_guard(guard)?;
+        self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let node = &self.config.node;
         let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
@@ -204,6 +235,7 @@ impl<E: Env> S3Ownership<E> {
     }
 
     async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
+        self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await?;
         let mut state = self.state.borrow_mut();
@@ -226,6 +258,7 @@ impl<E: Env> S3Ownership<E> {
     /// Low level: it does not change this instance's lease state (`acquire_lease` / `renew_lease` do).
     pub async fn cas_node_lease(&self, guard: &CasGuard, expires_ms: u64) -> Result<(CasOutcome, Option<String>)> {
         check_guard(guard)?;
+        self.ensure_probed().await?;
         match self.write_lease(guard, expires_ms, self.budget()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
             other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
@@ -260,6 +293,7 @@ impl<E: Env> S3Ownership<E> {
         if self.lease_valid() {
             return self.renew_lease().await;
         }
+        self.ensure_probed().await?;
         let key = self.lease_key(&self.config.node);
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let current = self.read_node_lease(&self.config.node).await?;

@@ -64,6 +64,9 @@ export function ownershipChecks({ api, server, runtime }) {
       accessKeyId: server.accessKeyId,
       secretAccessKey: server.secretAccessKey,
       prefix,
+      // moto is here for its signature checks; its conditional writes race under load, so it is not
+      // asked to pass the probe's concurrent steps. ministack runs the probe before every first write.
+      probe: server.atomic,
     };
     const make = (node, extra = {}) => new S3Ownership({ ...base, node: `${runtime}-${node}`, addr: `${node}.test:1`, ...extra });
     const leased = async (node, extra) => {
@@ -281,6 +284,13 @@ export function ownershipChecks({ api, server, runtime }) {
     eq(puts, [200], "exactly one PUT was sent");
     eq(await a.verify(c, 1), true, "the landed claim verifies");
   });
+
+  if (server.atomic) {
+    check("the probe qualifies the store and reports its variants", async ({ make }) => {
+      const report = await make("prober").probe();
+      eq(report, { ifMatchMissingStatus: 404, conditionalDelete: true, etagQuoted: true }, "ministack's variants");
+    });
+  }
 
   if (!server.atomic) {
     check("wrong credentials are auth errors with the store's code; nothing is written", async ({ base, make, leased, cell, plant, raw }) => {
