@@ -5,14 +5,13 @@
 
 use std::rc::Rc;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::js_error;
 use crate::env::{Env, HttpRequest, HttpResponse, TransportError};
 use crate::error::Error;
+use crate::ownership::json::{self, ObjectWriter};
 use crate::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
 
 #[wasm_bindgen]
@@ -74,49 +73,34 @@ impl Env for JsEnv {
     }
 }
 
-/// The options object as JSON (the JS wrapper drops `fetch` and checks types first).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Options {
-    endpoint: String,
-    bucket: String,
-    #[serde(default = "default_region")]
-    region: String,
-    access_key_id: String,
-    secret_access_key: String,
-    #[serde(default)]
-    session_token: Option<String>,
-    node: String,
-    #[serde(default)]
-    addr: String,
-    #[serde(default)]
-    prefix: String,
-    #[serde(default = "default_ttl")]
-    lease_ttl_ms: u64,
-    #[serde(default = "default_skew")]
-    max_clock_skew_ms: u64,
-    #[serde(default = "default_true")]
-    path_style: bool,
-    #[serde(default = "default_timeout")]
-    request_timeout_ms: u32,
-    #[serde(default = "default_true")]
-    probe: bool,
-}
-
-fn default_region() -> String {
-    "us-east-1".into()
-}
-fn default_ttl() -> u64 {
-    10_000
-}
-fn default_skew() -> u64 {
-    1_000
-}
-fn default_true() -> bool {
-    true
-}
-fn default_timeout() -> u32 {
-    10_000
+/// The options object as JSON (the JS wrapper drops `fetch` and checks types and required fields first);
+/// absent options keep the SPEC's defaults, and an empty required one fails `S3Ownership::new`'s checks.
+fn config(options_json: &str) -> Result<Config, Error> {
+    let mut c = Config::new("", "", "", "", "");
+    json::object(options_json.as_bytes(), |name, r| {
+        match name {
+            "endpoint" => c.endpoint = r.string()?,
+            "bucket" => c.bucket = r.string()?,
+            "region" => c.region = r.string()?,
+            "accessKeyId" => c.access_key_id = r.string()?,
+            "secretAccessKey" => c.secret_access_key = r.string()?,
+            "sessionToken" => c.session_token = r.opt_string()?.filter(|t| !t.is_empty()),
+            "node" => c.node = r.string()?,
+            "addr" => c.addr = r.string()?,
+            "prefix" => c.prefix = r.string()?,
+            "leaseTtlMs" => c.lease_ttl_ms = r.uint()?,
+            "maxClockSkewMs" => c.max_clock_skew_ms = r.uint()?,
+            "pathStyle" => c.path_style = r.boolean()?,
+            "requestTimeoutMs" => {
+                c.request_timeout_ms = u32::try_from(r.uint()?).map_err(|_| "requestTimeoutMs is too large".to_owned())?
+            }
+            "probe" => c.probe = r.boolean()?,
+            _ => return Err(format!("unknown option {name}")),
+        }
+        Ok(())
+    })
+    .map_err(|d| Error::invalid(format!("S3Ownership options: {d}")))?;
+    Ok(c)
 }
 
 type Shared = Rc<S3Ownership<JsEnv>>;
@@ -127,22 +111,29 @@ pub struct WasmOwnership {
     inner: Shared,
 }
 
-fn owner_record_json(r: &OwnerRecord) -> Value {
-    let node = if r.is_released() { Value::Null } else { Value::from(r.node.as_str()) };
-    json!({ "node": node, "epoch": r.epoch, "etag": r.etag })
+/// `node` as JSON: `null` when empty (a released record).
+fn node_or_null(node: &str) -> Option<&str> {
+    Some(node).filter(|n| !n.is_empty())
 }
 
-fn owner_info_json(o: &OwnerInfo) -> Value {
-    let node = if o.node.is_empty() { Value::Null } else { Value::from(o.node.as_str()) };
-    json!({ "node": node, "epoch": o.epoch, "addr": o.addr, "live": o.live })
+fn owner_record_json(r: &OwnerRecord) -> String {
+    ObjectWriter::new().opt_str("node", node_or_null(&r.node)).uint("epoch", r.epoch).str("etag", &r.etag).finish()
 }
 
-fn outcome_json(o: CasOutcome) -> Value {
-    Value::from(match o {
-        CasOutcome::Applied => "applied",
-        CasOutcome::Rejected => "rejected",
+fn owner_info_json(o: &OwnerInfo) -> String {
+    let w = ObjectWriter::new().opt_str("node", node_or_null(&o.node)).uint("epoch", o.epoch);
+    w.str("addr", &o.addr).boolean("live", o.live).finish()
+}
+
+/// `"applied"` / `"rejected"` as a JSON string.
+fn outcome_json(o: CasOutcome) -> String {
+    String::from(match o {
+        CasOutcome::Applied => "\"applied\"",
+        CasOutcome::Rejected => "\"rejected\"",
     })
 }
+
+const NULL: &str = "null";
 
 /// Epochs cross as JS numbers: positive safe integers only.
 fn epoch(e: f64) -> Result<u64, Error> {
@@ -157,12 +148,12 @@ fn epoch(e: f64) -> Result<u64, Error> {
 fn run<F, Fut>(inner: &Shared, op: F) -> js_sys::Promise
 where
     F: FnOnce(Shared) -> Fut + 'static,
-    Fut: std::future::Future<Output = Result<Value, Error>> + 'static,
+    Fut: std::future::Future<Output = Result<String, Error>> + 'static,
 {
     let inner = inner.clone();
     future_to_promise(async move {
         match op(inner).await {
-            Ok(v) => Ok(JsValue::from_str(&v.to_string())),
+            Ok(json) => Ok(JsValue::from_str(&json)),
             Err(e) => Err(js_error(e)),
         }
     })
@@ -172,31 +163,14 @@ where
 impl WasmOwnership {
     #[wasm_bindgen(constructor)]
     pub fn new(options_json: &str, host: Host) -> Result<WasmOwnership, JsValue> {
-        let o: Options = serde_json::from_str(options_json)
-            .map_err(|e| js_error(Error::invalid(format!("S3Ownership options: {e}"))))?;
-        let config = Config {
-            endpoint: o.endpoint,
-            bucket: o.bucket,
-            region: o.region,
-            access_key_id: o.access_key_id,
-            secret_access_key: o.secret_access_key,
-            session_token: o.session_token.filter(|t| !t.is_empty()),
-            node: o.node,
-            addr: o.addr,
-            prefix: o.prefix,
-            lease_ttl_ms: o.lease_ttl_ms,
-            max_clock_skew_ms: o.max_clock_skew_ms,
-            path_style: o.path_style,
-            request_timeout_ms: o.request_timeout_ms,
-            probe: o.probe,
-        };
+        let config = config(options_json).map_err(js_error)?;
         let inner = S3Ownership::new(config, JsEnv(host)).map_err(js_error)?;
         Ok(WasmOwnership { inner: Rc::new(inner) })
     }
 
     #[wasm_bindgen(js_name = readOwner)]
     pub fn read_owner(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move { Ok(o.read_owner(&cell).await?.as_ref().map_or(Value::Null, owner_record_json)) })
+        run(&self.inner, |o| async move { Ok(o.read_owner(&cell).await?.as_ref().map_or(NULL.into(), owner_record_json)) })
     }
 
     /// `guard_etag` undefined means "absent".
@@ -217,8 +191,11 @@ impl WasmOwnership {
     pub fn read_node_lease(&self, node: String) -> js_sys::Promise {
         run(&self.inner, |o| async move {
             Ok(match o.read_node_lease(&node).await? {
-                Some(l) => json!({ "node": l.node, "expiresMs": l.expires_ms, "addr": l.addr, "etag": l.etag }),
-                None => Value::Null,
+                Some(l) => {
+                    let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
+                    w.str("addr", &l.addr).str("etag", &l.etag).finish()
+                }
+                None => NULL.into(),
             })
         })
     }
@@ -231,20 +208,22 @@ impl WasmOwnership {
             }
             let guard = guard_etag.map_or(CasGuard::Absent, CasGuard::Match);
             Ok(match o.cas_node_lease(&guard, expires_ms as u64).await? {
-                (CasOutcome::Applied, etag) => json!({ "outcome": "applied", "etag": etag }),
-                (CasOutcome::Rejected, _) => json!({ "outcome": "rejected" }),
+                (CasOutcome::Applied, etag) => {
+                    ObjectWriter::new().str("outcome", "applied").opt_str("etag", etag.as_deref()).finish()
+                }
+                (CasOutcome::Rejected, _) => ObjectWriter::new().str("outcome", "rejected").finish(),
             })
         })
     }
 
     #[wasm_bindgen(js_name = acquireLease)]
     pub fn acquire_lease(&self) -> js_sys::Promise {
-        run(&self.inner, |o| async move { o.acquire_lease().await.map(|()| Value::Null) })
+        run(&self.inner, |o| async move { o.acquire_lease().await.map(|()| NULL.into()) })
     }
 
     #[wasm_bindgen(js_name = renewLease)]
     pub fn renew_lease(&self) -> js_sys::Promise {
-        run(&self.inner, |o| async move { o.renew_lease().await.map(|()| Value::Null) })
+        run(&self.inner, |o| async move { o.renew_lease().await.map(|()| NULL.into()) })
     }
 
     #[wasm_bindgen(js_name = leaseValid)]
@@ -255,11 +234,13 @@ impl WasmOwnership {
     pub fn claim(&self, cell: String) -> js_sys::Promise {
         run(&self.inner, |o| async move {
             Ok(match o.claim(&cell).await? {
-                ClaimOutcome::Applied { epoch, took_over, prior } => json!({
-                    "outcome": "applied", "epoch": epoch, "tookOver": took_over,
-                    "prior": prior.as_ref().map_or(Value::Null, owner_record_json),
-                }),
-                ClaimOutcome::Rejected { owner } => json!({ "outcome": "rejected", "owner": owner_info_json(&owner) }),
+                ClaimOutcome::Applied { epoch, took_over, prior } => {
+                    let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
+                    w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
+                }
+                ClaimOutcome::Rejected { owner } => {
+                    ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
+                }
             })
         })
     }
@@ -269,21 +250,18 @@ impl WasmOwnership {
     }
 
     pub fn owner(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move { Ok(o.owner(&cell).await?.as_ref().map_or(Value::Null, owner_info_json)) })
+        run(&self.inner, |o| async move { Ok(o.owner(&cell).await?.as_ref().map_or(NULL.into(), owner_info_json)) })
     }
 
     pub fn verify(&self, cell: String, e: f64) -> js_sys::Promise {
-        run(&self.inner, move |o| async move { Ok(Value::from(o.verify(&cell, epoch(e)?).await?)) })
+        run(&self.inner, move |o| async move { Ok(String::from(if o.verify(&cell, epoch(e)?).await? { "true" } else { "false" })) })
     }
 
     pub fn probe(&self) -> js_sys::Promise {
         run(&self.inner, |o| async move {
             let r = o.probe().await?;
-            Ok(json!({
-                "ifMatchMissingStatus": r.if_match_missing_status,
-                "conditionalDelete": r.conditional_delete,
-                "etagQuoted": r.etag_quoted,
-            }))
+            let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
+            Ok(w.boolean("conditionalDelete", r.conditional_delete).boolean("etagQuoted", r.etag_quoted).finish())
         })
     }
 

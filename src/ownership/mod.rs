@@ -1,12 +1,13 @@
-//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `decide` (claim
-//! decision), `lease` (time arithmetic), `ids` (validation) — take everything as arguments. `cas` is the
-//! bucket layer (GET, conditional PUT, settling ambiguous writes by readback); `S3Ownership` (in
+//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `json` (their codec),
+//! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation) — take everything as
+//! arguments. `cas` is the bucket layer (GET, conditional PUT, settling ambiguous writes by readback); `S3Ownership` (in
 //! `driver`) sequences them over an [`crate::env::Env`].
 
 pub mod cas;
 pub mod decide;
 mod driver;
 pub mod ids;
+pub mod json;
 pub mod lease;
 pub mod probe;
 pub mod records;

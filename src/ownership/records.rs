@@ -2,9 +2,8 @@
 //! they decode (unknown fields ignored; anything else malformed is `corrupt-record`, never "absent"), and
 //! the guard/outcome vocabulary of conditional writes.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{Error, Result};
+use crate::ownership::json::{self, missing, once, ObjectWriter};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
@@ -52,75 +51,68 @@ pub enum CasOutcome {
     Rejected,
 }
 
-#[derive(Serialize, Deserialize)]
-struct OwnerWire<'a> {
-    node: std::borrow::Cow<'a, str>,
-    epoch: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nonce: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct LeaseWire<'a> {
-    node: std::borrow::Cow<'a, str>,
-    expires_ms: u64,
-    #[serde(default)]
-    addr: std::borrow::Cow<'a, str>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nonce: Option<std::borrow::Cow<'a, str>>,
-}
-
 fn corrupt(key: &str, detail: impl Into<String>) -> Error {
     Error::CorruptRecord { key: key.to_owned(), detail: detail.into() }
 }
 
 /// `{"node":"…","epoch":N,"nonce":"…"}`.
 pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
-    let wire = OwnerWire { node: node.into(), epoch, nonce: Some(nonce.into()) };
-    serde_json::to_vec(&wire).expect("a struct of strings and integers always serializes")
+    ObjectWriter::new().str("node", node).uint("epoch", epoch).str("nonce", nonce).finish().into_bytes()
 }
 
 /// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…"}`.
 pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec<u8> {
-    let wire = LeaseWire { node: node.into(), expires_ms, addr: addr.into(), nonce: Some(nonce.into()) };
-    serde_json::to_vec(&wire).expect("a struct of strings and integers always serializes")
+    let w = ObjectWriter::new().str("node", node).uint("expires_ms", expires_ms);
+    w.str("addr", addr).str("nonce", nonce).finish().into_bytes()
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
 pub fn decode_owner(key: &str, body: &[u8], etag: &str) -> Result<OwnerRecord> {
-    let wire: OwnerWire = serde_json::from_slice(body).map_err(|e| corrupt(key, e.to_string()))?;
-    if wire.epoch > MAX_EPOCH {
-        return Err(corrupt(key, format!("epoch {} exceeds 2^53 - 1", wire.epoch)));
-    }
-    Ok(OwnerRecord {
-        node: wire.node.into_owned(),
-        epoch: wire.epoch,
-        etag: etag.to_owned(),
-        nonce: wire.nonce.map(|n| n.into_owned()),
+    let (mut node, mut epoch, mut nonce) = (None, None, None);
+    json::object(body, |name, r| match name {
+        "node" => once(&mut node, name, r.string()?),
+        "epoch" => once(&mut epoch, name, r.uint()?),
+        "nonce" => once(&mut nonce, name, r.opt_string()?),
+        _ => r.skip(),
     })
+    .map_err(|d| corrupt(key, d))?;
+    let node = node.ok_or_else(|| corrupt(key, missing("node")))?;
+    let epoch = epoch.ok_or_else(|| corrupt(key, missing("epoch")))?;
+    if epoch > MAX_EPOCH {
+        return Err(corrupt(key, format!("epoch {epoch} exceeds 2^53 - 1")));
+    }
+    Ok(OwnerRecord { node, epoch, etag: etag.to_owned(), nonce: nonce.flatten() })
 }
 
 /// Decodes `nodes/<node>.json` read from `key` with token `etag`.
 pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecord> {
-    let wire: LeaseWire = serde_json::from_slice(body).map_err(|e| corrupt(key, e.to_string()))?;
+    let (mut node, mut expires_ms, mut addr, mut nonce) = (None, None, None, None);
+    json::object(body, |name, r| match name {
+        "node" => once(&mut node, name, r.string()?),
+        "expires_ms" => once(&mut expires_ms, name, r.uint()?),
+        "addr" => once(&mut addr, name, r.string()?),
+        "nonce" => once(&mut nonce, name, r.opt_string()?),
+        _ => r.skip(),
+    })
+    .map_err(|d| corrupt(key, d))?;
     Ok(NodeLeaseRecord {
-        node: wire.node.into_owned(),
-        expires_ms: wire.expires_ms,
-        addr: wire.addr.into_owned(),
+        node: node.ok_or_else(|| corrupt(key, missing("node")))?,
+        expires_ms: expires_ms.ok_or_else(|| corrupt(key, missing("expires_ms")))?,
+        addr: addr.unwrap_or_default(),
         etag: etag.to_owned(),
-        nonce: wire.nonce.map(|n| n.into_owned()),
+        nonce: nonce.flatten(),
     })
 }
 
 /// The writer nonce of any record this library wrote, to recognise "my write landed" on readback.
 pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
-    #[derive(Deserialize)]
-    struct NonceOnly {
-        #[serde(default)]
-        nonce: Option<String>,
-    }
-    let wire: NonceOnly = serde_json::from_slice(body).map_err(|e| corrupt(key, e.to_string()))?;
-    Ok(wire.nonce)
+    let mut nonce = None;
+    json::object(body, |name, r| match name {
+        "nonce" => once(&mut nonce, name, r.opt_string()?),
+        _ => r.skip(),
+    })
+    .map_err(|d| corrupt(key, d))?;
+    Ok(nonce.flatten())
 }
 
 #[cfg(test)]
@@ -153,6 +145,19 @@ mod tests {
         let celld = br#"{"node":"n","expires_ms":5,"addr":"a:1","load":0.5,"log":[],"peer_protocol":2,
             "probe_public_key":"abc","ownership_index_generation":7}"#;
         assert_eq!(decode_lease("k", celld, "t").unwrap().addr, "a:1");
+        let r = decode_lease("k", br#"{"node":"n","expires_ms":5,"nonce":null}"#, "t").unwrap();
+        assert_eq!((r.addr.as_str(), r.nonce), ("", None));
+    }
+
+    #[test]
+    fn nonces_of_any_record() {
+        assert_eq!(decode_nonce("k", &encode_owner("a", 1, "n1")).unwrap().as_deref(), Some("n1"));
+        assert_eq!(decode_nonce("k", &encode_lease("a", 1, "x", "n2")).unwrap().as_deref(), Some("n2"));
+        assert_eq!(decode_nonce("k", br#"{"node":"a","epoch":1}"#).unwrap(), None);
+        assert_eq!(decode_nonce("k", br#"{"nonce":null,"z":{}}"#).unwrap(), None);
+        for body in [&b"[]"[..], b"", br#"{"nonce":1}"#, br#"{"nonce":"a","nonce":"b"}"#] {
+            assert_eq!(decode_nonce("k", body).unwrap_err().code(), "corrupt-record");
+        }
     }
 
     #[test]
@@ -170,13 +175,22 @@ mod tests {
             b"\xff\xfe",
             br#"[1,2]"#,
             br#"{"node":"a","epoch":1,"nonce":5}"#,
+            br#"{"node":"a","epoch":1,"epoch":2}"#,
+            br#"["a",1]"#,
         ];
         for body in cases {
             let e = decode_owner("cells/c/own.json", body, "t").unwrap_err();
             assert_eq!(e.code(), "corrupt-record");
             assert!(e.to_string().contains("cells/c/own.json"), "{e}");
         }
-        for body in [&b"{}"[..], br#"{"node":"n","expires_ms":"soon"}"#, br#"{"node":"n","expires_ms":-5}"#] {
+        for body in [
+            &b"{}"[..],
+            br#"{"node":"n","expires_ms":"soon"}"#,
+            br#"{"node":"n","expires_ms":-5}"#,
+            br#"{"node":"n","expires_ms":5,"addr":null}"#,
+            br#"{"node":"n","expires_ms":5,"node":"m"}"#,
+            br#"["n",5]"#,
+        ] {
             assert_eq!(decode_lease("nodes/n.json", body, "t").unwrap_err().code(), "corrupt-record");
         }
     }
