@@ -110,7 +110,7 @@ impl Headers {
 
     /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
     pub(crate) fn finish(&mut self) {
-        self.signed.sort_by(|a, b| a.0.cmp(&b.0));
+        super::sort_small(&mut self.signed, |a, b| a.0 < b.0);
         self.signed.dedup_by(|later, kept| {
             if later.0 == kept.0 {
                 kept.1.push(',');

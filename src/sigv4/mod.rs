@@ -266,3 +266,35 @@ impl Signer {
         })
     }
 }
+
+/// Stable sort for the handful of headers and query parameters a request carries: binary insertion
+/// (O(n log n) comparisons, in-place moves). `slice::sort*` would bring ~15 KB of sorting networks to wasm.
+pub(crate) fn sort_small<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    for i in 1..v.len() {
+        // After every element not greater than v[i]: equal elements keep their order.
+        let pos = v[..i].partition_point(|x| !less(&v[i], x));
+        for j in (pos..i).rev() {
+            v.swap(j, j + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sort_small_is_a_stable_sort() {
+        let mut seed = 7u32;
+        for len in 0..40 {
+            let mut v: Vec<(u32, usize)> = (0..len)
+                .map(|i| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    ((seed >> 16) % 5, i)
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_by_key(|p| p.0);
+            super::sort_small(&mut v, |a, b| a.0 < b.0);
+            assert_eq!(v, want);
+        }
+    }
+}

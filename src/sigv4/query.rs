@@ -67,7 +67,7 @@ pub(crate) fn push_wire(out: &mut String, params: &[Param]) {
 /// Appends the canonical query string (sorted by key, then value).
 pub(crate) fn push_canonical(out: &mut String, params: &[Param]) {
     let mut sorted: Vec<&Param> = params.iter().collect();
-    sorted.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| a.value.cmp(&b.value)));
+    super::sort_small(&mut sorted, |a, b| (&a.key, &a.value) < (&b.key, &b.value));
     for (i, p) in sorted.iter().enumerate() {
         if i > 0 {
             out.push('&');
