@@ -140,7 +140,8 @@ fn epoch(e: f64) -> Result<u64, Error> {
     if e.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&e) {
         Ok(e as u64)
     } else {
-        Err(Error::invalid(format!("epoch {e} is not a positive safe integer")))
+        // No `{e}`: formatting an f64 would bring ~15 KB of float printing into the wasm.
+        Err(Error::invalid("epoch is not a positive safe integer"))
     }
 }
 
@@ -204,7 +205,7 @@ impl WasmOwnership {
     pub fn cas_node_lease(&self, guard_etag: Option<String>, expires_ms: f64) -> js_sys::Promise {
         run(&self.inner, move |o| async move {
             if !(expires_ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&expires_ms)) {
-                return Err(Error::invalid(format!("expiresMs {expires_ms} is not a non-negative safe integer")));
+                return Err(Error::invalid("expiresMs is not a non-negative safe integer"));
             }
             let guard = guard_etag.map_or(CasGuard::Absent, CasGuard::Match);
             Ok(match o.cas_node_lease(&guard, expires_ms as u64).await? {
