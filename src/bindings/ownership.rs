@@ -3,6 +3,8 @@
 //! timers). Results cross as JSON text that the JS wrapper parses; errors as JS `Error`s with `code`.
 //! No protocol logic here, and no panics: every value from JS is checked.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
@@ -149,11 +151,16 @@ fn epoch(e: f64) -> Result<u64, Error> {
 fn run<F, Fut>(inner: &Shared, op: F) -> js_sys::Promise
 where
     F: FnOnce(Shared) -> Fut + 'static,
-    Fut: std::future::Future<Output = Result<String, Error>> + 'static,
+    Fut: Future<Output = Result<String, Error>> + 'static,
 {
-    let inner = inner.clone();
+    promise(Box::pin(op(inner.clone())))
+}
+
+/// The one `future_to_promise` instance: boxing every operation behind one type keeps wasm-bindgen's
+/// executor glue from being copied (with the operation inlined into it) once per method.
+fn promise(op: Pin<Box<dyn Future<Output = Result<String, Error>>>>) -> js_sys::Promise {
     future_to_promise(async move {
-        match op(inner).await {
+        match op.await {
             Ok(json) => Ok(JsValue::from_str(&json)),
             Err(e) => Err(js_error(e)),
         }
