@@ -4,11 +4,12 @@
 //! under a lease that has since lapsed: claims live only as long as the lease they were made under.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
+use crate::ownership::claims::Claims;
 use crate::ownership::decide::{after_peer_lease, claim_step, Step};
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::lease::{peer_dead, self_deadline};
@@ -95,7 +96,7 @@ struct State {
     /// Nonces of this instance's recent lease writes: a lease record carrying one is ours.
     lease_nonces: VecDeque<String>,
     /// Cells claimed under the current lease: epoch and the token our claim left.
-    claims: BTreeMap<String, (u64, String)>,
+    claims: Claims,
     /// The store probe's verdict, once known (a refusal is kept too: the store will not change its mind).
     probed: Option<Result<ProbeReport>>,
 }

@@ -4,6 +4,7 @@
 //! `driver`) sequences them over an [`crate::env::Env`].
 
 pub mod cas;
+mod claims;
 pub mod decide;
 mod driver;
 pub mod ids;
