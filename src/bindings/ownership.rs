@@ -46,7 +46,9 @@ impl Env for JsEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let headers = req.headers.into_iter().flat_map(|(n, v)| [n, v]).collect::<Vec<_>>();
         let promise = self.0.send(req.method, &req.url, headers, &req.body, timeout_ms.unwrap_or(0));
-        let answer = JsFuture::from(promise).await.map_err(|e| network(format!("{e:?}")))?;
+        // `send` never rejects; if a host's does, its reason is kept when it is a string (no `{:?}`: JsValue's
+        // Debug pulls a large describe-anything function into the JS glue).
+        let answer = JsFuture::from(promise).await.map_err(|e| network(e.as_string().unwrap_or_else(|| "host send rejected".into())))?;
         let field = |i: u32| js_sys::Reflect::get_u32(&answer, i).unwrap_or(JsValue::UNDEFINED);
         if field(4).as_bool() == Some(true) {
             return Err(TransportError::TimedOut);

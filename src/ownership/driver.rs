@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use crate::env::Env;
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
 use crate::ownership::decide::{after_peer_lease, claim_step, Step};
@@ -305,9 +305,9 @@ impl<E: Env> S3Ownership<E> {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
                     let wait = (rec.expires_ms + self.config.max_clock_skew_ms).saturating_sub(now);
                     return Err(Error::NotLeased(format!(
-                        "{key} holds a live lease from another process using node id {:?} (dead in {wait} ms); \
+                        "{key} holds a live lease from another process using node id {} (dead in {wait} ms); \
                          node ids must be unique per running instance",
-                        self.config.node
+                        Quoted(&self.config.node)
                     )));
                 }
                 CasGuard::Match(rec.etag)
@@ -329,8 +329,8 @@ impl<E: Env> S3Ownership<E> {
                 Ok(())
             }
             Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(format!(
-                "{key} changed while acquiring it: another process is using node id {:?}",
-                self.config.node
+                "{key} changed while acquiring it: another process is using node id {}",
+                Quoted(&self.config.node)
             ))),
         }
     }
@@ -478,7 +478,7 @@ impl<E: Env> S3Ownership<E> {
             Some(owner) => Ok(ClaimOutcome::Rejected { owner }),
             None => Err(Error::Transport {
                 key,
-                detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {last_seen:?})"),
+                detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {})", seen(last_seen.as_ref())),
             }),
         }
     }
@@ -536,6 +536,14 @@ impl<E: Env> S3Ownership<E> {
     }
 }
 
+/// The owner a lost claim last saw, for its error message.
+fn seen(owner: Option<&OwnerInfo>) -> String {
+    match owner {
+        Some(o) => format!("{} at epoch {}", Quoted(&o.node), o.epoch),
+        None => "no record".to_owned(),
+    }
+}
+
 fn check_epoch(epoch: u64) -> Result<()> {
     if epoch == 0 || epoch > MAX_EPOCH {
         return Err(Error::invalid(format!("epoch {epoch} is not in 1..=2^53-1")));
@@ -546,7 +554,7 @@ fn check_epoch(epoch: u64) -> Result<()> {
 fn check_guard(guard: &CasGuard) -> Result<()> {
     match guard {
         CasGuard::Match(etag) if etag.is_empty() || etag.contains(['\r', '\n']) => {
-            Err(Error::invalid(format!("guard token {etag:?} is not an ETag")))
+            Err(Error::invalid(format!("guard token {} is not an ETag", Quoted(etag))))
         }
         _ => Ok(()),
     }

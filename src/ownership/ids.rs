@@ -1,11 +1,11 @@
 //! Validation of cell ids, node ids and the key prefix (SPEC §2), done before any request is built so a
 //! bad id can never become a surprising key.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Cell and node ids: 1..=256 bytes of UTF-8, no `/`, `\`, control characters, not `.` or `..`.
 pub fn check_id(kind: &str, id: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid(format!("{kind} id {id:?} {why}")));
+    let bad = |why: &str| Err(Error::invalid(format!("{kind} id {} {why}", Quoted(id))));
     if id.is_empty() {
         return bad("is empty");
     }
@@ -31,13 +31,13 @@ pub fn check_prefix(prefix: &str) -> Result<()> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-');
     if !prefix.chars().all(allowed) {
-        return Err(Error::invalid(format!("prefix {prefix:?} may hold only A-Z a-z 0-9 . _ / -")));
+        return Err(Error::invalid(format!("prefix {} may hold only A-Z a-z 0-9 . _ / -", Quoted(prefix))));
     }
     if !prefix.ends_with('/') || prefix.starts_with('/') {
-        return Err(Error::invalid(format!("prefix {prefix:?} must end with '/' and not start with one")));
+        return Err(Error::invalid(format!("prefix {} must end with '/' and not start with one", Quoted(prefix))));
     }
     if prefix.split('/').any(|s| s == "." || s == "..") {
-        return Err(Error::invalid(format!("prefix {prefix:?} contains a '.' or '..' segment")));
+        return Err(Error::invalid(format!("prefix {} contains a '.' or '..' segment", Quoted(prefix))));
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! or virtual-hosted. Builds and signs; never sends (that is the `Env`'s job).
 
 use crate::env::HttpRequest;
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 use crate::ownership::CasGuard;
 use crate::sigv4::{AmzDate, Credentials, Payload, SignInput, Signer};
 
@@ -26,7 +26,7 @@ fn check_bucket(bucket: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(format!("bucket name {bucket:?} is not a valid S3 bucket name")))
+        Err(Error::invalid(format!("bucket name {} is not a valid S3 bucket name", Quoted(bucket))))
     }
 }
 
@@ -42,7 +42,7 @@ impl Bucket {
     ) -> Result<Self> {
         check_bucket(bucket)?;
         if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(Error::invalid(format!("region {region:?} is not a region name")));
+            return Err(Error::invalid(format!("region {} is not a region name", Quoted(region))));
         }
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
@@ -50,16 +50,16 @@ impl Bucket {
         let (scheme, rest) = endpoint
             .split_once("://")
             .filter(|(s, _)| *s == "http" || *s == "https")
-            .ok_or_else(|| Error::invalid(format!("endpoint {endpoint:?} must start with http:// or https://")))?;
+            .ok_or_else(|| Error::invalid(format!("endpoint {} must start with http:// or https://", Quoted(endpoint))))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::invalid(format!("endpoint {endpoint:?} must be a plain origin with an optional path")));
+            return Err(Error::invalid(format!("endpoint {} must be a plain origin with an optional path", Quoted(endpoint))));
         }
         let (host, base) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
         };
         if host.is_empty() {
-            return Err(Error::invalid(format!("endpoint {endpoint:?} has no host")));
+            return Err(Error::invalid(format!("endpoint {} has no host", Quoted(endpoint))));
         }
         let (origin, key_base) = if path_style {
             (format!("{scheme}://{host}"), format!("{base}/{bucket}/"))

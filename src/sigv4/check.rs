@@ -3,12 +3,13 @@
 
 use super::headers::is_token_byte;
 use super::Credentials;
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 
 pub(crate) fn method(method: &str) -> Result<()> {
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return Err(Error::invalid(format!(
-            "method {method:?} is not an HTTP method"
+            "method {} is not an HTTP method",
+            Quoted(method)
         )));
     }
     Ok(())
@@ -24,7 +25,8 @@ pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
         return Err(Error::invalid(format!(
-            "{what} {value:?} may only hold letters, digits, '-', '_' and '.'"
+            "{what} {} may only hold letters, digits, '-', '_' and '.'",
+            Quoted(value)
         )));
     }
     Ok(())
@@ -64,7 +66,8 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
 pub(crate) fn payload_hash(hash: &str) -> Result<()> {
     if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::invalid(format!(
-            "payload hash {hash:?} is empty or not visible ASCII"
+            "payload hash {} is empty or not visible ASCII",
+            Quoted(hash)
         )));
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
 fn is_unsigned(lower: &str) -> bool {
@@ -55,7 +55,8 @@ fn push_trimmed(out: &mut String, value: &str) {
 pub(crate) fn checked_name(name: &str) -> Result<String> {
     if name.is_empty() || !name.bytes().all(is_token_byte) {
         return Err(Error::invalid(format!(
-            "header name {name:?} is not a valid HTTP token"
+            "header name {} is not a valid HTTP token",
+            Quoted(name)
         )));
     }
     Ok(name.to_ascii_lowercase())
@@ -71,7 +72,8 @@ pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid(format!(
-            "header {name:?} has a value with a control or non-ASCII character"
+            "header {} has a value with a control or non-ASCII character",
+            Quoted(name)
         )))
     }
 }
@@ -94,7 +96,8 @@ impl Headers {
             check_value(name, value)?;
             if is_reserved(&lower) {
                 return Err(Error::invalid(format!(
-                    "header {name:?} is set by the signer; pass it through the URL, datetime or credentials"
+                    "header {} is set by the signer; pass it through the URL, datetime or credentials",
+                    Quoted(name)
                 )));
             }
             if is_unsigned(&lower) {

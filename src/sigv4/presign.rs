@@ -9,7 +9,7 @@ use super::query::{self, Param};
 use super::{
     check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Longest validity S3 accepts: seven days.
 pub const MAX_EXPIRES_SECS: u64 = 604_800;
@@ -59,8 +59,8 @@ impl Signer {
             .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
         {
             return Err(Error::invalid(format!(
-                "url already has the auth parameter {:?}",
-                p.key
+                "url already has the auth parameter {}",
+                Quoted(&p.key)
             )));
         }
 

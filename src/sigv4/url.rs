@@ -3,7 +3,7 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Url<'a> {
@@ -18,7 +18,7 @@ pub(crate) struct Url<'a> {
 }
 
 fn bad(url: &str, why: &str) -> Error {
-    Error::invalid(format!("url {url:?} cannot be signed: {why}"))
+    Error::invalid(format!("url {} cannot be signed: {why}", Quoted(url)))
 }
 
 pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
