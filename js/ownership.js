@@ -90,7 +90,8 @@ function num(v, name) {
   return v;
 }
 
-const parse = (json) => JSON.parse(json);
+/** The core's operation numbers (src/bindings/ownership.rs): one wasm entry point serves them all. */
+const OP = { readOwner: 0, casOwner: 1, releaseOwner: 2, readNodeLease: 3, casNodeLease: 4, acquireLease: 5, renewLease: 6, claim: 7, release: 8, owner: 9, verify: 10, probe: 11 };
 
 export class S3Ownership {
   #core;
@@ -103,20 +104,25 @@ export class S3Ownership {
     this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis)));
   }
 
+  /** Runs a core operation and parses the JSON it answers. */
+  async #call(op, id = "", etag = undefined, n = 0) {
+    return JSON.parse(await this.#core.call(op, id, etag, n));
+  }
+
   // Async methods, so bad arguments reject like every other failure instead of throwing synchronously.
-  async readOwner(cell) { return parse(await this.#core.readOwner(text(cell, "cell"))); }
-  async casOwner(cell, guard, epoch) { return parse(await this.#core.casOwner(text(cell, "cell"), guardEtag(guard), num(epoch, "epoch"))); }
-  async releaseOwner(cell, epoch) { return parse(await this.#core.releaseOwner(text(cell, "cell"), num(epoch, "epoch"))); }
-  async readNodeLease(node) { return parse(await this.#core.readNodeLease(text(node, "node"))); }
-  async casNodeLease(guard, expiresMs) { return parse(await this.#core.casNodeLease(guardEtag(guard), num(expiresMs, "expiresMs"))); }
-  async acquireLease() { await this.#core.acquireLease(); }
-  async renewLease() { await this.#core.renewLease(); }
+  async readOwner(cell) { return this.#call(OP.readOwner, text(cell, "cell")); }
+  async casOwner(cell, guard, epoch) { return this.#call(OP.casOwner, text(cell, "cell"), guardEtag(guard), num(epoch, "epoch")); }
+  async releaseOwner(cell, epoch) { return this.#call(OP.releaseOwner, text(cell, "cell"), undefined, num(epoch, "epoch")); }
+  async readNodeLease(node) { return this.#call(OP.readNodeLease, text(node, "node")); }
+  async casNodeLease(guard, expiresMs) { return this.#call(OP.casNodeLease, "", guardEtag(guard), num(expiresMs, "expiresMs")); }
+  async acquireLease() { await this.#call(OP.acquireLease); }
+  async renewLease() { await this.#call(OP.renewLease); }
   leaseValid() { return this.#core.leaseValid(); }
-  async probe() { return parse(await this.#core.probe()); }
-  async claim(cell) { return parse(await this.#core.claim(text(cell, "cell"))); }
-  async release(cell) { return parse(await this.#core.release(text(cell, "cell"))); }
-  async owner(cell) { return parse(await this.#core.owner(text(cell, "cell"))); }
-  async verify(cell, epoch) { return parse(await this.#core.verify(text(cell, "cell"), num(epoch, "epoch"))); }
+  async probe() { return this.#call(OP.probe); }
+  async claim(cell) { return this.#call(OP.claim, text(cell, "cell")); }
+  async release(cell) { return this.#call(OP.release, text(cell, "cell")); }
+  async owner(cell) { return this.#call(OP.owner, text(cell, "cell")); }
+  async verify(cell, epoch) { return this.#call(OP.verify, text(cell, "cell"), undefined, num(epoch, "epoch")); }
 
   /**
    * Renews every ttl/3 until stopRenewing(). A renewal that fails with `fenced` or `not-leased` stops the
@@ -129,7 +135,7 @@ export class S3Ownership {
     const tick = async () => {
       if (!this.#renewing) return;
       try {
-        await this.#core.renewLease();
+        await this.#call(OP.renewLease);
       } catch (e) {
         onError(e);
         if (e && (e.code === "fenced" || e.code === "not-leased")) {

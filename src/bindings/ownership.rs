@@ -3,8 +3,6 @@
 //! timers). Results cross as JSON text that the JS wrapper parses; errors as JS `Error`s with `code`.
 //! No protocol logic here, and no panics: every value from JS is checked.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
@@ -149,23 +147,75 @@ fn epoch(e: f64) -> Result<u64, Error> {
     }
 }
 
-/// Runs `op` on the shared instance and resolves with its JSON, or rejects with a coded `Error`.
-fn run<F, Fut>(inner: &Shared, op: F) -> js_sys::Promise
-where
-    F: FnOnce(Shared) -> Fut + 'static,
-    Fut: Future<Output = Result<String, Error>> + 'static,
-{
-    promise(Box::pin(op(inner.clone())))
+/// A non-negative safe integer (a lease expiry in Unix ms).
+fn expires(ms: f64) -> Result<u64, Error> {
+    if ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
+        Ok(ms as u64)
+    } else {
+        Err(Error::invalid("expiresMs is not a non-negative safe integer"))
+    }
 }
 
-/// The one `future_to_promise` instance: boxing every operation behind one type keeps wasm-bindgen's
-/// executor glue from being copied (with the operation inlined into it) once per method.
-fn promise(op: Pin<Box<dyn Future<Output = Result<String, Error>>>>) -> js_sys::Promise {
-    future_to_promise(async move {
-        match op.await {
-            Ok(json) => Ok(JsValue::from_str(&json)),
-            Err(e) => Err(js_error(e)),
+/// The guard of a conditional write: an ETag to match, or (none) "absent".
+fn guard(etag: Option<String>) -> CasGuard {
+    etag.map_or(CasGuard::Absent, CasGuard::Match)
+}
+
+/// The asynchronous operations, numbered as `OP` in `js/ownership.js`. They cross as one entry point,
+/// `call`, instead of one method each: every exported method costs a wasm shim and a JS wrapper.
+const READ_OWNER: u32 = 0;
+const CAS_OWNER: u32 = 1;
+const RELEASE_OWNER: u32 = 2;
+const READ_NODE_LEASE: u32 = 3;
+const CAS_NODE_LEASE: u32 = 4;
+const ACQUIRE_LEASE: u32 = 5;
+const RENEW_LEASE: u32 = 6;
+const CLAIM: u32 = 7;
+const RELEASE: u32 = 8;
+const OWNER: u32 = 9;
+const VERIFY: u32 = 10;
+const PROBE: u32 = 11;
+
+/// Runs operation `op` with its arguments (`id`: the cell or node; `etag`: a guard's ETag, none meaning
+/// "absent"; `n`: an epoch or expiry) and answers its result as JSON.
+async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<String>, n: f64) -> Result<String, Error> {
+    Ok(match op {
+        READ_OWNER => o.read_owner(&id).await?.as_ref().map_or(NULL.into(), owner_record_json),
+        CAS_OWNER => outcome_json(o.cas_owner(&id, &guard(etag), epoch(n)?).await?),
+        RELEASE_OWNER => outcome_json(o.release_owner(&id, epoch(n)?).await?),
+        READ_NODE_LEASE => match o.read_node_lease(&id).await? {
+            Some(l) => {
+                let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
+                w.str("addr", &l.addr).str("etag", &l.etag).finish()
+            }
+            None => NULL.into(),
+        },
+        CAS_NODE_LEASE => match o.cas_node_lease(&guard(etag), expires(n)?).await? {
+            (CasOutcome::Applied, etag) => {
+                ObjectWriter::new().str("outcome", "applied").opt_str("etag", etag.as_deref()).finish()
+            }
+            (CasOutcome::Rejected, _) => ObjectWriter::new().str("outcome", "rejected").finish(),
+        },
+        ACQUIRE_LEASE => o.acquire_lease().await.map(|()| NULL.into())?,
+        RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
+        CLAIM => match o.claim(&id).await? {
+            ClaimOutcome::Applied { epoch, took_over, prior } => {
+                let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
+                w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
+            }
+            ClaimOutcome::Rejected { owner } => {
+                ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
+            }
+        },
+        RELEASE => outcome_json(o.release(&id).await?),
+        OWNER => o.owner(&id).await?.as_ref().map_or(NULL.into(), owner_info_json),
+        VERIFY => String::from(if o.verify(&id, epoch(n)?).await? { "true" } else { "false" }),
+        PROBE => {
+            let r = o.probe().await?;
+            let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
+            w.boolean("conditionalDelete", r.conditional_delete).boolean("etagQuoted", r.etag_quoted).finish()
         }
+        _ => return Err(Error::invalid("unknown operation")),
     })
 }
 
@@ -178,101 +228,20 @@ impl WasmOwnership {
         Ok(WasmOwnership { inner: Rc::new(inner) })
     }
 
-    #[wasm_bindgen(js_name = readOwner)]
-    pub fn read_owner(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move { Ok(o.read_owner(&cell).await?.as_ref().map_or(NULL.into(), owner_record_json)) })
-    }
-
-    /// `guard_etag` undefined means "absent".
-    #[wasm_bindgen(js_name = casOwner)]
-    pub fn cas_owner(&self, cell: String, guard_etag: Option<String>, e: f64) -> js_sys::Promise {
-        run(&self.inner, move |o| async move {
-            let guard = guard_etag.map_or(CasGuard::Absent, CasGuard::Match);
-            Ok(outcome_json(o.cas_owner(&cell, &guard, epoch(e)?).await?))
-        })
-    }
-
-    #[wasm_bindgen(js_name = releaseOwner)]
-    pub fn release_owner(&self, cell: String, e: f64) -> js_sys::Promise {
-        run(&self.inner, move |o| async move { Ok(outcome_json(o.release_owner(&cell, epoch(e)?).await?)) })
-    }
-
-    #[wasm_bindgen(js_name = readNodeLease)]
-    pub fn read_node_lease(&self, node: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move {
-            Ok(match o.read_node_lease(&node).await? {
-                Some(l) => {
-                    let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
-                    w.str("addr", &l.addr).str("etag", &l.etag).finish()
-                }
-                None => NULL.into(),
-            })
-        })
-    }
-
-    #[wasm_bindgen(js_name = casNodeLease)]
-    pub fn cas_node_lease(&self, guard_etag: Option<String>, expires_ms: f64) -> js_sys::Promise {
-        run(&self.inner, move |o| async move {
-            if !(expires_ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&expires_ms)) {
-                return Err(Error::invalid("expiresMs is not a non-negative safe integer"));
+    /// Starts operation `op` (see `dispatch`); resolves with its JSON, or rejects with a coded `Error`.
+    pub fn call(&self, op: u32, id: String, etag: Option<String>, n: f64) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            match dispatch(&inner, op, id, etag, n).await {
+                Ok(json) => Ok(JsValue::from_str(&json)),
+                Err(e) => Err(js_error(e)),
             }
-            let guard = guard_etag.map_or(CasGuard::Absent, CasGuard::Match);
-            Ok(match o.cas_node_lease(&guard, expires_ms as u64).await? {
-                (CasOutcome::Applied, etag) => {
-                    ObjectWriter::new().str("outcome", "applied").opt_str("etag", etag.as_deref()).finish()
-                }
-                (CasOutcome::Rejected, _) => ObjectWriter::new().str("outcome", "rejected").finish(),
-            })
         })
-    }
-
-    #[wasm_bindgen(js_name = acquireLease)]
-    pub fn acquire_lease(&self) -> js_sys::Promise {
-        run(&self.inner, |o| async move { o.acquire_lease().await.map(|()| NULL.into()) })
-    }
-
-    #[wasm_bindgen(js_name = renewLease)]
-    pub fn renew_lease(&self) -> js_sys::Promise {
-        run(&self.inner, |o| async move { o.renew_lease().await.map(|()| NULL.into()) })
     }
 
     #[wasm_bindgen(js_name = leaseValid)]
     pub fn lease_valid(&self) -> bool {
         self.inner.lease_valid()
-    }
-
-    pub fn claim(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move {
-            Ok(match o.claim(&cell).await? {
-                ClaimOutcome::Applied { epoch, took_over, prior } => {
-                    let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
-                    w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
-                }
-                ClaimOutcome::Rejected { owner } => {
-                    ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
-                }
-            })
-        })
-    }
-
-    pub fn release(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move { Ok(outcome_json(o.release(&cell).await?)) })
-    }
-
-    pub fn owner(&self, cell: String) -> js_sys::Promise {
-        run(&self.inner, |o| async move { Ok(o.owner(&cell).await?.as_ref().map_or(NULL.into(), owner_info_json)) })
-    }
-
-    pub fn verify(&self, cell: String, e: f64) -> js_sys::Promise {
-        run(&self.inner, move |o| async move { Ok(String::from(if o.verify(&cell, epoch(e)?).await? { "true" } else { "false" })) })
-    }
-
-    pub fn probe(&self) -> js_sys::Promise {
-        run(&self.inner, |o| async move {
-            let r = o.probe().await?;
-            let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
-            Ok(w.boolean("conditionalDelete", r.conditional_delete).boolean("etagQuoted", r.etag_quoted).finish())
-        })
     }
 
     /// Milliseconds between renewals (ttl / 3).
