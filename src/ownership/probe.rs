@@ -15,7 +15,10 @@ use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 
 /// Concurrent writers in each burst.
-pub const BURST: usize = 8;
+pub const BURST: usize = 16;
+/// Bursts of each kind: a racy store must produce exactly one winner every time, and one lucky burst
+/// must not qualify it.
+pub const BURST_ROUNDS: usize = 3;
 /// Attempts on fresh keys before ambiguity is reported as `transport`.
 const ATTEMPTS: usize = 3;
 
@@ -126,17 +129,21 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
         .expect("applied answers carry an ETag");
     expect("update-stale", store.put_cas(&key, &current, body("stale"), budget).await, false)?;
 
-    let burst_key = format!("{base}-b");
-    let creates = (0..BURST).map(|i| store.put_cas(&burst_key, &CasGuard::Absent, body(&format!("burst-create-{i}")), budget));
-    count_burst("concurrent-create", join_all(creates).await)?;
-    let token = match store.get(&burst_key, budget).await {
-        Ok(Some((_, etag))) => etag,
-        Ok(None) => return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into())),
-        Err(e) => return Err(Stop::Ambiguous(format!("read after concurrent-create: {e}"))),
-    };
-    let guard = CasGuard::Match(token);
-    let updates = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("burst-update-{i}")), budget));
-    count_burst("concurrent-update", join_all(updates).await)?;
+    let mut scratch = vec![key.clone()];
+    for round in 0..BURST_ROUNDS {
+        let burst_key = format!("{base}-b{round}");
+        scratch.push(burst_key.clone());
+        let creates = (0..BURST).map(|i| store.put_cas(&burst_key, &CasGuard::Absent, body(&format!("create-{i}")), budget));
+        count_burst("concurrent-create", join_all(creates).await)?;
+        let token = match store.get(&burst_key, budget).await {
+            Ok(Some((_, etag))) => etag,
+            Ok(None) => return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into())),
+            Err(e) => return Err(Stop::Ambiguous(format!("read after concurrent-create: {e}"))),
+        };
+        let guard = CasGuard::Match(token);
+        let updates = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("update-{i}")), budget));
+        count_burst("concurrent-update", join_all(updates).await)?;
+    }
 
     // Variants, reported without failing.
     let missing = format!("{base}-missing");
@@ -145,7 +152,8 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
         (_, other) => return Err(violation("if-match-missing", format!("If-Match on a missing key was {}", describe(&other)))),
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
-    for k in [&key, &burst_key, &missing] {
+    scratch.push(missing);
+    for k in &scratch {
         // Cleanup is best effort: a leftover probe key costs bytes, not safety.
         let _ = store.delete(k, None, budget).await;
     }
