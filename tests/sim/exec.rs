@@ -155,6 +155,8 @@ struct Inner {
     mix: FaultMix,
     brownout_until: u64,
     store: SimStore,
+    /// A line per request event, when tracing (replaying one seed).
+    trace: Option<Vec<String>>,
 }
 
 impl Inner {
@@ -185,8 +187,18 @@ impl World {
                 mix,
                 brownout_until: 0,
                 store,
+                trace: None,
             }),
         })
+    }
+
+    /// Starts keeping a line per request event (see `take_trace`).
+    pub fn enable_trace(&self) {
+        self.inner.borrow_mut().trace = Some(Vec::new());
+    }
+
+    pub fn take_trace(&self) -> Vec<String> {
+        self.inner.borrow_mut().trace.take().unwrap_or_default()
     }
 
     pub fn now(&self) -> u64 {
@@ -242,6 +254,12 @@ impl World {
         }
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);
+        if let Some(t) = &mut inner.trace {
+            let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
+            let body = String::from_utf8_lossy(&req.body);
+            let key = req.url.rsplit_once(".sim/").map_or(req.url.as_str(), |(_, k)| k);
+            t.push(format!("t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}", req.method));
+        }
         if lost {
             inner.store.count(Fault::RequestLost);
             // Either the connection fails fast, or the request vanishes and only a timeout ends it
@@ -318,6 +336,10 @@ impl World {
                         inner.pending.remove(&id);
                     }
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
+                    if let Some(t) = &mut inner.trace {
+                        let what = answer.as_ref().map(|r| (r.status, r.etag.clone()));
+                        t.push(format!("t={at} req#{id} lands: answer {what:?} due t={}", at + latency));
+                    }
                     match answer {
                         Some(resp) => inner.schedule(at + latency, Event::Deliver(id, Ok(resp))),
                         None => {
@@ -334,8 +356,22 @@ impl World {
                     }
                 }
             }
-            Event::Deliver(id, result) => World::complete(inner, id, result),
-            Event::Timeout(id) => World::complete(inner, id, Err(TransportError::TimedOut)),
+            Event::Deliver(id, result) => {
+                if let Some(t) = &mut inner.trace {
+                    let waiting = inner.pending.get(&id).is_some_and(|p| !p.done);
+                    let what = result.as_ref().map(|r| r.status);
+                    t.push(format!("t={at} req#{id} delivered {what:?} (caller waiting: {waiting})"));
+                }
+                World::complete(inner, id, result)
+            }
+            Event::Timeout(id) => {
+                if let Some(t) = &mut inner.trace {
+                    if inner.pending.get(&id).is_some_and(|p| !p.done) {
+                        t.push(format!("t={at} req#{id} timed out"));
+                    }
+                }
+                World::complete(inner, id, Err(TransportError::TimedOut))
+            }
             Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new() })),
             Event::Chaos(chaos) => match chaos {
                 Chaos::Pause { node, ms } => {

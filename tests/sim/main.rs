@@ -103,7 +103,10 @@ fn one_seed() {
     let tooth = std::env::var("SIM_TOOTH").ok().map(|name| {
         *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant")
     });
-    let r = run_seed(seed, &Params { tooth, ..Params::default() });
+    let (r, trace) = workload::run_seed_traced(seed, &Params { tooth, ..Params::default() }, true);
+    for line in trace {
+        println!("{line}");
+    }
     println!("{}", describe(&r, tooth));
     for v in &r.violations {
         println!("[{}] {}", v.rule, v.detail);

@@ -120,6 +120,11 @@ fn draw_chaos(rng: &mut Rng, world: &World, nodes: usize, p: &Params) {
 }
 
 pub fn run_seed(seed: u64, params: &Params) -> Report {
+    run_seed_traced(seed, params, false).0
+}
+
+/// Runs one seed; with `trace`, also returns a line per request event and the final owner histories.
+pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<String>) {
     let mut rng = Rng::new(seed);
     let (nodes, cells) = names(&mut rng);
     let n = nodes.len();
@@ -127,6 +132,9 @@ pub fn run_seed(seed: u64, params: &Params) -> Report {
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks.clone(), mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
+    if trace {
+        world.enable_trace();
+    }
 
     let ctx = Rc::new(Ctx {
         world: world.clone(),
@@ -149,13 +157,26 @@ pub fn run_seed(seed: u64, params: &Params) -> Report {
         move || observe(&observer_ctx),
     );
     ctx.live.borrow_mut().clear();
+    let mut lines = world.take_trace();
     let ctx = Rc::try_unwrap(ctx).unwrap_or_else(|_| panic!("node tasks still hold the context"));
     let ledger = ctx.ledger.into_inner();
     drop(ctx.world);
     let store = world.into_store();
     let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, max_clock_skew_ms: params.skew_ms };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
-    Report { seed, nodes: n, ops: ledger.ops.len() as u64, faults: store.faults, violations, coverage }
+    if trace {
+        for op in ledger.ops.values() {
+            lines.push(format!("op {} {} life {} gen {} {:?} [{}..{}] -> {:?}", op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result));
+        }
+        for (key, hist) in &store.objects {
+            for v in hist {
+                let body = v.body.as_deref().map(String::from_utf8_lossy);
+                lines.push(format!("{key} t={} {:?} {body:?} {}", v.at, v.writer, v.etag));
+            }
+        }
+    }
+    let report = Report { seed, nodes: n, ops: ledger.ops.len() as u64, faults: store.faults, violations, coverage };
+    (report, lines)
 }
 
 /// After every event: each running node with a valid lease could act for every cell it believes it
