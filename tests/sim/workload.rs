@@ -227,7 +227,7 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     };
 
     while ctx.world.now() < p.run_ms {
-        if !leased || !own.lease_valid() {
+        if !leased {
             // A new lease generation: nothing claimed before it counts any more.
             beliefs.borrow_mut().clear();
             gen = ctx.next_gen.get() + 1;
@@ -242,7 +242,9 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             }
             continue;
         }
-        if ctx.world.now() - last_renew >= renew_every {
+        // A renewal loop does not know it was frozen: after a pause it simply renews (the driver must
+        // refuse to restore a lapsed lease), so a lapsed lease is renewed before it is re-acquired.
+        if ctx.world.now() - last_renew >= renew_every || !own.lease_valid() {
             let op = ctx.begin(node, incarnation, gen, OpKind::Renew);
             let r = own.renew_lease().await;
             ctx.end(op, r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk));
