@@ -182,7 +182,8 @@ impl SimStore {
         self.objects.get(key).and_then(|h| h.last()).filter(|v| v.body.is_some())
     }
 
-    /// Writes a version directly (tests and setup: planting a record without a request).
+    /// Writes a version directly (checker tests: planting a record without a request).
+    #[cfg(test)]
     pub fn plant(&mut self, key: &str, body: &[u8], writer: Tag, at: u64) -> String {
         self.append(key, Some(body.to_vec()), writer, at)
     }
