@@ -162,8 +162,37 @@ fn equal_content_from_someone_else_is_not_mistaken_for_our_write() {
     let stranger = r#"{"node":"a","epoch":1}"#;
     env.push(Fault::DropAndPlant(stranger, TransportError::Network("reset".into())));
     let out = block_on(a.cas_owner("c", &CasGuard::Absent, 1));
-    assert_eq!(out.unwrap(), CasOutcome::Rejected);
+    // Not "applied" (equal content proves nothing), and not a clean "rejected" either: ours might have
+    // landed before the stranger's write replaced it.
+    assert_eq!(out.unwrap_err().code(), "ambiguous");
+    assert!(!block_on(a.verify("c", 1)).unwrap());
     assert_eq!(env.body("cells/c/own.json").as_deref(), Some(stranger));
+}
+
+#[test]
+fn a_landed_release_replaced_before_the_readback_is_ambiguous_not_rejected() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    // The release lands, its answer is lost, and before the readback someone claims the released cell.
+    env.push(Fault::LandThen(Err(TransportError::TimedOut)));
+    env.push(Fault::DropAndPlant(r#"{"node":"b","epoch":2}"#, TransportError::TimedOut));
+    let err = block_on(a.release("c")).unwrap_err();
+    assert_eq!(err.code(), "ambiguous", "{err}");
+}
+
+#[test]
+fn a_peer_lease_is_judged_at_the_instant_the_read_was_sent() {
+    let env = MemEnv::new();
+    let holder = leased(&env, "holder");
+    block_on(holder.claim("c")).unwrap();
+    env.advance(TTL + SKEW - 100);
+    let b = leased(&env, "b");
+    // The lease read is sent 100 ms before the holder's lease is dead and answered 200 ms later:
+    // judged at the answer, the (possibly since renewed) lease would look dead.
+    env.push(Fault::Slow(0.0)); // read own.json
+    env.push(Fault::Slow(200.0)); // read nodes/holder.json
+    assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Rejected { .. }));
 }
 
 #[test]

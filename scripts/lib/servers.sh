@@ -1,11 +1,13 @@
 # Sourced by scripts/test: starts the local S3 servers the tests need on free loopback ports, waits until
 # they answer, exports their coordinates, and stops them (by PID, nothing else) when the shell exits.
 #   ministack — conditional writes applied atomically (races), no signature checks
-#   moto in auth mode — checks every SigV4 signature (wrong secret → 403), plus a CORS pass-through for
-#   browsers (moto authenticates preflights and fails them)
+#   moto in auth mode — checks every header signature (wrong secret → 403), plus a CORS pass-through for
+#   browsers (moto authenticates preflights and fails them); it cannot check presigned URLs (500)
+#   s3s-fs — checks header signatures and presigned URLs, plus its own CORS pass-through
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
 
 CELLD_VENV=${CELLD_VENV:-$HOME/.cache/celld-edge/venv}
+CELLD_CARGO_ROOT=${CELLD_CARGO_ROOT:-$HOME/.cache/celld-edge/cargo}
 _celld_pids=()
 _celld_tmp=
 
@@ -58,12 +60,30 @@ celld_start_servers() {
   creds=$("$CELLD_VENV/bin/python" "$root/scripts/lib/s3setup.py" strict "$CELLD_TEST_STRICT_ENDPOINT" "$CELLD_TEST_STRICT_BUCKET") || return 1
   export CELLD_TEST_STRICT_KEY_ID=${creds% *} CELLD_TEST_STRICT_SECRET=${creds#* }
 
-  node "$root/scripts/lib/cors-proxy.mjs" "$port" >"$_celld_tmp/cors-proxy.port" 2>"$_celld_tmp/cors-proxy.log" &
-  _celld_pids+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do [[ -s $_celld_tmp/cors-proxy.port ]] && break; sleep 0.1; done
-  [[ -s $_celld_tmp/cors-proxy.port ]] || { echo "servers: cors proxy did not start" >&2; return 1; }
-  export CELLD_TEST_STRICT_BROWSER_ENDPOINT=http://127.0.0.1:$(<"$_celld_tmp/cors-proxy.port")
+  celld_cors_proxy "$port" moto CELLD_TEST_STRICT_BROWSER_ENDPOINT || return 1
 
-  echo "servers: ministack $CELLD_TEST_ATOMIC_ENDPOINT, moto (auth) $CELLD_TEST_STRICT_ENDPOINT, browser proxy $CELLD_TEST_STRICT_BROWSER_ENDPOINT"
+  port=$(celld_free_port)
+  mkdir -p "$_celld_tmp/s3s/celld-presign"
+  export CELLD_TEST_PRESIGN_ENDPOINT=http://127.0.0.1:$port CELLD_TEST_PRESIGN_BUCKET=celld-presign
+  export CELLD_TEST_PRESIGN_KEY_ID=celld-s3s-key CELLD_TEST_PRESIGN_SECRET=celld-s3s-secret/+=
+  "$CELLD_CARGO_ROOT/bin/s3s-fs" --host 127.0.0.1 --port "$port" --access-key "$CELLD_TEST_PRESIGN_KEY_ID" \
+    --secret-key "$CELLD_TEST_PRESIGN_SECRET" "$_celld_tmp/s3s" >"$_celld_tmp/s3s-fs.log" 2>&1 &
+  _celld_pids+=($!)
+  celld_wait_port "$port" s3s-fs "$_celld_tmp/s3s-fs.log" || return 1
+  celld_cors_proxy "$port" s3s-fs CELLD_TEST_PRESIGN_BROWSER_ENDPOINT || return 1
+
+  echo "servers: ministack $CELLD_TEST_ATOMIC_ENDPOINT, moto (auth) $CELLD_TEST_STRICT_ENDPOINT, s3s-fs $CELLD_TEST_PRESIGN_ENDPOINT; browser proxies $CELLD_TEST_STRICT_BROWSER_ENDPOINT, $CELLD_TEST_PRESIGN_BROWSER_ENDPOINT"
+}
+
+# celld_cors_proxy UPSTREAM_PORT NAME VAR: starts a CORS pass-through to it and exports its URL as VAR
+# (not via $(...): the proxy's PID must be recorded in this shell).
+celld_cors_proxy() {
+  local root out i
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  out=$_celld_tmp/cors-$2
+  node "$root/scripts/lib/cors-proxy.mjs" "$1" >"$out.port" 2>"$out.log" &
+  _celld_pids+=($!)
+  for ((i = 0; i < 100; i++)); do [[ -s $out.port ]] && break; sleep 0.1; done
+  [[ -s $out.port ]] || { echo "servers: CORS proxy for $2 did not start" >&2; return 1; }
+  export "$3=http://127.0.0.1:$(<"$out.port")"
 }

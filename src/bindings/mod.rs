@@ -3,6 +3,7 @@
 //! that `js/api.js` wraps. This layer converts and checks inputs and turns `crate::Error` into JS errors;
 //! it must never hold protocol logic, and never panic on anything JS hands it (a panic kills the instance).
 
+mod ownership;
 mod sign;
 
 use wasm_bindgen::JsValue;

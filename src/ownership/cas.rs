@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::ownership::lease::renewal_timeout_ms;
-use crate::ownership::records::{decode_nonce, CasGuard};
+use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 
 /// Readbacks allowed to settle one operation's ambiguous writes.
@@ -21,7 +21,25 @@ const READ_RETRIES: u32 = 3;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settled {
     Applied { etag: String },
+    /// Known not to have landed.
     Rejected,
+    /// An ambiguous attempt may have landed, but the record has since moved on to another writer's
+    /// version: not ours now, yet not a clean rejection either.
+    Superseded,
+}
+
+impl Settled {
+    /// For callers that must not report a possibly-landed write as rejected: `Superseded` is `ambiguous`.
+    pub fn outcome(self, key: &str) -> Result<CasOutcome> {
+        match self {
+            Settled::Applied { .. } => Ok(CasOutcome::Applied),
+            Settled::Rejected => Ok(CasOutcome::Rejected),
+            Settled::Superseded => Err(Error::Ambiguous {
+                key: key.to_owned(),
+                detail: "an ambiguous attempt may have landed before another writer replaced it".into(),
+            }),
+        }
+    }
 }
 
 /// When a settled write must give up: a renewal is bounded by its remaining authority.
@@ -118,7 +136,8 @@ impl<E: Env> Store<E> {
     /// A conditional write settled to applied / rejected. `body(nonce)` renders the record with a fresh
     /// nonce per attempt. An ambiguous answer is settled by reading back: our nonce there → applied;
     /// the guard still holding → ours did not land, send again (a fresh nonce; at most one can land);
-    /// anything else → rejected (the guard moved on, so ours can never land). Unsettled → `ambiguous`.
+    /// anything else → rejected, or `Superseded` when an earlier attempt was ambiguous (the guard moved on,
+    /// so ours can never land now, but it may have landed before). Unsettled → `ambiguous`.
     pub async fn cas_settled(
         &self,
         key: &str,
@@ -176,6 +195,9 @@ impl<E: Env> Store<E> {
                 }
                 Err(e) => return Err(e),
             };
+            // The guard no longer holds: ours can never land now, but an ambiguous attempt may have
+            // landed before the record moved on.
+            let moved_on = if ambiguity.is_some() { Settled::Superseded } else { Settled::Rejected };
             match (&current, guard) {
                 (Some((body, etag)), _) => {
                     if let Some(n) = decode_nonce(key, body)? {
@@ -184,11 +206,11 @@ impl<E: Env> Store<E> {
                         }
                     }
                     if !matches!(guard, CasGuard::Match(t) if t == etag) {
-                        return Ok(Settled::Rejected);
+                        return Ok(moved_on);
                     }
                 }
                 (None, CasGuard::Absent) => {}
-                (None, CasGuard::Match(_)) => return Ok(Settled::Rejected),
+                (None, CasGuard::Match(_)) => return Ok(moved_on),
             }
         }
     }

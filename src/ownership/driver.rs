@@ -186,13 +186,10 @@ impl<E: Env> S3Ownership<E> {
         let key = self.owner_key(cell);
         let node = &self.config.node;
         let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
-        Ok(match settled {
-            Settled::Applied { etag } => {
-                self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
-                CasOutcome::Applied
-            }
-            Settled::Rejected => CasOutcome::Rejected,
-        })
+        if let Settled::Applied { etag } = &settled {
+            self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag.clone()));
+        }
+        settled.outcome(&key)
     }
 
     /// Clears `node` (keeping the epoch), only if the record still names this node at `epoch`.
@@ -213,10 +210,7 @@ impl<E: Env> S3Ownership<E> {
         if state.claims.get(cell).is_some_and(|(e, _)| *e == epoch) {
             state.claims.remove(cell);
         }
-        Ok(match settled {
-            Settled::Applied { .. } => CasOutcome::Applied,
-            Settled::Rejected => CasOutcome::Rejected,
-        })
+        settled.outcome(&key)
     }
 
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
@@ -234,7 +228,7 @@ impl<E: Env> S3Ownership<E> {
         check_guard(guard)?;
         match self.write_lease(guard, expires_ms, self.budget()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
-            Settled::Rejected => Ok((CasOutcome::Rejected, None)),
+            other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
         }
     }
 
@@ -267,12 +261,12 @@ impl<E: Env> S3Ownership<E> {
             return self.renew_lease().await;
         }
         let key = self.lease_key(&self.config.node);
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let current = self.read_node_lease(&self.config.node).await?;
         let guard = match current {
             None => CasGuard::Absent,
             Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
             Some(rec) => {
-                let now = self.store.env.wall_ms();
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
                     let wait = (rec.expires_ms + self.config.max_clock_skew_ms).saturating_sub(now);
                     return Err(Error::NotLeased(format!(
@@ -299,7 +293,7 @@ impl<E: Env> S3Ownership<E> {
                 state.lease = Some(Lease { etag, deadline });
                 Ok(())
             }
-            Settled::Rejected => Err(Error::NotLeased(format!(
+            Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(format!(
                 "{key} changed while acquiring it: another process is using node id {:?}",
                 self.config.node
             ))),
@@ -335,6 +329,7 @@ impl<E: Env> S3Ownership<E> {
                     }
                     return Ok(());
                 }
+                Settled::Superseded => return Err(self.fence("the lease record was replaced by another writer")),
                 Settled::Rejected => {
                     // An earlier renewal of ours that ended ambiguous may have landed after all: then the
                     // record is ours under a token we never saw. Adopt it (authority unchanged) and retry.
@@ -403,8 +398,10 @@ impl<E: Env> S3Ownership<E> {
             let step = match claim_step(&self.config.node, current.as_ref())? {
                 Step::ReadPeerLease { node } => {
                     let rec = current.as_ref().expect("a peer is named only by a record that exists");
-                    let lease = self.read_node_lease(&node).await?;
+                    // Judge the lease at the instant the read was sent: the record is at least that fresh,
+                    // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
+                    let lease = self.read_node_lease(&node).await?;
                     match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
                         Some(step) => step,
                         None => {
@@ -435,7 +432,8 @@ impl<E: Env> S3Ownership<E> {
                     let owner = OwnerInfo { node, epoch, addr: String::new(), live: true };
                     return Ok(ClaimOutcome::Rejected { owner });
                 }
-                Settled::Rejected => {
+                // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
+                Settled::Rejected | Settled::Superseded => {
                     last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true });
                 }
             }
@@ -480,8 +478,8 @@ impl<E: Env> S3Ownership<E> {
             let live = self.lease_valid();
             return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live }));
         }
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
-        let now = self.store.env.wall_ms();
         let live = lease.as_ref().is_some_and(|l| !peer_dead(l.expires_ms, self.skew_for_peers(), now));
         let addr = lease.map(|l| l.addr).unwrap_or_default();
         Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live }))

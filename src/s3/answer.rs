@@ -125,8 +125,10 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
             // Without a token the record cannot be guarded against; a retry may fare better.
             _ => GetAnswer::Retryable { detail: "200 without an ETag".to_owned() },
         },
+        // Only S3's own "no such key" means absent: an HTML 404 means we are not talking to the bucket.
         404 => match parse_error(&resp.body).0.as_str() {
-            "NoSuchKey" | "" => GetAnswer::Missing,
+            "NoSuchKey" => GetAnswer::Missing,
+            "" if resp.body.is_empty() => GetAnswer::Missing,
             _ => GetAnswer::Refused(store_error(key, 404, &resp.body)),
         },
         429 | 500..=599 => GetAnswer::Retryable { detail: describe(resp.status, &resp.body) },
@@ -207,6 +209,8 @@ mod tests {
         );
         assert_eq!(classify_get("k", resp(404, None, &xml("NoSuchKey"))), GetAnswer::Missing);
         assert!(matches!(classify_get("k", resp(404, None, &xml("NoSuchBucket"))), GetAnswer::Refused(_)));
+        assert_eq!(classify_get("k", resp(404, None, "")), GetAnswer::Missing);
+        assert!(matches!(classify_get("k", resp(404, None, "<html>Not Found</html>")), GetAnswer::Refused(_)));
         assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable { .. }));
         assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable { .. }));
         assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable { .. }));

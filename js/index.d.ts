@@ -1,0 +1,88 @@
+// Type declarations for the celld-edge package (every runtime entry exports the same API).
+// The ownership API (S3Ownership and its types) is declared in ownership.d.ts and re-exported here.
+
+export * from "./ownership.js";
+
+/** The stable `code` of every error celld-edge throws (SPEC §4). */
+export type ErrorCode =
+  | "invalid-input"
+  | "auth"
+  | "request"
+  | "transport"
+  | "ambiguous"
+  | "corrupt-record"
+  | "store-violation"
+  | "not-leased"
+  | "fenced";
+
+/** What celld-edge throws: a plain `Error` with a stable `code`. Messages never contain secrets. */
+export interface CelldEdgeError extends Error {
+  code: ErrorCode;
+}
+
+/**
+ * Request headers: a plain object, a `Headers` (or any iterable of pairs, such as a `Map`), or an array of
+ * `[name, value]` pairs (repeated names are joined with `,`). Values must be strings.
+ */
+export type HeadersInput = Record<string, string> | Iterable<readonly [string, string]>;
+
+/** An absolute http(s) URL, as a string or a `URL`. For S3, key segments should be percent-encoded once. */
+export type UrlInput = string | { readonly href: string };
+
+export interface Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Temporary credentials' token; sent and signed as `x-amz-security-token`. */
+  sessionToken?: string | null;
+}
+
+interface SignCommon extends Credentials {
+  /** Default `"GET"`. */
+  method?: string;
+  url: UrlInput;
+  /** `"auto"` for R2, `"us-east-1"` etc. for AWS. */
+  region: string;
+  /** Default `"s3"` (S3 rules: no path normalisation, no double encoding); anything else uses the generic rules. */
+  service?: string;
+  /** ISO-8601 basic (`20150830T123600Z`) or a `Date`; default now. */
+  datetime?: string | Date | null;
+}
+
+export interface SignRequestBase extends SignCommon {
+  /** Signed too, except those proxies and runtimes rewrite (`user-agent`, `content-length`, `expect`, ...). */
+  headers?: HeadersInput | null;
+}
+
+/** Options of {@link signRequest}: the body is hashed, unless `unsignedPayload` is true (then it may be anything, e.g. a stream). */
+export type SignRequestOptions =
+  | (SignRequestBase & { body?: string | ArrayBuffer | ArrayBufferView | null; unsignedPayload?: false })
+  | (SignRequestBase & { body?: unknown; unsignedPayload: true });
+
+/** What {@link signRequest} returns, ready for `fetch(url, { method, headers, body })`. */
+export interface SignedRequest {
+  method: string;
+  /** The URL with its path canonically encoded. */
+  url: string;
+  /** Lower-case names: the caller's headers plus `authorization`, `x-amz-date`, `x-amz-content-sha256` (S3) and `x-amz-security-token` (with a session token). */
+  headers: Record<string, string>;
+}
+
+export interface PresignUrlOptions extends SignCommon {
+  /** Seconds the URL stays valid, a whole number in 1..=604800; default 86400. */
+  expiresIn?: number;
+  /** Headers the eventual request must send with exactly these values (`host` is always signed). */
+  signedHeaders?: HeadersInput | null;
+}
+
+/**
+ * Signs a request with AWS Signature Version 4 (`Authorization` header).
+ * @throws {CelldEdgeError} `invalid-input` for a URL that does not parse, a bad datetime, missing or empty
+ * credentials, non-string header values, or a body that cannot be hashed without `unsignedPayload: true`.
+ */
+export function signRequest(options: SignRequestOptions): SignedRequest;
+
+/**
+ * Presigns a URL (query-string authentication, `UNSIGNED-PAYLOAD`).
+ * @throws {CelldEdgeError} `invalid-input`, as for {@link signRequest}, and for `expiresIn` out of range.
+ */
+export function presignUrl(options: PresignUrlOptions): string;

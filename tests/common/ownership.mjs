@@ -1,0 +1,296 @@
+// Ownership checks shared by every JS runtime's suite (Node, Deno, workerd, Chromium): the protocol's
+// paths against a real S3-compatible server. Runtime-neutral on purpose (no fs, no node: imports): each
+// harness supplies the package's API and the server coordinates, and wraps each [name, fn] pair in its own
+// test runner. `server.atomic` marks a server whose conditional writes are atomic (ministack); the
+// signature-strict one (moto in auth mode) gets the sequential paths plus the credential checks.
+
+function fail(message) {
+  throw new Error(message);
+}
+
+/** JSON with object keys sorted, so comparisons ignore key order. */
+function canonical(v) {
+  return JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x));
+}
+
+function eq(actual, expected, what) {
+  const a = canonical(actual);
+  const e = canonical(expected);
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+async function rejectsWith(promise, code, what, mention) {
+  try {
+    await promise;
+  } catch (e) {
+    if (!(e instanceof Error)) fail(`${what}: threw a non-Error ${e}`);
+    if (e.code !== code) fail(`${what}: expected code ${code}, got ${e.code} (${e.message})`);
+    if (mention && !e.message.includes(mention)) fail(`${what}: message should mention ${mention}: ${e.message}`);
+    return e;
+  }
+  fail(`${what}: expected a ${code} error, but it succeeded`);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const unique = () => Math.random().toString(36).slice(2, 10);
+
+/** Server coordinates from the environment scripts/test exports. */
+export function ownershipServers(env) {
+  const pick = (kind, atomic) => {
+    const endpoint = env[`CELLD_TEST_${kind}_ENDPOINT`];
+    if (!endpoint) fail(`CELLD_TEST_${kind}_ENDPOINT is not set: run the suites through scripts/test`);
+    return {
+      name: atomic ? "ministack" : "moto-auth",
+      atomic,
+      endpoint,
+      bucket: env[`CELLD_TEST_${kind}_BUCKET`],
+      accessKeyId: env[`CELLD_TEST_${kind}_KEY_ID`],
+      secretAccessKey: env[`CELLD_TEST_${kind}_SECRET`],
+    };
+  };
+  return [pick("ATOMIC", true), pick("STRICT", false)];
+}
+
+/** The checks for one server, as [name, async fn] pairs. */
+export function ownershipChecks({ api, server, runtime }) {
+  const { S3Ownership, signRequest } = api;
+  /** Everything one check uses, under a prefix of its own (so node ids never meet across checks). */
+  const scope = () => {
+    const prefix = `t-${runtime}-${unique()}/`;
+    const base = {
+      endpoint: server.endpoint,
+      bucket: server.bucket,
+      region: "us-east-1",
+      accessKeyId: server.accessKeyId,
+      secretAccessKey: server.secretAccessKey,
+      prefix,
+    };
+    const make = (node, extra = {}) => new S3Ownership({ ...base, node: `${runtime}-${node}`, addr: `${node}.test:1`, ...extra });
+    const leased = async (node, extra) => {
+      const o = make(node, extra);
+      await o.acquireLease();
+      if (!o.leaseValid()) fail(`${node}: lease not valid after acquireLease`);
+      return o;
+    };
+    const cell = (name) => `${name} ${unique()} +ü`;
+
+    /** Writes raw bytes at a key under the test prefix (to plant corrupt records). */
+    const plant = async (key, body) => {
+      const url = `${server.endpoint}/${server.bucket}/${prefix}${key.split("/").map(encodeURIComponent).join("/")}`;
+      const signed = signRequest({ method: "PUT", url, body, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey });
+      const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });
+      if (!res.ok) fail(`planting ${key}: ${res.status} ${await res.text()}`);
+      return signed;
+    };
+    const raw = async (key) => {
+      const url = `${server.endpoint}/${server.bucket}/${prefix}${key.split("/").map(encodeURIComponent).join("/")}`;
+      const signed = signRequest({ method: "GET", url, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey });
+      const res = await fetch(signed.url, { headers: signed.headers, cache: "no-store" });
+      return res.status === 200 ? res.text() : null;
+    };
+
+    return { base, make, leased, cell, plant, raw };
+  };
+
+  const checks = [];
+  const check = (name, fn) => checks.push([`${server.name}: ${name}`, () => fn(scope())]);
+
+  check("create, duplicate create rejected with a routing hint, verify", async ({ base, make, leased, cell, plant, raw }) => {
+    const [a, b] = [await leased("a"), await leased("b")];
+    const c = cell("create");
+    const won = await a.claim(c);
+    eq([won.outcome, won.epoch, won.tookOver, won.prior], ["applied", 1, false, null], "first claim");
+    const lost = await b.claim(c);
+    eq(lost, { outcome: "rejected", owner: { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true } }, "second claim");
+    const rec = await b.readOwner(c);
+    eq([rec.node, rec.epoch, typeof rec.etag], [`${runtime}-a`, 1, "string"], "readOwner");
+    eq(await a.verify(c, 1), true, "owner verifies");
+    eq(await b.verify(c, 1), false, "non-owner verifies");
+    eq(await b.owner(c), { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true }, "owner()");
+    eq(await a.claim(c).then((r) => r.epoch), 2, "re-claim by the owner advances the epoch");
+  });
+
+  check("release keeps the epoch; a stale release is rejected and changes nothing", async ({ base, make, leased, cell, plant, raw }) => {
+    const [a, b] = [await leased("a"), await leased("b")];
+    const c = cell("release");
+    await a.claim(c);
+    eq(await a.release(c), "applied", "release");
+    const rec = await a.readOwner(c);
+    eq([rec.node, rec.epoch], [null, 1], "released record");
+    eq(await b.owner(c).then((o) => [o.node, o.live]), [null, false], "owner() of a released cell");
+    eq(await b.claim(c).then((r) => [r.outcome, r.epoch]), ["applied", 2], "claim after release");
+    const before = await a.readOwner(c);
+    eq(await a.releaseOwner(c, 1), "rejected", "stale releaseOwner");
+    eq(await a.release(c), "rejected", "release of a cell now owned by another");
+    eq(await a.readOwner(c), before, "record after stale releases");
+    eq(await b.verify(c, 2), true, "the new owner still verifies");
+  });
+
+  check("takeover only after the owner's lease is dead; verify after takeover is false", async ({ base, make, leased, cell, plant, raw }) => {
+    const short = { leaseTtlMs: 1200, maxClockSkewMs: 200 };
+    const a = await leased("a", short);
+    const c = cell("takeover");
+    await a.claim(c);
+    const b = await leased("b", short);
+    b.startRenewing();
+    try {
+      eq((await b.claim(c)).outcome, "rejected", "claim while the owner's lease is live");
+      await sleep(1600); // a never renews: its lease expires (1200) and the skew margin (200) passes
+      eq(a.leaseValid(), false, "the stopped owner's own view");
+      const took = await b.claim(c);
+      eq([took.outcome, took.epoch, took.tookOver, took.prior.node, took.prior.epoch], ["applied", 2, true, `${runtime}-a`, 1], "takeover");
+      eq(await a.verify(c, 1), false, "old owner verifies after takeover");
+      await rejectsWith(a.renewLease(), "fenced", "late renewal");
+      await rejectsWith(a.claim(c), "fenced", "claim while fenced");
+      await a.acquireLease();
+      eq((await a.claim(c)).outcome, "rejected", "b is live: a fresh lease does not win it back");
+    } finally {
+      b.stopRenewing();
+    }
+  });
+
+  check("renewal keeps the lease valid past its ttl", async ({ base, make, leased, cell, plant, raw }) => {
+    const a = await leased("a", { leaseTtlMs: 900, maxClockSkewMs: 100 });
+    const c = cell("renew");
+    await a.claim(c);
+    a.startRenewing((e) => fail(`renewal failed: ${e.message}`));
+    try {
+      await sleep(1500);
+      eq(a.leaseValid(), true, "lease after 1.5 ttl of renewing");
+      eq(await a.verify(c, 1), true, "claim survives renewals");
+    } finally {
+      a.stopRenewing();
+    }
+    const lease = await a.readNodeLease(`${runtime}-a`);
+    eq([lease.node, lease.addr, typeof lease.expiresMs, typeof lease.etag], [`${runtime}-a`, "a.test:1", "number", "string"], "lease record");
+  });
+
+  check("low-level casOwner / casNodeLease follow their guards", async ({ base, make, leased, cell, plant, raw }) => {
+    const a = make("low");
+    const c = cell("low");
+    eq(await a.casOwner(c, "absent", 5), "applied", "create at epoch 5");
+    eq(await a.casOwner(c, "absent", 6), "rejected", "create again");
+    const rec = await a.readOwner(c);
+    eq(await a.casOwner(c, { match: rec.etag }, 6), "applied", "update with the current token");
+    eq(await a.casOwner(c, { match: rec.etag }, 7), "rejected", "update with a stale token");
+    const node = `${runtime}-low-lease-${unique()}`;
+    const o = make("x", { node });
+    const first = await o.casNodeLease("absent", 1000);
+    eq(first.outcome, "applied", "lease create");
+    eq((await o.casNodeLease("absent", 2000)).outcome, "rejected", "lease create again");
+    eq((await o.casNodeLease({ match: first.etag }, 3000)).outcome, "applied", "lease update");
+    eq((await o.readNodeLease(node)).expiresMs, 3000, "lease record");
+  });
+
+  check("bad input is invalid-input and the instance keeps working", async ({ base, make, leased, cell, plant, raw }) => {
+    const a = await leased("bad");
+    for (const id of ["", ".", "..", "a/b", "a\\b", "a\u0001b", "x".repeat(257), 42, null]) {
+      await rejectsWith(a.claim(id), "invalid-input", `claim(${JSON.stringify(id)})`);
+      await rejectsWith(a.readOwner(id), "invalid-input", `readOwner(${JSON.stringify(id)})`);
+    }
+    for (const epoch of [0, -1, 1.5, 2 ** 53, NaN, "1"]) {
+      await rejectsWith(a.verify("c", epoch), "invalid-input", `verify epoch ${epoch}`);
+      await rejectsWith(a.casOwner("c", "absent", epoch), "invalid-input", `casOwner epoch ${epoch}`);
+    }
+    await rejectsWith(a.casOwner("c", { match: "" }, 1), "invalid-input", "empty guard");
+    for (const [opts, what] of [
+      [{ ...base, node: "a/b" }, "node id"],
+      [{ ...base, node: "n", endpoint: "not a url" }, "endpoint"],
+      [{ ...base, node: "n", leaseTtlMs: 100, maxClockSkewMs: 100 }, "ttl vs skew"],
+      [{ ...base, node: "n", secretAccessKey: "" }, "empty secret"],
+      [{ ...base, node: "n", leaseTtlMs: "10" }, "ttl type"],
+      [{ ...base, node: "n", fetch: 5 }, "fetch"],
+      [{ ...base, node: "n", bogus: 1 }, "unknown option"],
+    ]) {
+      let threw;
+      try {
+        new S3Ownership(opts);
+      } catch (e) {
+        threw = e;
+      }
+      if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
+      if (threw.message.includes(server.secretAccessKey)) fail(`${what}: the secret leaked into the message`);
+    }
+    eq((await a.claim(cell("still-works"))).outcome, "applied", "claim after bad input");
+  });
+
+  check("corrupt records are corrupt-record naming the key, and are left alone", async ({ base, make, leased, cell, plant, raw }) => {
+    const a = await leased("corrupt");
+    const c = `corrupt-${unique()}`;
+    await plant(`cells/${c}/own.json`, "<html>not json</html>");
+    await rejectsWith(a.claim(c), "corrupt-record", "claim over a corrupt record", `cells/${c}/own.json`);
+    eq(await raw(`cells/${c}/own.json`), "<html>not json</html>", "the corrupt record is untouched");
+    const d = `peer-${unique()}`;
+    await plant(`cells/${d}/own.json`, JSON.stringify({ node: "ghost", epoch: 3 }));
+    await plant("nodes/ghost.json", JSON.stringify({ node: "ghost", expires_ms: "soon" }));
+    await rejectsWith(a.claim(d), "corrupt-record", "claim over a corrupt peer lease", "nodes/ghost.json");
+    eq((await a.claim(cell("after-corrupt"))).outcome, "applied", "claim after corrupt records");
+  });
+
+  check("records celld writes, with extra fields, are read and taken over", async ({ base, make, leased, cell, plant, raw }) => {
+    const a = await leased("celld");
+    const c = `celld-${unique()}`;
+    await plant(`cells/${c}/own.json`, JSON.stringify({ node: "celld-9", epoch: 41, extra: { x: 1 } }));
+    await plant("nodes/celld-9.json", JSON.stringify({ node: "celld-9", expires_ms: 1, addr: "10.0.0.9:4000", load: 0.5, peer_protocol: 2 }));
+    eq(await a.owner(c), { node: "celld-9", epoch: 41, addr: "10.0.0.9:4000", live: false }, "owner() of a dead celld node");
+    eq((await a.claim(c)).epoch, 42, "takeover from celld");
+    const body = JSON.parse(await raw(`cells/${c}/own.json`));
+    eq([body.node, body.epoch, typeof body.nonce], [`${runtime}-celld`, 42, "string"], "what celld will read");
+  });
+
+  check("an endpoint that answers HTML or drops the connection is a transport/request error", async ({ base, make, leased, cell, plant, raw }) => {
+    const html = make("html", { fetch: async () => new Response("<html>gateway</html>", { status: 200 }) });
+    await rejectsWith(html.readOwner("c"), "transport", "200 HTML without an ETag");
+    const page = make("page", { fetch: async () => new Response("<html>nope</html>", { status: 404 }) });
+    await rejectsWith(page.readOwner("c"), "request", "404 HTML page");
+    const dropped = make("drop", { fetch: async () => { throw new TypeError("fetch failed: connection reset"); } });
+    await rejectsWith(dropped.readOwner("c"), "transport", "dropped connection", "connection reset");
+    const closed = make("closed", { endpoint: "http://127.0.0.1:9" });
+    await rejectsWith(closed.readOwner("c"), "transport", "closed port");
+    await rejectsWith(dropped.claim("c"), "not-leased", "claim without a lease");
+    await rejectsWith(dropped.acquireLease(), "transport", "acquire through a dropped connection");
+  });
+
+  check("a 409 ConditionalRequestConflict is re-read, never taken as someone else's claim", async ({ base, make, leased, cell, plant, raw }) => {
+    let conflicts = 0;
+    const conflicting = async (url, init) => {
+      if (init?.method === "PUT" && String(url).endsWith("own.json") && conflicts === 0) {
+        conflicts++;
+        return new Response("<Error><Code>ConditionalRequestConflict</Code><Message>busy</Message></Error>", { status: 409 });
+      }
+      return fetch(url, init);
+    };
+    const a = await leased("conflict", { fetch: conflicting });
+    eq((await a.claim(cell("conflict"))).outcome, "applied", "claim through one 409");
+    eq(conflicts, 1, "the 409 was served");
+  });
+
+  check("a lost response to a landed claim is settled by readback, not resent blindly", async ({ base, make, leased, cell, plant, raw }) => {
+    const puts = [];
+    const lossy = async (url, init) => {
+      const res = await fetch(url, init);
+      if (init?.method === "PUT" && String(url).endsWith("own.json")) {
+        puts.push(res.status);
+        if (puts.length === 1) throw new TypeError("network lost the response");
+      }
+      return res;
+    };
+    const a = await leased("lossy", { fetch: lossy });
+    const c = cell("lossy");
+    eq((await a.claim(c)).outcome, "applied", "claim whose answer was lost");
+    eq(puts, [200], "exactly one PUT was sent");
+    eq(await a.verify(c, 1), true, "the landed claim verifies");
+  });
+
+  if (!server.atomic) {
+    check("wrong credentials are auth errors with the store's code; nothing is written", async ({ base, make, leased, cell, plant, raw }) => {
+      const bad = make("badcreds", { secretAccessKey: "not-the-secret" });
+      await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
+      await rejectsWith(bad.acquireLease(), "auth", "acquire with a wrong secret");
+      const e = await rejectsWith(bad.casOwner("c", "absent", 1), "auth", "write with a wrong secret");
+      if (e.message.includes("not-the-secret")) fail("the secret leaked into the error");
+      eq(await make("check").readOwner("c"), null, "nothing was written");
+    });
+  }
+  return checks;
+}

@@ -1,0 +1,282 @@
+// Signing checks shared by every JS runtime's suite (Node, Deno, workerd): AWS's published vectors, a
+// round trip through moto in auth mode (which checks every signature), and bad input. Runtime-neutral on
+// purpose — no fs, no node: imports — so each harness only supplies the API, the vector files' text and
+// the server coordinates. Each check throws on failure; harnesses wrap them in their own test runner.
+
+/** The published vector cases exercised here (generic SigV4 rules, service "service"). */
+export const VECTOR_CASES = [
+  "get-vanilla",
+  "get-vanilla-query-order-key-case",
+  "get-vanilla-utf8-query",
+  "get-utf8",
+  "get-header-value-trim",
+  "get-header-key-duplicate",
+  "post-vanilla",
+  "post-x-www-form-urlencoded",
+  "post-sts-token/post-sts-header-before",
+];
+
+/** Where a case's files sit inside aws-sig-v4-test-suite/, without extension. */
+export function vectorFileBase(name) {
+  const leaf = name.split("/").pop();
+  return `${name}/${leaf}`;
+}
+
+const SUITE = {
+  accessKeyId: "AKIDEXAMPLE",
+  secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+  region: "us-east-1",
+  service: "service",
+};
+
+/**
+ * Turns a raw `.req` file into signRequest options: Host becomes the URL, X-Amz-Date the datetime,
+ * X-Amz-Security-Token the session token; other headers stay as [name, value] pairs (duplicates kept).
+ */
+export function vectorOptions(reqText) {
+  const [head, ...bodyParts] = reqText.split("\n\n");
+  const lines = head.split("\n");
+  const [method, target] = lines[0].split(" ");
+  const opts = { ...SUITE, method, headers: [] };
+  let host;
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon);
+    const value = line.slice(colon + 1);
+    const lower = name.toLowerCase();
+    if (lower === "host") host = value;
+    else if (lower === "x-amz-date") opts.datetime = value;
+    else if (lower === "x-amz-security-token") opts.sessionToken = value;
+    else opts.headers.push([name, value]);
+  }
+  opts.url = `https://${host}${target}`;
+  if (bodyParts.length) opts.body = bodyParts.join("\n\n");
+  return opts;
+}
+
+/** The S3 examples of AWS's S3 API reference (see shared/testdata/README.md). */
+const S3_EXAMPLE = {
+  accessKeyId: "AKIAIOSFODNN7EXAMPLE",
+  secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+  region: "us-east-1",
+  service: "s3",
+  datetime: "20130524T000000Z",
+};
+
+function fail(message) {
+  throw new Error(message);
+}
+
+function equal(actual, expected, what) {
+  if (actual !== expected) fail(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+function expectInvalid(fn, mentions, what) {
+  let err;
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
+  if (!err) fail(`${what}: expected an invalid-input error, but it signed`);
+  if (!(err instanceof Error)) fail(`${what}: threw a non-Error ${String(err)}`);
+  equal(err.code, "invalid-input", `${what}: error code (message: ${err.message})`);
+  if (!err.message.toLowerCase().includes(mentions)) fail(`${what}: message ${JSON.stringify(err.message)} should mention ${mentions}`);
+}
+
+/** Coordinates of a test server from env (PREFIX_ENDPOINT, _BUCKET, _KEY_ID, _SECRET); fails with the reason when unset. */
+export function testServer(env, prefix) {
+  const names = ["ENDPOINT", "BUCKET", "KEY_ID", "SECRET"].map((n) => `${prefix}_${n}`);
+  const missing = names.filter((n) => !env[n]);
+  if (missing.length) fail(`${missing.join(", ")} not set: run scripts/test, which starts the test servers and sets them`);
+  const [endpoint, bucket, accessKeyId, secretAccessKey] = names.map((n) => env[n]);
+  return { endpoint, bucket, accessKeyId, secretAccessKey };
+}
+
+/** moto in auth mode: checks header signatures (not presigned URLs, which it fails with 500). */
+export const strictServer = (env) => testServer(env, "CELLD_TEST_STRICT");
+/** s3s-fs: checks header signatures and presigned URLs. */
+export const presignServer = (env) => testServer(env, "CELLD_TEST_PRESIGN");
+
+/** A key with spaces, `+`, unicode and a `/` — each segment percent-encoded once in the URL. */
+function objectKey(runtime) {
+  return `signing/${runtime} run ${Date.now()}/a+b c ünï☃ 日本.txt`;
+}
+
+function objectUrl(server, key) {
+  return `${server.endpoint}/${server.bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+/**
+ * The checks, as [name, async fn] pairs.
+ * ctx: { api: { signRequest, presignUrl }, vectors: [{ name, req, authz }], env, runtime, fetch }
+ */
+export function signingChecks(ctx) {
+  const { api } = ctx;
+  const doFetch = ctx.fetch ?? globalThis.fetch;
+  const checks = [];
+  const check = (name, fn) => checks.push([name, fn]);
+
+  check("AWS SigV4 test-suite vectors", () => {
+    if (ctx.vectors.length !== VECTOR_CASES.length) fail(`expected ${VECTOR_CASES.length} vectors, loaded ${ctx.vectors.length}`);
+    for (const v of ctx.vectors) {
+      const signed = api.signRequest(vectorOptions(v.req));
+      equal(signed.headers.authorization, v.authz.trim(), `${v.name} Authorization`);
+      equal(signed.headers["x-amz-date"], "20150830T123600Z", `${v.name} x-amz-date`);
+    }
+  });
+
+  check("S3 example: GET with Range", () => {
+    const signed = api.signRequest({
+      ...S3_EXAMPLE,
+      method: "GET",
+      url: "https://examplebucket.s3.amazonaws.com/test.txt",
+      headers: { Range: "bytes=0-9" },
+    });
+    equal(
+      signed.headers.authorization,
+      "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, " +
+        "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, " +
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+      "Authorization",
+    );
+    equal(signed.headers["x-amz-content-sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "empty payload hash");
+    equal(signed.headers.range, "bytes=0-9", "caller's header kept, lower-cased");
+    equal(signed.method, "GET", "method");
+  });
+
+  check("S3 example: PUT with a body (string and Uint8Array alike)", () => {
+    const opts = {
+      ...S3_EXAMPLE,
+      method: "PUT",
+      url: "https://examplebucket.s3.amazonaws.com/test$file.text",
+      headers: new Map([
+        ["Date", "Fri, 24 May 2013 00:00:00 GMT"],
+        ["x-amz-storage-class", "REDUCED_REDUNDANCY"],
+      ]),
+    };
+    const expected = "Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd";
+    for (const body of ["Welcome to Amazon S3.", new TextEncoder().encode("Welcome to Amazon S3.")]) {
+      const auth = api.signRequest({ ...opts, body }).headers.authorization;
+      if (!auth.endsWith(expected)) fail(`PUT example (${typeof body}): ${auth}`);
+      if (!auth.includes("SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,")) fail(`PUT signed headers: ${auth}`);
+    }
+  });
+
+  check("S3 example: presigned GET", () => {
+    const url = api.presignUrl({ ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", expiresIn: 86400 });
+    const q = new URL(url).searchParams;
+    equal(q.get("X-Amz-Signature"), "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404", "X-Amz-Signature");
+    equal(q.get("X-Amz-Expires"), "86400", "X-Amz-Expires");
+    equal(q.get("X-Amz-SignedHeaders"), "host", "X-Amz-SignedHeaders");
+  });
+
+  check("session token and unsigned payload", () => {
+    const signed = api.signRequest({
+      ...S3_EXAMPLE,
+      url: "https://examplebucket.s3.amazonaws.com/stream",
+      method: "PUT",
+      sessionToken: "token/with+chars=",
+      body: { a: "stream stand-in" },
+      unsignedPayload: true,
+    });
+    equal(signed.headers["x-amz-security-token"], "token/with+chars=", "x-amz-security-token");
+    equal(signed.headers["x-amz-content-sha256"], "UNSIGNED-PAYLOAD", "x-amz-content-sha256");
+    if (!signed.headers.authorization.includes("x-amz-security-token")) fail("the session token must be signed");
+  });
+
+  check("a Date and the current time are accepted as datetime", () => {
+    const base = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", headers: { Range: "bytes=0-9" } };
+    const fromDate = api.signRequest({ ...base, datetime: new Date(Date.UTC(2013, 4, 24)) });
+    equal(fromDate.headers.authorization, api.signRequest(base).headers.authorization, "Date(2013-05-24) vs the string form");
+    const before = Date.now();
+    const now = api.signRequest({ ...base, datetime: undefined }).headers["x-amz-date"];
+    const ms = Date.UTC(+now.slice(0, 4), +now.slice(4, 6) - 1, +now.slice(6, 8), +now.slice(9, 11), +now.slice(11, 13), +now.slice(13, 15));
+    if (!/^\d{8}T\d{6}Z$/.test(now) || ms < before - 1000 || ms > Date.now() + 1000) fail(`default datetime ${now} is not now`);
+  });
+
+  check("bad input is an invalid-input error, and signing keeps working after each", () => {
+    const good = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", headers: { Range: "bytes=0-9" } };
+    const goodAuth = api.signRequest(good).headers.authorization;
+    const cases = [
+      ["url that does not parse", () => api.signRequest({ ...good, url: "not a url" }), "url"],
+      ["url with no host", () => api.signRequest({ ...good, url: "http://" }), "url"],
+      ["url of another scheme", () => api.presignUrl({ ...good, url: "ftp://example.com/x" }), "url"],
+      ["datetime with dashes", () => api.signRequest({ ...good, datetime: "2013-05-24T00:00:00Z" }), "datetime"],
+      ["datetime without Z", () => api.signRequest({ ...good, datetime: "20130524T000000" }), "datetime"],
+      ["datetime out of range", () => api.signRequest({ ...good, datetime: "20131324T000000Z" }), "datetime"],
+      ["invalid Date", () => api.signRequest({ ...good, datetime: new Date(NaN) }), "datetime"],
+      ["datetime as a number", () => api.signRequest({ ...good, datetime: 1369353600000 }), "datetime"],
+      ["empty access key id", () => api.signRequest({ ...good, accessKeyId: "" }), "accesskeyid"],
+      ["missing secret", () => api.signRequest({ ...good, secretAccessKey: undefined }), "secretaccesskey"],
+      ["empty region", () => api.presignUrl({ ...good, region: "" }), "region"],
+      ["numeric header value", () => api.signRequest({ ...good, headers: { "x-amz-meta-n": 1 } }), "x-amz-meta-n"],
+      ["header pair that is not a pair", () => api.signRequest({ ...good, headers: [["a", "b", "c"]] }), "pair"],
+      ["NUL inside a header value", () => api.signRequest({ ...good, headers: { "x-a": "a\0b" } }), "nul"],
+      ["a body that cannot be hashed", () => api.signRequest({ ...good, method: "PUT", body: { stream: true } }), "unsignedpayload"],
+      ["expiresIn 0", () => api.presignUrl({ ...good, expiresIn: 0 }), "expiresin"],
+      ["expiresIn over 7 days", () => api.presignUrl({ ...good, expiresIn: 604801 }), "expiresin"],
+      ["fractional expiresIn", () => api.presignUrl({ ...good, expiresIn: 1.5 }), "expiresin"],
+      ["expiresIn as a string", () => api.presignUrl({ ...good, expiresIn: "60" }), "expiresin"],
+      ["no options", () => api.signRequest(), "options"],
+    ];
+    for (const [what, fn, mentions] of cases) {
+      expectInvalid(fn, mentions, what);
+      equal(api.signRequest(good).headers.authorization, goodAuth, `signing after "${what}"`);
+    }
+  });
+
+  const send = async (signed, init = {}) => {
+    const res = await doFetch(signed.url, { method: signed.method, headers: signed.headers, ...init });
+    return { status: res.status, text: await res.text() };
+  };
+  const credsOf = (server) => ({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1" });
+
+  /** PUT (conditional), GET and list an awkward key with header auth; returns [url, body]. */
+  const roundTrip = async (server) => {
+    const creds = credsOf(server);
+    const key = objectKey(ctx.runtime);
+    const url = objectUrl(server, key);
+    const body = JSON.stringify({ runtime: ctx.runtime, text: "ünïcødé ☃" });
+
+    const put = await send(api.signRequest({ ...creds, method: "PUT", url, headers: { "content-type": "application/json", "if-none-match": "*" }, body }), { body });
+    equal(put.status, 200, `signed PUT (${put.text})`);
+
+    const get = await send(api.signRequest({ ...creds, method: "GET", url }));
+    equal(get.status, 200, `signed GET (${get.text.slice(0, 200)})`);
+    equal(get.text, body, "GET returns what was PUT");
+
+    const prefix = key.slice(0, key.lastIndexOf("/") + 1);
+    const listUrl = `${server.endpoint}/${server.bucket}?list-type=2&prefix=${encodeURIComponent(prefix)}`;
+    const list = await send(api.signRequest({ ...creds, method: "GET", url: listUrl }));
+    equal(list.status, 200, `signed list (${list.text.slice(0, 200)})`);
+    if (!list.text.includes(`<Key>${key}</Key>`)) fail(`the object is stored under another key than ${key}: ${list.text}`);
+
+    const wrong = await send(api.signRequest({ ...creds, secretAccessKey: server.secretAccessKey + "x", method: "GET", url }));
+    equal(wrong.status, 403, `GET signed with a wrong secret (${wrong.text.slice(0, 200)})`);
+    return [url, body];
+  };
+
+  check("moto (auth mode) accepts what this runtime signs, and refuses a wrong secret", async () => {
+    await roundTrip(strictServer(ctx.env));
+  });
+
+  check("s3s-fs accepts signed and presigned requests from this runtime, and refuses a wrong secret", async () => {
+    const server = presignServer(ctx.env);
+    const [url, body] = await roundTrip(server);
+    const creds = credsOf(server);
+
+    const presigned = await doFetch(api.presignUrl({ ...creds, method: "GET", url, expiresIn: 60 }));
+    const text = await presigned.text();
+    equal(presigned.status, 200, `presigned GET (${text.slice(0, 200)})`);
+    equal(text, body, "presigned GET body");
+
+    const wrong = await doFetch(api.presignUrl({ ...creds, secretAccessKey: "wrong", method: "GET", url, expiresIn: 60 }));
+    equal(wrong.status, 403, `presigned GET with a wrong secret (${(await wrong.text()).slice(0, 200)})`);
+
+    const tampered = await send(api.signRequest({ ...creds, method: "PUT", url, headers: { "content-type": "application/json" }, body }), { body: body + " " });
+    if (tampered.status < 400) fail(`a PUT whose body differs from the signed one was accepted (${tampered.status})`);
+  });
+
+  return checks;
+}

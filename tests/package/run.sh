@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The package as users get it: `npm pack` the repo root (after scripts/build), check the tarball holds what
+# users need and nothing else, install it into a fresh temporary project, and use it there from Node,
+# Deno and TypeScript, each through its own export condition. Prints "N passed, N failed".
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$root/tests/package
+tmp=$(mktemp -d -t celld-package.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME COMMAND...
+  local name=$1
+  shift
+  if out=$("$@" 2>&1); then
+    echo "ok - $name"
+    passed=$((passed + 1))
+  else
+    echo "not ok - $name"
+    echo "$out" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+tarball=$(cd "$tmp" && npm pack --silent "$root") || { echo "npm pack failed"; exit 1; }
+tar tzf "$tmp/$tarball" | sort >"$tmp/contents"
+
+contents_ok() {
+  local want
+  for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
+    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js \
+    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm; do
+    grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
+  done
+  if grep -Ev '^package/(package\.json|README\.md|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|wasm))$' "$tmp/contents"; then
+    echo "^ files users do not need"
+    return 1
+  fi
+}
+check "tarball holds js/, pkg/*.js, pkg/*.wasm, README and nothing else" contents_ok
+
+mkdir "$tmp/app"
+cp "$here/app.mjs" "$here/app.ts" "$tmp/app/"
+(cd "$tmp/app" && npm init -y >/dev/null && npm pkg set type=module >/dev/null &&
+  npm install --silent --no-audit --no-fund "../$tarball") >"$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; echo "installing the tarball failed"; exit 1; }
+
+check "Node imports the installed package (node condition) and signs" \
+  bash -c "cd '$tmp/app' && node app.mjs js/node.js"
+check "Deno imports the installed package (deno condition) and signs" \
+  bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run --allow-read --allow-env app.mjs js/deno.js"
+check "a bundler targeting browsers resolves the browser entry" \
+  bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --format=esm --platform=browser --log-level=error app.mjs --outfile=bundle.js --external:node:* && grep -q 'await init()\|await __wbg_init()' bundle.js"
+check "TypeScript (strict) type-checks a program against the shipped declarations" \
+  "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module nodenext --moduleResolution nodenext --types '' "$tmp/app/app.ts"
+
+echo "$passed passed, $failed failed"
+((failed == 0))
