@@ -317,6 +317,18 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     bad("stale-read", format!("{tag}: read {seen:?}, never the record during the call"));
                 }
             }
+            (OpKind::ReadLease(peer), OpResult::LeaseRead(seen)) => {
+                let key = lease_key(name(*peer));
+                let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+                let ok = hist.iter().enumerate().any(|(i, v)| {
+                    let superseded_at = hist.get(i + 1).map_or(u64::MAX, |n| n.at);
+                    let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
+                    expires == *seen && v.at <= op.end && superseded_at >= op.start
+                }) || (seen.is_none() && hist.first().is_none_or(|v| v.at >= op.start));
+                if !ok {
+                    bad("stale-read", format!("{tag}: read lease expiring {seen:?}, never the record during the call"));
+                }
+            }
             _ => {}
         }
     }
@@ -511,6 +523,18 @@ mod tests {
             live: true,
         });
         assert_eq!(h.rules(), vec!["bad-rejection"]);
+    }
+
+    #[test]
+    fn lease_reads_must_see_a_version_of_their_time() {
+        let mut h = clean();
+        let real = crate::exec::EPOCH_MS + TTL;
+        h.op(13, 1, 2, OpKind::ReadLease(0), (100, 120), OpResult::LeaseRead(Some(real)));
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(Some(real + 1));
+        assert_eq!(h.rules(), vec!["stale-read"]);
+        h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(None);
+        assert_eq!(h.rules(), vec!["stale-read"], "the lease existed since t=2");
     }
 
     #[test]

@@ -522,3 +522,102 @@ impl Env for SimEnv {
         let _ = Completion { world: self.world.clone(), id }.await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(url: &str) -> HttpRequest {
+        HttpRequest { method: "GET", url: url.to_owned(), headers: vec![("authorization".into(), "x".into())], body: Vec::new() }
+    }
+
+    #[test]
+    fn clocks_stay_within_the_skew_bound_for_the_whole_run() {
+        let mut rng = Rng::new(7);
+        for _ in 0..200 {
+            let clocks = draw_clocks(&mut rng, 16, 400, 80_000, 5e-4);
+            for t in [0, 40_000, 80_000] {
+                let walls: Vec<u64> = clocks.iter().map(|c| c.wall_ms(t)).collect();
+                let spread = walls.iter().max().unwrap() - walls.iter().min().unwrap();
+                assert!(spread <= 400, "spread {spread} at t={t}");
+            }
+            for c in &clocks {
+                assert!(c.mono_ms(1_000) > c.mono_ms(999), "monotonic clocks move forward");
+            }
+        }
+    }
+
+    /// Two nodes: one sends with a short timeout into a brownout, one sleeps; returns what each saw.
+    fn scenario(seed: u64) -> Vec<(u64, String)> {
+        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 2];
+        let world = World::new(seed, clocks, FaultMix::default(), SimStore::new("b"));
+        world.schedule_chaos(0, Chaos::Brownout { ms: 1_000 });
+        let seen: Rc<RefCell<Vec<(u64, String)>>> = Rc::default();
+        let (w, s) = (world.clone(), seen.clone());
+        run(
+            &world,
+            2,
+            5_000,
+            move |node, inc| {
+                let env = SimEnv::new(w.clone(), node, inc);
+                let (w, s) = (w.clone(), s.clone());
+                Box::pin(async move {
+                    if node == 0 {
+                        env.sleep(1).await; // let the brownout begin
+                        let r = env.send(get("http://h/b/k"), Some(300)).await;
+                        s.borrow_mut().push((w.now(), format!("timeout {r:?}")));
+                        let r = env.send(get("http://h/b/k"), None).await;
+                        s.borrow_mut().push((w.now(), format!("waited {:?}", r.map(|r| r.status))));
+                    } else {
+                        env.sleep(2_000).await;
+                        s.borrow_mut().push((w.now(), "slept".into()));
+                    }
+                })
+            },
+            || {},
+        );
+        let out = seen.borrow().clone();
+        out
+    }
+
+    #[test]
+    fn brownouts_hold_requests_until_the_timeout_or_their_end_and_runs_replay() {
+        let a = scenario(3);
+        assert_eq!(a.len(), 3, "{a:?}");
+        assert_eq!(a[0], (301, "timeout Err(TimedOut)".to_owned()));
+        assert!(a[1].0 >= 1_000 && a[1].1 == "waited Ok(404)", "{a:?}");
+        assert_eq!(a[2], (2_000, "slept".to_owned()));
+        assert_eq!(a, scenario(3), "the same seed replays exactly");
+    }
+
+    #[test]
+    fn paused_nodes_are_not_polled_and_crashed_nodes_restart_fresh() {
+        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 1];
+        let world = World::new(1, clocks, FaultMix::default(), SimStore::new("b"));
+        world.schedule_chaos(100, Chaos::Pause { node: 0, ms: 1_000 });
+        world.schedule_chaos(3_000, Chaos::Crash { node: 0, ms: 500 });
+        let wakes: Rc<RefCell<Vec<(u32, u64)>>> = Rc::default();
+        let (w, log) = (world.clone(), wakes.clone());
+        run(
+            &world,
+            1,
+            4_000,
+            move |node, inc| {
+                let env = SimEnv::new(w.clone(), node, inc);
+                let (w, log) = (w.clone(), log.clone());
+                Box::pin(async move {
+                    loop {
+                        env.sleep(250).await;
+                        log.borrow_mut().push((inc, w.now()));
+                    }
+                })
+            },
+            || {},
+        );
+        let wakes = wakes.borrow();
+        // Life 0's first wake-up (due at 250) falls in the pause (100..1100): it runs only at 1100.
+        assert_eq!(&wakes[..3], &[(0, 1_100), (0, 1_350), (0, 1_600)]);
+        assert!(wakes.iter().all(|&(inc, t)| inc == 1 || t < 3_000), "life 0 never runs after its crash");
+        assert_eq!(wakes.iter().find(|w| w.0 == 1), Some(&(1, 3_750)), "life 1 starts at 3500");
+    }
+}
