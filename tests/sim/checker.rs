@@ -85,6 +85,7 @@ pub struct Facts<'a> {
     pub nodes: &'a [String],
     pub cells: &'a [String],
     pub clocks: &'a [Clock],
+    pub lease_ttl_ms: u64,
     pub max_clock_skew_ms: u64,
 }
 
@@ -232,6 +233,11 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         if !wrote {
             bad("act-without-write", format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)));
         }
+        if let Some(claim) = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch) {
+            check_authority(store, ledger, facts, *n, claim.v.writer.op, last, &mut bad, || {
+                format!("{} (life {inc}) acted for {cell}@{epoch} at t={last}", name(*n))
+            });
+        }
         if let Some(ov) = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last) {
             bad(
                 "split-brain",
@@ -335,6 +341,49 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     (out, cov)
 }
 
+/// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
+fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, op: u64) -> Vec<&'s Version> {
+    let Some(gen) = ledger.ops.get(&op).map(|o| o.gen) else { return Vec::new() };
+    let installed: BTreeSet<u64> = ledger
+        .ops
+        .values()
+        .filter(|o| o.node == n && o.gen == gen && matches!(o.kind, OpKind::Acquire | OpKind::Renew) && o.result == OpResult::LeaseOk)
+        .map(|o| o.id)
+        .collect();
+    let key = lease_key(&facts.nodes[n]);
+    store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().filter(|v| installed.contains(&v.writer.op)).collect()
+}
+
+/// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
+/// generation that was *sent* less than `ttl - skew` earlier on the node's monotonic clock (the anchor
+/// is sampled before sending, so no correct anchor is later than the send).
+#[allow(clippy::too_many_arguments)]
+fn check_authority(
+    store: &SimStore,
+    ledger: &Ledger,
+    facts: &Facts,
+    n: usize,
+    claim_op: u64,
+    at: u64,
+    bad: &mut impl FnMut(&'static str, String),
+    what: impl Fn() -> String,
+) {
+    let Some(sent) = installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
+    else {
+        bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
+        return;
+    };
+    let clock = &facts.clocks[n];
+    let held = clock.mono_ms(at) - clock.mono_ms(sent);
+    let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
+    if held >= authority {
+        bad(
+            "act-beyond-authority",
+            format!("{}, {held:.0} ms after sending its last lease write (authority {authority} ms)", what()),
+        );
+    }
+}
+
 /// No takeover while the owner's lease was live: `p` (by A) replaced by `ov` (by B != A). A's authority
 /// for `p` came from the lease generation it claimed `p` in; every lease write A installed in that
 /// generation and that landed before the takeover must be dead by the peer rule on B's clock.
@@ -349,26 +398,10 @@ fn check_takeover(
 ) {
     let a = p.v.writer.node;
     let b = ov.v.writer.node;
-    let Some(claim_op) = ledger.ops.get(&p.v.writer.op) else { return };
     let key = lease_key(&facts.nodes[a]);
-    let installed: BTreeSet<u64> = ledger
-        .ops
-        .values()
-        .filter(|o| {
-            o.node == a
-                && o.gen == claim_op.gen
-                && matches!(o.kind, OpKind::Acquire | OpKind::Renew)
-                && o.result == OpResult::LeaseOk
-        })
-        .map(|o| o.id)
-        .collect();
-    let latest = store
-        .objects
-        .get(&key)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-        .iter()
-        .filter(|v| installed.contains(&v.writer.op) && v.at <= ov.v.at)
+    let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
+        .into_iter()
+        .filter(|v| v.at <= ov.v.at)
         .filter_map(|v| decode_lease(&key, v.body.as_deref()?, &v.etag).ok())
         .map(|r| r.expires_ms)
         .max();
@@ -420,17 +453,23 @@ mod tests {
             self.ledger.ops.insert(id, rec);
         }
         fn own(&mut self, op: u64, node: usize, owner: &str, epoch: u64, at: u64) {
-            let tag = Tag { node, incarnation: 0, op };
+            let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
             self.store.plant("cells/c/own.json", &encode_owner(owner, epoch, &format!("n{op}")), tag, at);
         }
         fn lease(&mut self, op: u64, node: usize, expires_wall: u64, at: u64) {
-            let tag = Tag { node, incarnation: 0, op };
+            let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
             let key = format!("nodes/n{node}.json");
             let body = encode_lease(&format!("n{node}"), crate::exec::EPOCH_MS + expires_wall, "", &format!("l{op}"));
             self.store.plant(&key, &body, tag, at);
         }
         fn rules(&self) -> Vec<&'static str> {
-            let facts = Facts { nodes: &self.nodes, cells: &self.cells, clocks: &self.clocks, max_clock_skew_ms: SKEW };
+            let facts = Facts {
+                nodes: &self.nodes,
+                cells: &self.cells,
+                clocks: &self.clocks,
+                lease_ttl_ms: TTL,
+                max_clock_skew_ms: SKEW,
+            };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();
             rules.dedup();
@@ -489,7 +528,17 @@ mod tests {
     fn acting_after_being_superseded_is_split_brain() {
         let mut h = clean();
         h.ledger.act(0, 0, "c", 1, 3_411);
-        assert_eq!(h.rules(), vec!["split-brain"]);
+        assert_eq!(h.rules(), vec!["act-beyond-authority", "split-brain"], "n0 also outlived its own lease");
+    }
+
+    #[test]
+    fn acting_past_the_self_deadline_is_caught() {
+        let mut h = clean();
+        // n0's only lease write was sent at t=0: authority ends at 3000 - 400 = 2600.
+        h.ledger.act(0, 0, "c", 1, 2_599);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.act(0, 0, "c", 1, 2_600);
+        assert_eq!(h.rules(), vec!["act-beyond-authority"]);
     }
 
     #[test]
@@ -549,7 +598,7 @@ mod tests {
         assert_eq!(h.rules(), vec!["epoch-order", "one-writer-per-epoch"]);
 
         let mut h = clean();
-        h.store.plant("cells/other/own.json", b"{}", Tag { node: 0, incarnation: 0, op: 1 }, 1);
+        h.store.plant("cells/other/own.json", b"{}", Tag { node: 0, incarnation: 0, op: 1, sent: 0 }, 1);
         h.own(12, 0, "n0", 3, 3_800);
         h.store.objects.get_mut("cells/c/own.json").unwrap().last_mut().unwrap().body = Some(b"{".to_vec());
         assert_eq!(h.rules(), vec!["wire", "owner-history"]);

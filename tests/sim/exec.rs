@@ -248,7 +248,7 @@ impl World {
         let inner = &mut *inner;
         inner.next_id += 1;
         let id = inner.next_id;
-        let tag = Tag { node, incarnation, op: inner.nodes[node].op };
+        let tag = Tag { node, incarnation, op: inner.nodes[node].op, sent: now };
         if let Some(t) = timeout_ms {
             inner.schedule(now + t as u64, Event::Timeout(id));
         }
@@ -280,7 +280,7 @@ impl World {
         let mut inner = self.inner.borrow_mut();
         inner.next_id += 1;
         let id = inner.next_id;
-        let tag = Tag { node, incarnation, op: 0 };
+        let tag = Tag { node, incarnation, op: 0, sent: now };
         inner.pending.insert(id, Pending { node, incarnation, tag, req: None, done: false });
         inner.schedule(now + ms as u64, Event::Wake(id));
         id

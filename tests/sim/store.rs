@@ -14,12 +14,13 @@ use celld_edge::env::{HttpRequest, HttpResponse};
 
 use crate::exec::Rng;
 
-/// Who sent a request: the node, which life of it, and which workload operation.
+/// Who sent a request: the node, which life of it, which workload operation, and when (true time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Tag {
     pub node: usize,
     pub incarnation: u32,
     pub op: u64,
+    pub sent: u64,
 }
 
 /// One state of a key. `body == None` is a deletion.
@@ -336,7 +337,7 @@ fn server_error(rng: &mut Rng) -> HttpResponse {
 mod tests {
     use super::*;
 
-    const W: Tag = Tag { node: 1, incarnation: 0, op: 7 };
+    const W: Tag = Tag { node: 1, incarnation: 0, op: 7, sent: 0 };
 
     fn req(method: &'static str, key: &str, cond: Option<(&str, &str)>, body: &str) -> HttpRequest {
         let mut headers = vec![("authorization".to_owned(), "AWS4-HMAC-SHA256 x".to_owned())];

@@ -162,7 +162,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let ledger = ctx.ledger.into_inner();
     drop(ctx.world);
     let store = world.into_store();
-    let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, max_clock_skew_ms: params.skew_ms };
+    let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, lease_ttl_ms: params.ttl_ms, max_clock_skew_ms: params.skew_ms };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         for op in ledger.ops.values() {
