@@ -153,10 +153,8 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
     scratch.push(missing);
-    for k in &scratch {
-        // Cleanup is best effort: a leftover probe key costs bytes, not safety.
-        let _ = store.delete(k, None, budget).await;
-    }
+    // Cleanup is best effort (a leftover probe key costs bytes, not safety), and concurrent.
+    join_all(scratch.iter().map(|k| store.delete(k, None, budget))).await;
     Ok(ProbeReport { if_match_missing_status, conditional_delete, etag_quoted: second.starts_with('"') })
 }
 
