@@ -63,9 +63,19 @@ async function send(fetchFn, method, url, flat, body, timeoutMs) {
   }
 }
 
-function makeHost(fetchFn) {
+function makeHost(fetchFn, onEvent) {
   const words = new Uint32Array(1);
   return {
+    events: typeof onEvent === "function",
+    event: (json, ms) => {
+      try {
+        const e = JSON.parse(json);
+        if (!Number.isNaN(ms)) e.ms = ms;
+        onEvent(e);
+      } catch {
+        // A throwing observer must not break the protocol.
+      }
+    },
     send: (method, url, headers, body, timeoutMs) => send(fetchFn, method, url, headers, body, timeoutMs),
     wall: () => Date.now(),
     mono: () => performance.now(),
@@ -101,7 +111,9 @@ export class S3Ownership {
   constructor(options) {
     const fetchFn = options?.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function") throw invalid("fetch must be a function (none given and no globalThis.fetch)");
-    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis)));
+    const onEvent = options?.onEvent;
+    if (onEvent !== undefined && typeof onEvent !== "function") throw invalid("onEvent must be a function");
+    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis), onEvent));
   }
 
   /** Runs a core operation and parses the JSON it answers. */

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::js_error;
-use crate::env::{Env, HttpRequest, HttpResponse, TransportError};
+use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
 use crate::error::Error;
 use crate::ownership::json::{self, ObjectWriter};
 use crate::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
@@ -32,6 +32,12 @@ extern "C" {
     fn random32(this: &Host) -> f64;
     #[wasm_bindgen(method)]
     fn sleep(this: &Host, ms: u32) -> js_sys::Promise;
+    /// True when the caller passed `onEvent`.
+    #[wasm_bindgen(method, getter)]
+    fn events(this: &Host) -> bool;
+    /// Hands one event, as JSON plus its `ms` (NaN: none), to `onEvent`.
+    #[wasm_bindgen(method)]
+    fn event(this: &Host, json: &str, ms: f64);
 }
 
 pub struct JsEnv(Host);
@@ -72,6 +78,42 @@ impl Env for JsEnv {
     async fn sleep(&self, ms: u32) {
         // A timer that fails to fire only shortens a read backoff.
         let _ = JsFuture::from(self.0.sleep(ms)).await;
+    }
+    fn observe(&self, event: Event<'_>) {
+        if self.0.events() {
+            let (json, ms) = event_json(&event);
+            self.0.event(&json, ms);
+        }
+    }
+}
+
+/// An event as JSON, and its duration apart (NaN when it has none): `ms` is a fraction, and formatting an
+/// f64 in Rust would bring ~10 KB of float printing into the wasm, so JS adds it to the object.
+fn event_json(event: &Event<'_>) -> (String, f64) {
+    let w = ObjectWriter::new();
+    match *event {
+        Event::LeaseAcquired { node, expires_ms, ms } => {
+            (w.str("type", "lease-acquired").str("node", node).uint("expiresMs", expires_ms).finish(), ms)
+        }
+        Event::LeaseRenewed { node, expires_ms, ms } => {
+            (w.str("type", "lease-renewed").str("node", node).uint("expiresMs", expires_ms).finish(), ms)
+        }
+        Event::Fenced { node, reason } => (w.str("type", "fenced").str("node", node).str("reason", reason).finish(), f64::NAN),
+        Event::ClaimApplied { cell, epoch, took_over, ms } => {
+            let kind = if took_over { "claim-took-over" } else { "claim-applied" };
+            (w.str("type", kind).str("cell", cell).uint("epoch", epoch).finish(), ms)
+        }
+        Event::ClaimRejected { cell, owner, epoch, ms } => {
+            (w.str("type", "claim-rejected").str("cell", cell).str("owner", owner).uint("epoch", epoch).finish(), ms)
+        }
+        Event::AmbiguousSettled { key, outcome, readbacks } => {
+            let w = w.str("type", "ambiguous-settled").str("key", key).str("outcome", outcome);
+            (w.uint("readbacks", readbacks as u64).finish(), f64::NAN)
+        }
+        Event::ReadRetried { key, attempt, backoff_ms, detail } => {
+            let w = w.str("type", "read-retried").str("key", key).uint("attempt", attempt.into());
+            (w.uint("backoffMs", backoff_ms.into()).str("detail", detail).finish(), f64::NAN)
+        }
     }
 }
 
