@@ -4,6 +4,7 @@
 
 use crate::env::{HttpResponse, TransportError};
 use crate::error::Error;
+use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,17 +39,20 @@ pub fn parse_error(body: &[u8]) -> (String, String) {
 
 /// The text of the first `<name>…</name>`, entity-decoded and bounded in length (it ends up in messages).
 fn xml_element(text: &str, name: &str) -> String {
-    let open = format!("<{name}>");
-    let close = format!("</{name}>");
-    let Some(start) = text.find(&open).map(|i| i + open.len()) else { return String::new() };
-    let Some(len) = text[start..].find(&close) else { return String::new() };
-    let raw = &text[start..start + len];
-    let decoded = raw
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&");
+    let Some((_, after)) = split_once_str(text, &format!("<{name}>")) else { return String::new() };
+    let Some((mut raw, _)) = split_once_str(after, &format!("</{name}>")) else { return String::new() };
+    // The five XML entities, decoded in one pass (what `&amp;lt;` means: `&lt;`).
+    let mut decoded = String::with_capacity(raw.len());
+    while let Some((before, rest)) = raw.split_once('&') {
+        decoded.push_str(before);
+        let entity = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
+            .into_iter()
+            .find(|(e, _)| rest.starts_with(e));
+        let (skip, c) = entity.map_or((0, '&'), |(e, c)| (e.len(), c));
+        decoded.push(c);
+        raw = &rest[skip..];
+    }
+    decoded.push_str(raw);
     decoded.chars().take(300).collect()
 }
 
@@ -230,6 +234,8 @@ mod tests {
         assert_eq!(parse_error(b"<Code>Open"), (String::new(), String::new()));
         assert_eq!(parse_error(b"\xff<Code>\xfeX</Code>").0, "\u{fffd}X");
         assert_eq!(parse_error("<Code>é</Code><Message></Message>".as_bytes()), ("é".into(), String::new()));
+        let entities = "<Code>&lt;&gt;&quot;&apos;&amp;&amp;lt;&bogus;&</Code>";
+        assert_eq!(parse_error(entities.as_bytes()).0, "<>\"'&&lt;&bogus;&");
         let long = format!("<Message>{}</Message>", "x".repeat(10_000));
         assert_eq!(parse_error(long.as_bytes()).1.len(), 300);
     }

@@ -4,7 +4,7 @@
 use crate::env::HttpRequest;
 use crate::error::{Error, Quoted, Result};
 use crate::ownership::CasGuard;
-use crate::sigv4::{AmzDate, Credentials, Payload, SignInput, Signer};
+use crate::sigv4::{split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
 /// Where the bucket lives and how to sign for it.
 pub struct Bucket {
@@ -47,8 +47,7 @@ impl Bucket {
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
-        let (scheme, rest) = endpoint
-            .split_once("://")
+        let (scheme, rest) = split_once_str(endpoint, "://")
             .filter(|(s, _)| *s == "http" || *s == "https")
             .ok_or_else(|| Error::invalid(format!("endpoint {} must start with http:// or https://", Quoted(endpoint))))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {

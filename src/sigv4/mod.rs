@@ -279,8 +279,26 @@ pub(crate) fn sort_small<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
     }
 }
 
+/// `hay.split_once(needle)` by plain byte comparison: `str` patterns would bring the Two-Way searcher
+/// (~2.5 KB of wasm) for the few short, fixed needles the crate looks for.
+pub(crate) fn split_once_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
+    if needle.is_empty() {
+        return Some(("", hay)); // as `str::split_once`; `windows(0)` would panic
+    }
+    let at = hay.as_bytes().windows(needle.len()).position(|w| w == needle.as_bytes())?;
+    // `needle` is a whole str, so a match starts and ends on character boundaries.
+    Some((&hay[..at], &hay[at + needle.len()..]))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn split_once_str_matches_str_split_once() {
+        for (hay, needle) in [("https://h/p", "://"), ("a://b://c", "://"), ("x", "://"), ("", "ab"), ("é<a>é", "<a>"), ("ab", "ab"), ("ab", "")] {
+            assert_eq!(super::split_once_str(hay, needle), hay.split_once(needle), "{hay:?} {needle:?}");
+        }
+    }
+
     #[test]
     fn sort_small_is_a_stable_sort() {
         let mut seed = 7u32;

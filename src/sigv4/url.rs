@@ -25,8 +25,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     if url.bytes().any(|b| b.is_ascii_control()) {
         return Err(bad(url, "contains a control character (percent-encode it)"));
     }
-    let (scheme, rest) = url
-        .split_once("://")
+    let (scheme, rest) = super::split_once_str(url, "://")
         .ok_or_else(|| bad(url, "missing scheme"))?;
     let (scheme, default_port) = if scheme.eq_ignore_ascii_case("https") {
         ("https", 443)
