@@ -11,21 +11,32 @@ pub(crate) fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 
-#[inline]
-fn push_byte(out: &mut String, b: u8, keep_slash: bool) {
-    if is_unreserved(b) || (keep_slash && b == b'/') {
-        out.push(b as char);
-    } else {
-        out.push('%');
-        out.push(HEX_UPPER[usize::from(b >> 4)] as char);
-        out.push(HEX_UPPER[usize::from(b & 0x0f)] as char);
-    }
+/// Appends ASCII bytes. Pushing them as one `str` instead of char by char matters at opt-level "z",
+/// where `String::push` stays an out-of-line UTF-8 encoder.
+fn push_ascii(out: &mut String, ascii: &[u8]) {
+    // Callers pass ASCII only, so this never falls back to the empty string.
+    out.push_str(std::str::from_utf8(ascii).unwrap_or_default());
+}
+
+fn push_escape(out: &mut String, b: u8) {
+    push_ascii(out, &[b'%', HEX_UPPER[usize::from(b >> 4)], HEX_UPPER[usize::from(b & 0x0f)]]);
 }
 
 /// Appends `bytes` URI-encoded; `keep_slash` leaves `/` raw (whole paths), otherwise it becomes `%2F`.
 pub(crate) fn push_encoded(out: &mut String, bytes: &[u8], keep_slash: bool) {
-    for &b in bytes {
-        push_byte(out, b, keep_slash);
+    let raw = |b: u8| is_unreserved(b) || (keep_slash && b == b'/');
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // The longest run of bytes that stay as they are, in one piece; then one escape.
+        let run = rest.iter().position(|&b| !raw(b)).unwrap_or(rest.len());
+        push_ascii(out, &rest[..run]);
+        match rest.get(run) {
+            Some(&b) => {
+                push_escape(out, b);
+                rest = &rest[run + 1..];
+            }
+            None => rest = &[],
+        }
     }
 }
 
@@ -51,22 +62,27 @@ pub(crate) fn push_reencoded(out: &mut String, bytes: &[u8]) {
                 bytes.get(i + 1).copied().and_then(hex_value),
                 bytes.get(i + 2).copied().and_then(hex_value),
             ) {
-                push_byte(out, (hi << 4) | lo, false);
+                push_encoded(out, &[(hi << 4) | lo], false);
                 i += 3;
                 continue;
             }
         }
-        push_byte(out, b, false);
-        i += 1;
+        // Up to the next `%` (or past a stray one), bytes are encoded as they are.
+        let run = bytes[i + 1..].iter().position(|&b| b == b'%').map_or(bytes.len(), |n| i + 1 + n);
+        push_encoded(out, &bytes[i..run], false);
+        i = run;
     }
 }
 
 /// Lower-case hex of `bytes` (digests and signatures), appended without an intermediate allocation.
 pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
-    out.reserve(bytes.len() * 2);
-    for &b in bytes {
-        out.push(HEX_LOWER[usize::from(b >> 4)] as char);
-        out.push(HEX_LOWER[usize::from(b & 0x0f)] as char);
+    for chunk in bytes.chunks(32) {
+        let mut buf = [0u8; 64];
+        for (pair, &b) in buf.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = HEX_LOWER[usize::from(b >> 4)];
+            pair[1] = HEX_LOWER[usize::from(b & 0x0f)];
+        }
+        push_ascii(out, &buf[..chunk.len() * 2]);
     }
 }
 

@@ -36,18 +36,13 @@ pub(crate) fn is_token_byte(b: u8) -> bool {
 }
 
 /// Trims spaces/tabs and folds inner runs of them into one space.
+/// Word by word rather than char by char: `String::push` is slow where it is not inlined (opt-level "z").
 fn push_trimmed(out: &mut String, value: &str) {
-    let mut pending_space = false;
-    for c in value.trim_matches([' ', '\t']).chars() {
-        if c == ' ' || c == '\t' {
-            pending_space = true;
-        } else {
-            if pending_space {
-                out.push(' ');
-                pending_space = false;
-            }
-            out.push(c);
+    for (i, word) in value.split([' ', '\t']).filter(|w| !w.is_empty()).enumerate() {
+        if i > 0 {
+            out.push(' ');
         }
+        out.push_str(word);
     }
 }
 
