@@ -150,7 +150,14 @@ fn main() -> ExitCode {
     });
     let t = totals.into_inner().expect("threads joined");
     let violations: usize = t.failing.values().map(Vec::len).sum();
-    println!("correct protocol: {} seeds ({}..{}), {} ops in {:.1?}", t.seeds, args.from, args.from + args.seeds, t.ops, started.elapsed());
+    println!(
+        "correct protocol: {} seeds ({}..{}), {} ops in {:.1?}",
+        t.seeds,
+        args.from,
+        args.from + args.seeds,
+        t.ops,
+        started.elapsed()
+    );
     println!("  exercised: {} takeovers, {} acting spans, {} rejected claims", t.takeovers, t.acts, t.rejected);
     println!("  faults injected:");
     for (f, n) in &t.faults {

@@ -41,8 +41,14 @@ pub enum OpResult {
     Unfinished,
     /// A lease write (acquire/renew) installed.
     LeaseOk,
-    Claimed { epoch: u64 },
-    ClaimRejected { node: String, epoch: u64, live: bool },
+    Claimed {
+        epoch: u64,
+    },
+    ClaimRejected {
+        node: String,
+        epoch: u64,
+        live: bool,
+    },
     Released,
     ReleaseRejected,
     Verified(bool),
@@ -192,7 +198,10 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             }
             if let Some(p) = prev {
                 if ov.epoch <= p.epoch {
-                    bad("epoch-order", format!("{cell}: epoch {} by {} after epoch {} at t={}", ov.epoch, ov.node, p.epoch, ov.v.at));
+                    bad(
+                        "epoch-order",
+                        format!("{cell}: epoch {} by {} after epoch {} at t={}", ov.epoch, ov.node, p.epoch, ov.v.at),
+                    );
                 }
                 if !p.node.is_empty() && p.node != ov.node {
                     cov.takeovers += 1;
@@ -229,9 +238,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     for ((n, inc, cell, epoch), &(first, last)) in &ledger.acts {
         cov.acts += 1;
         let Some(hist) = owners.get(cell.as_str()) else { continue };
-        let wrote = hist.iter().any(|ov| ov.node == name(*n) && ov.epoch == *epoch && ov.v.writer.node == *n && ov.v.at <= first);
+        let wrote = hist
+            .iter()
+            .any(|ov| ov.node == name(*n) && ov.epoch == *epoch && ov.v.writer.node == *n && ov.v.at <= first);
         if !wrote {
-            bad("act-without-write", format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)));
+            bad(
+                "act-without-write",
+                format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)),
+            );
         }
         if let Some(claim) = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch) {
             check_authority(store, ledger, facts, *n, claim.v.writer.op, last, &mut bad, || {
@@ -254,7 +268,11 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
 
     // Results against the store.
     let written_by = |op: u64| -> Vec<(&str, &Version)> {
-        store.objects.iter().flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v))).collect()
+        store
+            .objects
+            .iter()
+            .flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v)))
+            .collect()
     };
     for op in ledger.ops.values() {
         let me = name(op.node);
@@ -276,27 +294,39 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if node.is_empty() || node == me || !*live {
                     bad("bad-rejection", format!("{tag}: rejected naming owner {node:?}@{epoch} live={live}"));
                 } else if !current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
-                    bad("bad-rejection", format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"));
+                    bad(
+                        "bad-rejection",
+                        format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"),
+                    );
                 }
             }
-            (OpKind::Release(_), OpResult::ReleaseRejected) => {
-                if !written_by(op.id).is_empty() {
-                    bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
-                }
+            (OpKind::Release(_), OpResult::ReleaseRejected) if !written_by(op.id).is_empty() => {
+                bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
             (OpKind::Claim(cell), OpResult::Claimed { epoch }) => {
                 let key = owner_key(cell);
                 let landed = written_by(op.id).iter().any(|(k, v)| {
-                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node == me && r.epoch == *epoch)
+                    *k == key
+                        && v.body
+                            .as_deref()
+                            .and_then(|b| decode_owner(k, b, "").ok())
+                            .is_some_and(|r| r.node == me && r.epoch == *epoch)
                 });
                 if !landed {
-                    bad("applied-but-missing", format!("{tag}: reported applied at epoch {epoch}, but no such write landed"));
+                    bad(
+                        "applied-but-missing",
+                        format!("{tag}: reported applied at epoch {epoch}, but no such write landed"),
+                    );
                 }
             }
             (OpKind::Release(cell), OpResult::Released) => {
                 let key = owner_key(cell);
                 let landed = written_by(op.id).iter().any(|(k, v)| {
-                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node.is_empty())
+                    *k == key
+                        && v.body
+                            .as_deref()
+                            .and_then(|b| decode_owner(k, b, "").ok())
+                            .is_some_and(|r| r.node.is_empty())
                 });
                 if !landed {
                     bad("applied-but-missing", format!("{tag}: reported released, but no release landed"));
@@ -308,15 +338,19 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     bad("applied-but-missing", format!("{tag}: lease reported installed, but no lease write landed"));
                 }
             }
-            (OpKind::Verify(cell, epoch), OpResult::Verified(true)) => {
-                if !current_during(&owners[cell.as_str()], op.start, op.end, |ov| ov.node == me && ov.epoch == *epoch) {
-                    bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
-                }
+            (OpKind::Verify(cell, epoch), OpResult::Verified(true))
+                if !current_during(&owners[cell.as_str()], op.start, op.end, |ov| {
+                    ov.node == me && ov.epoch == *epoch
+                }) =>
+            {
+                bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
             }
             (OpKind::Owner(cell) | OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
                 let hist = &owners[cell.as_str()];
                 let ok = match seen {
-                    Some((node, epoch)) => current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch),
+                    Some((node, epoch)) => {
+                        current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch)
+                    }
                     None => hist.first().is_none_or(|ov| ov.v.at >= op.start),
                 };
                 if !ok {
@@ -347,11 +381,23 @@ fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: 
     let installed: BTreeSet<u64> = ledger
         .ops
         .values()
-        .filter(|o| o.node == n && o.gen == gen && matches!(o.kind, OpKind::Acquire | OpKind::Renew) && o.result == OpResult::LeaseOk)
+        .filter(|o| {
+            o.node == n
+                && o.gen == gen
+                && matches!(o.kind, OpKind::Acquire | OpKind::Renew)
+                && o.result == OpResult::LeaseOk
+        })
         .map(|o| o.id)
         .collect();
     let key = lease_key(&facts.nodes[n]);
-    store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().filter(|v| installed.contains(&v.writer.op)).collect()
+    store
+        .objects
+        .get(&key)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|v| installed.contains(&v.writer.op))
+        .collect()
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -368,7 +414,8 @@ fn check_authority(
     bad: &mut impl FnMut(&'static str, String),
     what: impl Fn() -> String,
 ) {
-    let Some(sent) = installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
+    let Some(sent) =
+        installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
     else {
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
@@ -551,8 +598,7 @@ mod tests {
     #[test]
     fn results_must_agree_with_the_store() {
         let mut h = clean();
-        h.ledger.ops.get_mut(&4).unwrap().result =
-            OpResult::ClaimRejected { node: "n0".into(), epoch: 1, live: true };
+        h.ledger.ops.get_mut(&4).unwrap().result = OpResult::ClaimRejected { node: "n0".into(), epoch: 1, live: true };
         assert_eq!(h.rules(), vec!["rejected-but-landed"]);
 
         let mut h = clean();
@@ -566,11 +612,14 @@ mod tests {
         assert_eq!(h.rules(), vec!["stale-read"]);
 
         let mut h = clean();
-        h.op(9, 0, 1, OpKind::Claim("c".into()), (3_700, 3_800), OpResult::ClaimRejected {
-            node: String::new(),
-            epoch: 2,
-            live: true,
-        });
+        h.op(
+            9,
+            0,
+            1,
+            OpKind::Claim("c".into()),
+            (3_700, 3_800),
+            OpResult::ClaimRejected { node: String::new(), epoch: 2, live: true },
+        );
         assert_eq!(h.rules(), vec!["bad-rejection"]);
     }
 

@@ -258,7 +258,10 @@ impl World {
             let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
             let body = String::from_utf8_lossy(&req.body);
             let key = req.url.rsplit_once(".sim/").map_or(req.url.as_str(), |(_, k)| k);
-            t.push(format!("t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}", req.method));
+            t.push(format!(
+                "t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}",
+                req.method
+            ));
         }
         if lost {
             inner.store.count(Fault::RequestLost);
@@ -457,7 +460,13 @@ pub type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Runs the world until true time `until`: `factory(node, incarnation)` builds each node's task (at start
 /// and after every restart); `observe` runs after every event, while no task is being polled.
-pub fn run(world: &Rc<World>, nodes: usize, until: u64, mut factory: impl FnMut(usize, u32) -> Task, mut observe: impl FnMut()) {
+pub fn run(
+    world: &Rc<World>,
+    nodes: usize,
+    until: u64,
+    mut factory: impl FnMut(usize, u32) -> Task,
+    mut observe: impl FnMut(),
+) {
     let mut tasks: Vec<Option<Task>> = (0..nodes).map(|n| Some(factory(n, 0))).collect();
     {
         let mut inner = world.inner.borrow_mut();
@@ -528,7 +537,12 @@ mod tests {
     use super::*;
 
     fn get(url: &str) -> HttpRequest {
-        HttpRequest { method: "GET", url: url.to_owned(), headers: vec![("authorization".into(), "x".into())], body: Vec::new() }
+        HttpRequest {
+            method: "GET",
+            url: url.to_owned(),
+            headers: vec![("authorization".into(), "x".into())],
+            body: Vec::new(),
+        }
     }
 
     #[test]

@@ -56,12 +56,27 @@ fn correct_protocol_survives_2000_seeds() {
             failures += &describe(r, None);
         }
     }
-    println!("{} seeds, {ops} ops, {takeovers} takeovers, {acts} acting spans, {rejected} rejected claims", reports.len());
+    println!(
+        "{} seeds, {ops} ops, {takeovers} takeovers, {acts} acting spans, {rejected} rejected claims",
+        reports.len()
+    );
     println!("faults: {faults:?}");
     assert!(failures.is_empty(), "violations under the correct protocol:\n{failures}");
     // The run must exercise what it claims to check.
     assert!(takeovers > 1_000 && acts > 10_000 && rejected > 1_000, "too little contention to prove anything");
-    for f in ["request-lost", "response-lost", "409-conflict", "5xx-applied", "5xx-not-applied", "2xx-no-etag", "garbage-body", "brownout", "node-paused", "node-crashed", "node-partitioned"] {
+    for f in [
+        "request-lost",
+        "response-lost",
+        "409-conflict",
+        "5xx-applied",
+        "5xx-not-applied",
+        "2xx-no-etag",
+        "garbage-body",
+        "brownout",
+        "node-paused",
+        "node-crashed",
+        "node-partitioned",
+    ] {
         assert!(faults.get(f).copied().unwrap_or(0) > 0, "fault {f} never injected");
     }
 }
@@ -86,7 +101,9 @@ fn every_tooth_is_caught() {
     let mut missed = Vec::new();
     for tooth in Tooth::ALL {
         match catch(tooth, TOOTH_BUDGET) {
-            Some((n, r)) => println!("{tooth:?}: caught after {n} seeds by [{}] {}", r.violations[0].rule, r.violations[0].detail),
+            Some((n, r)) => {
+                println!("{tooth:?}: caught after {n} seeds by [{}] {}", r.violations[0].rule, r.violations[0].detail)
+            }
             None => missed.push(tooth),
         }
     }
@@ -107,9 +124,9 @@ fn a_seed_replays_exactly() {
 fn one_seed() {
     let Ok(seed) = std::env::var("SIM_SEED") else { return };
     let seed: u64 = seed.parse().expect("SIM_SEED is a number");
-    let tooth = std::env::var("SIM_TOOTH").ok().map(|name| {
-        *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant")
-    });
+    let tooth = std::env::var("SIM_TOOTH")
+        .ok()
+        .map(|name| *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant"));
     let (r, trace) = workload::run_seed_traced(seed, &Params { tooth, ..Params::default() }, true);
     for line in trace {
         println!("{line}");

@@ -125,7 +125,9 @@ pub struct SimStore {
 }
 
 fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {
-    let body = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>");
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>"
+    );
     HttpResponse { status, etag: None, body: body.into_bytes() }
 }
 
@@ -233,7 +235,9 @@ impl SimStore {
         let current = self.current(&key).map(|v| v.etag.clone());
         match req.method {
             "GET" => match self.current(&key) {
-                Some(v) => HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default() },
+                Some(v) => {
+                    HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default() }
+                }
                 None => xml_error(404, "NoSuchKey", "The specified key does not exist."),
             },
             "PUT" => {
@@ -242,13 +246,21 @@ impl SimStore {
                 match (none_match, if_match) {
                     (Some("*"), None) => {
                         if current.is_some() {
-                            return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+                            return xml_error(
+                                412,
+                                "PreconditionFailed",
+                                "At least one of the pre-conditions you specified did not hold",
+                            );
                         }
                     }
                     (None, Some(tag)) => match &current {
                         None => return xml_error(404, "NoSuchKey", "The specified key does not exist."),
                         Some(cur) if cur != tag => {
-                            return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+                            return xml_error(
+                                412,
+                                "PreconditionFailed",
+                                "At least one of the pre-conditions you specified did not hold",
+                            )
                         }
                         Some(_) => {}
                     },
@@ -263,7 +275,11 @@ impl SimStore {
             "DELETE" => {
                 if let Some(tag) = req.header("if-match") {
                     if current.as_deref() != Some(tag) {
-                        return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+                        return xml_error(
+                            412,
+                            "PreconditionFailed",
+                            "At least one of the pre-conditions you specified did not hold",
+                        );
                     }
                 }
                 if current.is_some() {
@@ -280,12 +296,23 @@ impl SimStore {
 
     /// Serves one request under this seed's faults: the answer (`None` when it is lost on the way back)
     /// and the latency of the way back.
-    pub fn serve(&mut self, req: &HttpRequest, writer: Tag, at: u64, rng: &mut Rng, mix: &FaultMix) -> (Option<HttpResponse>, u64) {
+    pub fn serve(
+        &mut self,
+        req: &HttpRequest,
+        writer: Tag,
+        at: u64,
+        rng: &mut Rng,
+        mix: &FaultMix,
+    ) -> (Option<HttpResponse>, u64) {
         let is_put = req.method == "PUT";
         let conditional = req.header("if-match").is_some() || req.header("if-none-match").is_some();
         let mut resp = if is_put && conditional && rng.chance(mix.conflict) {
             self.count(Fault::Conflict409);
-            xml_error(409, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource.")
+            xml_error(
+                409,
+                "ConditionalRequestConflict",
+                "A conflicting conditional operation is currently in progress against this resource.",
+            )
         } else if rng.chance(mix.error_before) {
             self.count(Fault::ServerErrorNotApplied);
             server_error(rng)
@@ -426,7 +453,8 @@ mod tests {
         let mut s = SimStore::new("b");
         let (r, _) = put(&mut s, &mut rng, &FaultMix { lose_response: 1.0, ..FaultMix::default() });
         assert!(r.is_none() && s.current("k").is_some(), "lost answer, landed write");
-        let (r, _) = s.serve(&req("GET", "k", None, ""), W, 2, &mut rng, &FaultMix { garbage: 1.0, ..FaultMix::default() });
+        let (r, _) =
+            s.serve(&req("GET", "k", None, ""), W, 2, &mut rng, &FaultMix { garbage: 1.0, ..FaultMix::default() });
         assert_ne!(r.unwrap().body, b"v");
         assert_eq!((s.faults[&Fault::ResponseLost], s.faults[&Fault::GarbageBody]), (1, 1));
     }

@@ -162,11 +162,20 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let ledger = ctx.ledger.into_inner();
     drop(ctx.world);
     let store = world.into_store();
-    let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, lease_ttl_ms: params.ttl_ms, max_clock_skew_ms: params.skew_ms };
+    let facts = Facts {
+        nodes: &nodes,
+        cells: &cells,
+        clocks: &clocks,
+        lease_ttl_ms: params.ttl_ms,
+        max_clock_skew_ms: params.skew_ms,
+    };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         for op in ledger.ops.values() {
-            lines.push(format!("op {} {} life {} gen {} {:?} [{}..{}] -> {:?}", op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result));
+            lines.push(format!(
+                "op {} {} life {} gen {} {:?} [{}..{}] -> {:?}",
+                op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result
+            ));
         }
         for (key, hist) in &store.objects {
             for v in hist {
@@ -306,12 +315,18 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             75..=84 => {
                 let op = ctx.begin(node, incarnation, gen, OpKind::Owner(random_cell.clone()));
                 let r = own.owner(&random_cell).await;
-                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+                ctx.end(
+                    op,
+                    r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))),
+                );
             }
             85..=89 => {
                 let op = ctx.begin(node, incarnation, gen, OpKind::ReadOwner(random_cell.clone()));
                 let r = own.read_owner(&random_cell).await;
-                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+                ctx.end(
+                    op,
+                    r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))),
+                );
             }
             90..=94 => {
                 let peer = rng.range(0, ctx.names.len() as u64 - 1) as usize;
