@@ -91,6 +91,8 @@ pub struct Facts<'a> {
     pub nodes: &'a [String],
     pub cells: &'a [String],
     pub clocks: &'a [Clock],
+    /// The key prefix every record sits under (SPEC §2).
+    pub prefix: &'a str,
     pub lease_ttl_ms: u64,
     pub max_clock_skew_ms: u64,
 }
@@ -117,12 +119,14 @@ struct OwnerVersion<'a> {
     epoch: u64,
 }
 
-fn owner_key(cell: &str) -> String {
-    format!("cells/{cell}/own.json")
-}
+impl Facts<'_> {
+    fn owner_key(&self, cell: &str) -> String {
+        format!("{}cells/{cell}/own.json", self.prefix)
+    }
 
-fn lease_key(node: &str) -> String {
-    format!("nodes/{node}.json")
+    fn lease_key(&self, node: &str) -> String {
+        format!("{}nodes/{node}.json", self.prefix)
+    }
 }
 
 /// Was some version matching `pred` the current one at an instant of [start, end]?
@@ -142,7 +146,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         bad("wire", a.clone());
     }
     let known: BTreeSet<String> =
-        facts.cells.iter().map(|c| owner_key(c)).chain(facts.nodes.iter().map(|n| lease_key(n))).collect();
+        facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
     for key in store.objects.keys() {
         if !known.contains(key) {
             bad("wire", format!("write to unexpected key {key:?}"));
@@ -152,7 +156,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     // Decoded owner histories.
     let mut owners: BTreeMap<&str, Vec<OwnerVersion>> = BTreeMap::new();
     for cell in facts.cells {
-        let key = owner_key(cell);
+        let key = facts.owner_key(cell);
         let mut hist = Vec::new();
         for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
             let Some(body) = &v.body else {
@@ -221,7 +225,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
 
     // Lease records: only the node itself writes its lease, and it always decodes.
     for (n, node) in facts.nodes.iter().enumerate() {
-        let key = lease_key(node);
+        let key = facts.lease_key(node);
         for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
             if v.writer.node != n {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
@@ -304,7 +308,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
             (OpKind::Claim(cell), OpResult::Claimed { epoch }) => {
-                let key = owner_key(cell);
+                let key = facts.owner_key(cell);
                 let landed = written_by(op.id).iter().any(|(k, v)| {
                     *k == key
                         && v.body
@@ -320,7 +324,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
             }
             (OpKind::Release(cell), OpResult::Released) => {
-                let key = owner_key(cell);
+                let key = facts.owner_key(cell);
                 let landed = written_by(op.id).iter().any(|(k, v)| {
                     *k == key
                         && v.body
@@ -333,7 +337,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
             }
             (OpKind::Acquire | OpKind::Renew, OpResult::LeaseOk) => {
-                let key = lease_key(me);
+                let key = facts.lease_key(me);
                 if !written_by(op.id).iter().any(|(k, _)| *k == key) {
                     bad("applied-but-missing", format!("{tag}: lease reported installed, but no lease write landed"));
                 }
@@ -358,7 +362,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
             }
             (OpKind::ReadLease(peer), OpResult::LeaseRead(seen)) => {
-                let key = lease_key(name(*peer));
+                let key = facts.lease_key(name(*peer));
                 let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
                 let ok = hist.iter().enumerate().any(|(i, v)| {
                     let superseded_at = hist.get(i + 1).map_or(u64::MAX, |n| n.at);
@@ -389,7 +393,7 @@ fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: 
         })
         .map(|o| o.id)
         .collect();
-    let key = lease_key(&facts.nodes[n]);
+    let key = facts.lease_key(&facts.nodes[n]);
     store
         .objects
         .get(&key)
@@ -445,7 +449,7 @@ fn check_takeover(
 ) {
     let a = p.v.writer.node;
     let b = ov.v.writer.node;
-    let key = lease_key(&facts.nodes[a]);
+    let key = facts.lease_key(&facts.nodes[a]);
     let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
         .into_iter()
         .filter(|v| v.at <= ov.v.at)
@@ -514,6 +518,7 @@ mod tests {
                 nodes: &self.nodes,
                 cells: &self.cells,
                 clocks: &self.clocks,
+                prefix: "",
                 lease_ttl_ms: TTL,
                 max_clock_skew_ms: SKEW,
             };

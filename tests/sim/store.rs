@@ -198,20 +198,27 @@ impl SimStore {
         etag
     }
 
-    /// The object key a request addresses (path style, `http://host/<bucket>/<key>`), or why not.
+    /// The object key a request addresses, path style (`http://host/<bucket>/<key>`) or virtual-hosted
+    /// (`http://<bucket>.host/<key>`), or why not.
     fn key_of(&self, url: &str) -> Result<String, String> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
             .ok_or_else(|| format!("not an http(s) URL: {url}"))?;
-        let path = rest.find('/').map(|i| &rest[i + 1..]).ok_or_else(|| format!("no path: {url}"))?;
+        let (host, path) = rest.split_once('/').ok_or_else(|| format!("no path: {url}"))?;
         if path.contains('?') || path.contains('#') {
             return Err(format!("unexpected query: {url}"));
         }
-        let (bucket, raw_key) = path.split_once('/').ok_or_else(|| format!("no key: {url}"))?;
-        if bucket != self.bucket {
-            return Err(format!("wrong bucket {bucket:?}: {url}"));
-        }
+        let raw_key = match host.strip_prefix(&format!("{}.", self.bucket)) {
+            Some(_) => path,
+            None => {
+                let (bucket, raw_key) = path.split_once('/').ok_or_else(|| format!("no key: {url}"))?;
+                if bucket != self.bucket {
+                    return Err(format!("wrong bucket {bucket:?}: {url}"));
+                }
+                raw_key
+            }
+        };
         let key = decode_path(raw_key).ok_or_else(|| format!("bad percent-encoding: {url}"))?;
         if encode_key(&key) != raw_key {
             return Err(format!("key not encoded exactly once: {raw_key:?} (expected {:?})", encode_key(&key)));
@@ -423,6 +430,9 @@ mod tests {
         let mut unsigned = req("GET", "k", None, "");
         unsigned.headers.clear();
         assert_eq!(s.handle(&unsigned, W, 3).status, 403);
+        let mut vhost = req("GET", "k", None, "");
+        vhost.url = "http://b.s/k".to_owned();
+        assert_eq!(s.handle(&vhost, W, 2).status, 200, "virtual-hosted style addresses the same key");
         let mut wrong = req("GET", "k", None, "");
         wrong.url = "http://s/other/k".to_owned();
         assert_eq!(s.handle(&wrong, W, 4).status, 400);

@@ -60,6 +60,8 @@ struct Ctx {
     seed: u64,
     names: Vec<String>,
     cells: Vec<String>,
+    prefix: &'static str,
+    path_style: bool,
     ledger: RefCell<Ledger>,
     /// Each node's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
@@ -132,6 +134,9 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks.clone(), mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
+    // Drawn last, so that adding them kept every earlier seed's scenario.
+    let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
+    let path_style = rng.chance(0.5);
     if trace {
         world.enable_trace();
     }
@@ -142,6 +147,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         seed,
         names: nodes.clone(),
         cells: cells.clone(),
+        prefix,
+        path_style,
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..n).map(|_| None).collect()),
         next_gen: std::cell::Cell::new(0),
@@ -166,6 +173,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         nodes: &nodes,
         cells: &cells,
         clocks: &clocks,
+        prefix,
         lease_ttl_ms: params.ttl_ms,
         max_clock_skew_ms: params.skew_ms,
     };
@@ -216,6 +224,8 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.lease_ttl_ms = p.ttl_ms;
     cfg.max_clock_skew_ms = p.skew_ms;
     cfg.addr = format!("10.0.0.{node}:7000");
+    cfg.prefix = ctx.prefix.to_owned();
+    cfg.path_style = ctx.path_style;
     let env = SimEnv::new(ctx.world.clone(), node, incarnation);
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
