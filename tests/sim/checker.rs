@@ -111,6 +111,8 @@ pub struct Coverage {
     pub releases: u64,
     pub acts: u64,
     pub rejected_claims: u64,
+    /// Operations that ended in an error, by error code (ambiguous, fenced, transport, ...).
+    pub failures: BTreeMap<&'static str, u64>,
 }
 
 struct OwnerVersion<'a> {
@@ -281,6 +283,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     for op in ledger.ops.values() {
         let me = name(op.node);
         let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
+        if let OpResult::Failed(code) = op.result {
+            *cov.failures.entry(code).or_default() += 1;
+        }
         match (&op.kind, &op.result) {
             (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
                 cov.rejected_claims += 1;

@@ -42,6 +42,7 @@ fn correct_protocol_survives_2000_seeds() {
     let params = Params::default();
     let reports = run_many(0..2_000, &params);
     let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut errors: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut ops, mut takeovers, mut acts, mut rejected) = (0, 0, 0, 0);
     let mut failures = String::new();
     for r in &reports {
@@ -52,6 +53,9 @@ fn correct_protocol_survives_2000_seeds() {
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
+        for (code, n) in &r.coverage.failures {
+            *errors.entry(code).or_default() += n;
+        }
         if !r.violations.is_empty() && failures.len() < 20_000 {
             failures += &describe(r, None);
         }
@@ -61,6 +65,7 @@ fn correct_protocol_survives_2000_seeds() {
         reports.len()
     );
     println!("faults: {faults:?}");
+    println!("operations that ended in an error, by code: {errors:?}");
     assert!(failures.is_empty(), "violations under the correct protocol:\n{failures}");
     // The run must exercise what it claims to check.
     assert!(takeovers > 1_000 && acts > 10_000 && rejected > 1_000, "too little contention to prove anything");
