@@ -209,13 +209,11 @@ impl World {
         self.inner.borrow().clocks[node].wall_ms(self.now())
     }
 
-    /// Starts a new operation for `node`: every request it sends from now on carries this op id.
-    pub fn begin_op(&self, node: usize) -> u64 {
+    /// A fresh operation id (see [`tagged`]).
+    pub fn new_op(&self) -> u64 {
         let mut inner = self.inner.borrow_mut();
         inner.next_op += 1;
-        let op = inner.next_op;
-        inner.nodes[node].op = op;
-        op
+        inner.next_op
     }
 
     pub fn incarnation(&self, node: usize) -> u32 {
@@ -481,6 +479,48 @@ pub fn run(
     }
     // Drop every node (and its Env's handle on the world) before anyone takes the store.
     tasks.clear();
+}
+
+/// Runs `fut` as operation `op` of `node`: every request it sends carries that op id, even while another
+/// loop of the same node (a renewal loop) runs operations of its own in between.
+pub fn tagged<F: Future>(world: &Rc<World>, node: usize, op: u64, fut: F) -> Tagged<F> {
+    Tagged { world: world.clone(), node, op, inner: Box::pin(fut) }
+}
+
+pub struct Tagged<F> {
+    world: Rc<World>,
+    node: usize,
+    op: u64,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for Tagged<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // Requests are sent only from inside a poll, so setting the op here attributes each exactly.
+        self.world.inner.borrow_mut().nodes[self.node].op = self.op;
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// Polls two futures until both finish (an operation loop beside a renewal loop, as `startRenewing`).
+pub struct Both(pub Option<Task>, pub Option<Task>);
+
+impl Future for Both {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        for slot in [&mut this.0, &mut this.1] {
+            if slot.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready()) {
+                *slot = None;
+            }
+        }
+        if self.0.is_none() && self.1.is_none() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }
 
 /// Waits for a request or timer of the world to complete.
