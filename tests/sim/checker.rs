@@ -41,8 +41,11 @@ pub enum OpResult {
     Unfinished,
     /// A lease write (acquire/renew) installed.
     LeaseOk,
+    /// `prior`: the (node, epoch) the claim reported replacing.
     Claimed {
         epoch: u64,
+        took_over: bool,
+        prior: Option<(String, u64)>,
     },
     ClaimRejected {
         node: String,
@@ -312,20 +315,27 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             (OpKind::Release(_), OpResult::ReleaseRejected) if !written_by(op.id).is_empty() => {
                 bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
-            (OpKind::Claim(cell), OpResult::Claimed { epoch }) => {
-                let key = facts.owner_key(cell);
-                let landed = written_by(op.id).iter().any(|(k, v)| {
-                    *k == key
-                        && v.body
-                            .as_deref()
-                            .and_then(|b| decode_owner(k, b, "").ok())
-                            .is_some_and(|r| r.node == me && r.epoch == *epoch)
-                });
-                if !landed {
-                    bad(
+            (OpKind::Claim(cell), OpResult::Claimed { epoch, took_over, prior }) => {
+                let hist = &owners[cell.as_str()];
+                let landed = hist.iter().position(|ov| ov.v.writer.op == op.id && ov.node == me && ov.epoch == *epoch);
+                match landed {
+                    None => bad(
                         "applied-but-missing",
                         format!("{tag}: reported applied at epoch {epoch}, but no such write landed"),
-                    );
+                    ),
+                    Some(i) => {
+                        // What it replaced is what it read and guarded on: the version just before.
+                        let before = i.checked_sub(1).map(|j| (hist[j].node.clone(), hist[j].epoch));
+                        let replaced_live_peer = before.as_ref().is_some_and(|(n, _)| !n.is_empty() && n != me);
+                        if *prior != before || *took_over != replaced_live_peer {
+                            bad(
+                                "claim-report",
+                                format!(
+                                    "{tag}: reported prior {prior:?} took_over={took_over}, but replaced {before:?}"
+                                ),
+                            );
+                        }
+                    }
                 }
             }
             (OpKind::Release(cell), OpResult::Released) => {
@@ -540,13 +550,27 @@ mod tests {
         let mut h = Hist::new();
         h.op(1, 0, 1, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
         h.lease(1, 0, TTL, 2);
-        h.op(2, 0, 1, OpKind::Claim("c".into()), (6, 12), OpResult::Claimed { epoch: 1 });
+        h.op(
+            2,
+            0,
+            1,
+            OpKind::Claim("c".into()),
+            (6, 12),
+            OpResult::Claimed { epoch: 1, took_over: false, prior: None },
+        );
         h.own(2, 0, "n0", 1, 10);
         h.ledger.act(0, 0, "c", 1, 12);
         h.ledger.act(0, 0, "c", 1, 2_000);
         h.op(3, 1, 2, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
         h.lease(3, 1, 20_000, 3);
-        h.op(4, 1, 2, OpKind::Claim("c".into()), (3_300, 3_420), OpResult::Claimed { epoch: 2 });
+        h.op(
+            4,
+            1,
+            2,
+            OpKind::Claim("c".into()),
+            (3_300, 3_420),
+            OpResult::Claimed { epoch: 2, took_over: true, prior: Some(("n0".into(), 1)) },
+        );
         h.own(4, 1, "n1", 2, 3_410);
         h.op(5, 1, 2, OpKind::Verify("c".into(), 2), (3_500, 3_510), OpResult::Verified(true));
         h.op(6, 1, 2, OpKind::Release("c".into()), (3_600, 3_620), OpResult::Released);
@@ -612,8 +636,12 @@ mod tests {
         assert_eq!(h.rules(), vec!["rejected-but-landed"]);
 
         let mut h = clean();
-        h.ledger.ops.get_mut(&2).unwrap().result = OpResult::Claimed { epoch: 5 };
+        h.ledger.ops.get_mut(&2).unwrap().result = OpResult::Claimed { epoch: 5, took_over: false, prior: None };
         assert_eq!(h.rules(), vec!["applied-but-missing"]);
+
+        let mut h = clean();
+        h.ledger.ops.get_mut(&4).unwrap().result = OpResult::Claimed { epoch: 2, took_over: false, prior: None };
+        assert_eq!(h.rules(), vec!["claim-report"]);
 
         let mut h = clean();
         h.ledger.ops.get_mut(&5).unwrap().end = 3_700;

@@ -346,7 +346,11 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
             0..=44 => {
                 let r = life
                     .op(OpKind::Claim(random_cell.clone()), own.claim(&random_cell), |r| match r {
-                        Ok(ClaimOutcome::Applied { epoch, .. }) => OpResult::Claimed { epoch: *epoch },
+                        Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
+                            epoch: *epoch,
+                            took_over: *took_over,
+                            prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
+                        },
                         Ok(ClaimOutcome::Rejected { owner }) => {
                             OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
                         }
