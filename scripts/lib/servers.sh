@@ -51,6 +51,7 @@ celld_start_servers() {
   export CELLD_TEST_ATOMIC_ENDPOINT=http://127.0.0.1:$port CELLD_TEST_ATOMIC_BUCKET=celld-atomic
   export CELLD_TEST_ATOMIC_KEY_ID=celld-test CELLD_TEST_ATOMIC_SECRET=celld-test-secret
   "$CELLD_VENV/bin/python" "$root/scripts/lib/s3setup.py" plain "$CELLD_TEST_ATOMIC_ENDPOINT" "$CELLD_TEST_ATOMIC_BUCKET" || return 1
+  celld_cors_proxy "$port" ministack CELLD_TEST_ATOMIC_BROWSER_ENDPOINT || return 1
 
   port=$(celld_free_port)
   "$CELLD_VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$_celld_tmp/moto.log" 2>&1 &

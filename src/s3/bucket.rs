@@ -30,20 +30,6 @@ fn check_bucket(bucket: &str) -> Result<()> {
     }
 }
 
-/// Percent-encodes each `/`-separated segment of `key` once (RFC 3986 unreserved bytes stay as they are).
-fn encode_key(out: &mut String, key: &str) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for b in key.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 15)] as char);
-        }
-    }
-}
-
 impl Bucket {
     pub fn new(
         endpoint: &str,
@@ -96,7 +82,7 @@ impl Bucket {
         let mut url = String::with_capacity(self.origin.len() + self.key_base.len() + key.len() * 3);
         url.push_str(&self.origin);
         url.push_str(&self.key_base);
-        encode_key(&mut url, key);
+        crate::sigv4::encode::push_encoded(&mut url, key.as_bytes(), true);
         url
     }
 

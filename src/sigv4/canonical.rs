@@ -1,6 +1,7 @@
 //! The three strings SigV4 chains together: the canonical request, the string to sign, and the
 //! signature (HMAC of the string to sign under the derived key). Pure string assembly over parts the
-//! other modules already canonicalized. Must never allocate per call beyond the buffers it is handed.
+//! other modules already canonicalized, written into buffers the `Signer` reuses. Must never hash or sign
+//! anything but the exact text it assembled (that text is what `Signer::canonical_request` shows).
 
 use hmac::Mac;
 use sha2::{Digest, Sha256};
@@ -13,7 +14,8 @@ use super::query::{self, Param};
 pub(crate) const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 pub(crate) const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 /// SHA-256 of the empty string.
-pub(crate) const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+pub(crate) const EMPTY_SHA256: &str =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// Everything the canonical request is made of, each part already canonical.
 pub(crate) struct Parts<'a> {
@@ -21,6 +23,7 @@ pub(crate) struct Parts<'a> {
     pub path: &'a str,
     pub params: &'a [Param],
     pub headers: &'a Headers,
+    pub host: &'a str,
     pub signed_names: &'a str,
     pub payload_hash: &'a str,
 }
@@ -34,7 +37,7 @@ pub(crate) fn write_request(out: &mut String, p: &Parts<'_>) {
     out.push('\n');
     query::push_canonical(out, p.params);
     out.push('\n');
-    p.headers.push_canonical(out);
+    p.headers.push_canonical(out, p.host);
     out.push('\n');
     out.push_str(p.signed_names);
     out.push('\n');

@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 
 pub(crate) fn method(method: &str) -> Result<()> {
     if method.is_empty() || !method.bytes().all(is_token_byte) {
-        return Err(Error::invalid(format!("method {method:?} is not an HTTP method")));
+        return Err(Error::invalid(format!(
+            "method {method:?} is not an HTTP method"
+        )));
     }
     Ok(())
 }
@@ -17,7 +19,10 @@ pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
     if value.is_empty() {
         return Err(Error::invalid(format!("{what} is empty")));
     }
-    if !value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+    if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
         return Err(Error::invalid(format!(
             "{what} {value:?} may only hold letters, digits, '-', '_' and '.'"
         )));
@@ -31,7 +36,10 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
         return Err(Error::invalid("access key id is empty"));
     }
     // It is written into `Credential=AK/scope`: a `/`, `,` or space would make that ambiguous.
-    if !ak.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b',') {
+    if !ak
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'/' && b != b',')
+    {
         return Err(Error::invalid(
             "access key id holds a character that cannot appear in a credential scope",
         ));
@@ -44,7 +52,9 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
             return Err(Error::invalid("session token is empty (give none instead)"));
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(Error::invalid("session token holds a space, control or non-ASCII character"));
+            return Err(Error::invalid(
+                "session token holds a space, control or non-ASCII character",
+            ));
         }
     }
     Ok(())
@@ -53,7 +63,9 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
 /// A precomputed payload hash or a special value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
 pub(crate) fn payload_hash(hash: &str) -> Result<()> {
     if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(Error::invalid(format!("payload hash {hash:?} is empty or not visible ASCII")));
+        return Err(Error::invalid(format!(
+            "payload hash {hash:?} is empty or not visible ASCII"
+        )));
     }
     Ok(())
 }

@@ -43,7 +43,8 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 impl AmzDate {
     /// Parses `20150830T123600Z`; anything else is `invalid-input`.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad = |why: &str| Error::invalid(format!("datetime {s:?} is not YYYYMMDDTHHMMSSZ: {why}"));
+        let bad =
+            |why: &str| Error::invalid(format!("datetime {s:?} is not YYYYMMDDTHHMMSSZ: {why}"));
         let b = s.as_bytes();
         if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
             return Err(bad("wrong shape"));
@@ -78,7 +79,9 @@ impl AmzDate {
         let (year, month, day) = civil_from_days(secs / 86_400);
         let rem = secs % 86_400;
         let (hour, minute, second) = (rem / 3600, rem % 3600 / 60, rem % 60);
-        AmzDate(format!("{year:04}{month:02}{day:02}T{hour:02}{minute:02}{second:02}Z"))
+        AmzDate(format!(
+            "{year:04}{month:02}{day:02}T{hour:02}{minute:02}{second:02}Z"
+        ))
     }
 
     /// The full `YYYYMMDDTHHMMSSZ` string.
@@ -99,7 +102,12 @@ mod tests {
 
     #[test]
     fn parses_valid_dates() {
-        for s in ["20150830T123600Z", "20000229T000000Z", "19700101T000000Z", "99991231T235959Z"] {
+        for s in [
+            "20150830T123600Z",
+            "20000229T000000Z",
+            "19700101T000000Z",
+            "99991231T235959Z",
+        ] {
             let d = AmzDate::parse(s).unwrap();
             assert_eq!(d.as_str(), s);
             assert_eq!(d.date(), &s[..8]);
@@ -135,12 +143,27 @@ mod tests {
     #[test]
     fn from_unix_ms_matches_known_instants() {
         assert_eq!(AmzDate::from_unix_ms(0).as_str(), "19700101T000000Z");
-        assert_eq!(AmzDate::from_unix_ms(1_440_938_160_000).as_str(), "20150830T123600Z");
-        assert_eq!(AmzDate::from_unix_ms(951_782_400_999).as_str(), "20000229T000000Z");
-        assert_eq!(AmzDate::from_unix_ms(1_709_251_199_000).as_str(), "20240229T235959Z");
-        assert_eq!(AmzDate::from_unix_ms(4_107_542_400_000).as_str(), "21000301T000000Z");
+        assert_eq!(
+            AmzDate::from_unix_ms(1_440_938_160_000).as_str(),
+            "20150830T123600Z"
+        );
+        assert_eq!(
+            AmzDate::from_unix_ms(951_782_400_999).as_str(),
+            "20000229T000000Z"
+        );
+        assert_eq!(
+            AmzDate::from_unix_ms(1_709_251_199_000).as_str(),
+            "20240229T235959Z"
+        );
+        assert_eq!(
+            AmzDate::from_unix_ms(4_107_542_400_000).as_str(),
+            "21000301T000000Z"
+        );
         assert_eq!(AmzDate::from_unix_ms(u64::MAX).as_str(), "99991231T235959Z");
-        assert_eq!(AmzDate::from_unix_ms(MAX_MS + 1).as_str(), "99991231T235959Z");
+        assert_eq!(
+            AmzDate::from_unix_ms(MAX_MS + 1).as_str(),
+            "99991231T235959Z"
+        );
     }
 
     #[test]

@@ -24,7 +24,10 @@ fn is_unsigned(lower: &str) -> bool {
 
 /// Set from the URL, the datetime or the credentials; a caller copy would be a second, conflicting one.
 fn is_reserved(lower: &str) -> bool {
-    matches!(lower, "host" | "authorization" | "x-amz-date" | "x-amz-security-token")
+    matches!(
+        lower,
+        "host" | "authorization" | "x-amz-date" | "x-amz-security-token"
+    )
 }
 
 /// RFC 9110 `tchar`.
@@ -51,7 +54,9 @@ fn push_trimmed(out: &mut String, value: &str) {
 /// Lower-cased name of a valid header, or why it is not one.
 pub(crate) fn checked_name(name: &str) -> Result<String> {
     if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err(Error::invalid(format!("header name {name:?} is not a valid HTTP token")));
+        return Err(Error::invalid(format!(
+            "header name {name:?} is not a valid HTTP token"
+        )));
     }
     Ok(name.to_ascii_lowercase())
 }
@@ -59,7 +64,10 @@ pub(crate) fn checked_name(name: &str) -> Result<String> {
 /// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
 /// control characters except tab (CR/LF would split the header).
 pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
-    if value.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)) {
+    if value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    {
         Ok(())
     } else {
         Err(Error::invalid(format!(
@@ -100,11 +108,6 @@ impl Headers {
         Ok(Headers { signed, unsigned })
     }
 
-    /// The canonical value of a signed header, if the caller gave it.
-    pub(crate) fn get(&self, lower: &str) -> Option<&str> {
-        self.signed.iter().find(|(n, _)| n == lower).map(|(_, v)| v.as_str())
-    }
-
     /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
     pub(crate) fn finish(&mut self) {
         self.signed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -119,9 +122,22 @@ impl Headers {
         });
     }
 
-    /// Appends `name:value\n` for every signed header (call after `finish`).
-    pub(crate) fn push_canonical(&self, out: &mut String) {
-        for (name, value) in &self.signed {
+    /// The signed headers in canonical order with `host` (which is signed but never returned, so it is
+    /// not stored) merged in at its place. Call after `finish`.
+    fn with_host<'s>(&'s self, host: &'s str) -> impl Iterator<Item = (&'s str, &'s str)> {
+        let split = self.signed.partition_point(|(n, _)| n.as_str() < "host");
+        let (before, after) = self.signed.split_at(split);
+        let pair = |(n, v): &'s (String, String)| (n.as_str(), v.as_str());
+        before
+            .iter()
+            .map(pair)
+            .chain(std::iter::once(("host", host)))
+            .chain(after.iter().map(pair))
+    }
+
+    /// Appends `name:value\n` for every signed header, `host` included.
+    pub(crate) fn push_canonical(&self, out: &mut String, host: &str) {
+        for (name, value) in self.with_host(host) {
             out.push_str(name);
             out.push(':');
             out.push_str(value);
@@ -129,9 +145,9 @@ impl Headers {
         }
     }
 
-    /// Appends the `;`-joined signed header names (call after `finish`).
-    pub(crate) fn push_names(&self, out: &mut String) {
-        for (i, (name, _)) in self.signed.iter().enumerate() {
+    /// Appends the `;`-joined signed header names, `host` included.
+    pub(crate) fn push_names(&self, out: &mut String, host: &str) {
+        for (i, (name, _)) in self.with_host(host).enumerate() {
             if i > 0 {
                 out.push(';');
             }
@@ -145,15 +161,18 @@ mod tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
     }
 
     fn canonical(pairs: &[(&str, &str)]) -> (String, String) {
         let mut headers = Headers::collect(&h(pairs), 0).unwrap();
         headers.finish();
         let (mut c, mut n) = (String::new(), String::new());
-        headers.push_canonical(&mut c);
-        headers.push_names(&mut n);
+        headers.push_canonical(&mut c, "h.example");
+        headers.push_names(&mut n, "h.example");
         (c, n)
     }
 
@@ -166,8 +185,11 @@ mod tests {
             ("Content-Type", "text/plain"),
             ("my-header1", ""),
         ]);
-        assert_eq!(c, "content-type:text/plain\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n");
-        assert_eq!(n, "content-type;my-header1;my-header2");
+        assert_eq!(
+            c,
+            "content-type:text/plain\nhost:h.example\nmy-header1:value4,value1,\nmy-header2:\"a b c\"\n"
+        );
+        assert_eq!(n, "content-type;host;my-header1;my-header2");
     }
 
     #[test]
@@ -182,7 +204,11 @@ mod tests {
         assert_eq!(headers.signed, h(&[("range", "bytes=0-9")]));
         assert_eq!(
             headers.unsigned,
-            h(&[("user-agent", "x  y"), ("content-length", "3"), ("proxy-authorization", "p")])
+            h(&[
+                ("user-agent", "x  y"),
+                ("content-length", "3"),
+                ("proxy-authorization", "p")
+            ])
         );
     }
 

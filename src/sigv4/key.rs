@@ -41,13 +41,19 @@ pub(crate) struct Entry {
 pub(crate) struct KeyCache {
     /// Most recently used first.
     entries: Vec<Entry>,
-    /// How many keys were derived (for tests and curiosity; cheap to keep).
+    /// How many keys were derived; the tests read it to prove reuse.
     pub derivations: u64,
 }
 
 impl KeyCache {
     /// The entry for these inputs, derived on a miss.
-    pub(crate) fn get(&mut self, secret: &str, date: &str, region: &str, service: &str) -> Result<&Entry> {
+    pub(crate) fn get(
+        &mut self,
+        secret: &str,
+        date: &str,
+        region: &str,
+        service: &str,
+    ) -> Result<&Entry> {
         let hit = self.entries.iter().position(|e| {
             e.date == date && e.region == region && e.service == service && e.secret == secret
         });
@@ -60,7 +66,9 @@ impl KeyCache {
                 self.entries.truncate(CAPACITY);
             }
         }
-        self.entries.first().ok_or_else(|| Error::invalid("signing key cache is empty"))
+        self.entries
+            .first()
+            .ok_or_else(|| Error::invalid("signing key cache is empty"))
     }
 }
 
@@ -73,7 +81,10 @@ fn derive(secret: &str, date: &str, region: &str, service: &str) -> Result<Entry
     let k_service = hmac(&k_region, service)?;
     let k_signing = hmac(&k_service, "aws4_request")?;
     let mut scope = String::with_capacity(date.len() + region.len() + service.len() + 15);
-    for (i, part) in [date, region, service, "aws4_request"].into_iter().enumerate() {
+    for (i, part) in [date, region, service, "aws4_request"]
+        .into_iter()
+        .enumerate()
+    {
         if i > 0 {
             scope.push('/');
         }
@@ -111,10 +122,17 @@ mod tests {
         // key"): this secret, 20120215, us-east-1, iam.
         let mut cache = KeyCache::default();
         let entry = cache
-            .get("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215", "us-east-1", "iam")
+            .get(
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                "20120215",
+                "us-east-1",
+                "iam",
+            )
             .unwrap();
         assert_eq!(entry.scope, "20120215/us-east-1/iam/aws4_request");
-        let expected = hex::decode("f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d").unwrap();
+        let expected =
+            hex::decode("f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d")
+                .unwrap();
         let mut want = keyed(&expected).unwrap();
         want.update(b"probe");
         let mut got = entry.mac.clone();
@@ -127,15 +145,27 @@ mod tests {
         let mut cache = KeyCache::default();
         let first = sign(&mut cache, SECRET, "20150830", "us-east-1", "s3");
         assert_eq!(cache.derivations, 1);
-        assert_eq!(sign(&mut cache, SECRET, "20150830", "us-east-1", "s3"), first);
-        assert_eq!(cache.derivations, 1, "same inputs must reuse the cached key");
+        assert_eq!(
+            sign(&mut cache, SECRET, "20150830", "us-east-1", "s3"),
+            first
+        );
+        assert_eq!(
+            cache.derivations, 1,
+            "same inputs must reuse the cached key"
+        );
 
         let other_date = sign(&mut cache, SECRET, "20150831", "us-east-1", "s3");
         let other_region = sign(&mut cache, SECRET, "20150830", "eu-west-1", "s3");
         let other_service = sign(&mut cache, SECRET, "20150830", "us-east-1", "iam");
         let other_secret = sign(&mut cache, "another-secret", "20150830", "us-east-1", "s3");
         assert_eq!(cache.derivations, 5);
-        let all = [&first, &other_date, &other_region, &other_service, &other_secret];
+        let all = [
+            &first,
+            &other_date,
+            &other_region,
+            &other_service,
+            &other_secret,
+        ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
                 assert_ne!(a, b);
@@ -143,7 +173,10 @@ mod tests {
         }
         // A fresh cache derives the same thing: the cached value is not stale or shared wrongly.
         let mut fresh = KeyCache::default();
-        assert_eq!(sign(&mut fresh, SECRET, "20150830", "eu-west-1", "s3"), other_region);
+        assert_eq!(
+            sign(&mut fresh, SECRET, "20150830", "eu-west-1", "s3"),
+            other_region
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 mod canonical;
 mod check;
 mod date;
-mod encode;
+pub(crate) mod encode;
 mod headers;
 mod key;
 mod path;
@@ -21,12 +21,12 @@ mod query;
 mod url;
 
 pub use date::AmzDate;
-pub use presign::PresignInput;
+pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 
 use canonical::{Parts, UNSIGNED_PAYLOAD};
 use headers::Headers;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub struct Credentials<'a> {
     pub access_key_id: &'a str,
@@ -35,6 +35,7 @@ pub struct Credentials<'a> {
     pub session_token: Option<&'a str>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Payload<'a> {
     /// The body; its SHA-256 is signed.
     Bytes(&'a [u8]),
@@ -84,7 +85,12 @@ pub struct Signer {
 }
 
 /// Checks shared by `sign` and `presign`.
-pub(crate) fn check_common(method: &str, region: &str, service: &str, credentials: &Credentials<'_>) -> Result<()> {
+pub(crate) fn check_common(
+    method: &str,
+    region: &str,
+    service: &str,
+    credentials: &Credentials<'_>,
+) -> Result<()> {
     check::method(method)?;
     check::scope_part("region", region)?;
     check::scope_part("service", service)?;
@@ -102,6 +108,58 @@ pub(crate) fn paths(raw: &str, s3: bool) -> (String, Option<&str>) {
         path::push_generic(&mut canonical, raw);
         (canonical, Some(if raw.is_empty() { "/" } else { raw }))
     }
+}
+
+/// The caller's `x-amz-content-sha256`, if given: it is the payload hash, as in AWS's and botocore's rules.
+pub(crate) fn given_payload_hash(headers: &Headers) -> Result<Option<String>> {
+    let mut given = headers
+        .signed
+        .iter()
+        .filter(|(n, _)| n == "x-amz-content-sha256");
+    let Some((_, first)) = given.next() else {
+        return Ok(None);
+    };
+    if given.next().is_some() {
+        return Err(Error::invalid(
+            "header x-amz-content-sha256 is given more than once",
+        ));
+    }
+    check::payload_hash(first)?;
+    Ok(Some(first.clone()))
+}
+
+/// The canonical request's last line: the caller's `x-amz-content-sha256` if given, else the payload's
+/// hash, adding the header when the service needs it.
+fn payload_line(headers: &mut Headers, payload: Payload<'_>, s3: bool) -> Result<String> {
+    if let Some(given) = given_payload_hash(headers)? {
+        return Ok(given);
+    }
+    let hash = match payload {
+        Payload::Bytes(body) => canonical::payload_sha256(body),
+        Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
+        Payload::Hash(hash) => {
+            check::payload_hash(hash)?;
+            hash.to_owned()
+        }
+    };
+    // S3 always wants it; elsewhere it is needed whenever the value is not the body's SHA-256, or the
+    // service would hash the body and disagree.
+    if s3 || !matches!(payload, Payload::Bytes(_)) {
+        headers
+            .signed
+            .push(("x-amz-content-sha256".to_owned(), hash.clone()));
+    }
+    Ok(hash)
+}
+
+/// `scheme://host` plus the path, with room for `extra` more bytes (the query).
+pub(crate) fn start_url(url: &url::Url<'_>, path: &str, extra: usize) -> String {
+    let mut out = String::with_capacity(url.scheme.len() + 3 + url.host.len() + path.len() + extra);
+    out.push_str(url.scheme);
+    out.push_str("://");
+    out.push_str(&url.host);
+    out.push_str(path);
+    out
 }
 
 impl Signer {
@@ -126,41 +184,24 @@ impl Signer {
         check_common(input.method, input.region, input.service, input.credentials)?;
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
+        // Room for the signer's own: content hash, date, token, authorization.
         let mut headers = Headers::collect(input.headers, 4)?;
 
-        let payload_hash = match headers.get("x-amz-content-sha256") {
-            Some(given) => {
-                check::payload_hash(given)?;
-                given.to_owned()
-            }
-            None => {
-                let hash = match input.payload {
-                    Payload::Bytes(body) => canonical::payload_sha256(body),
-                    Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
-                    Payload::Hash(hash) => {
-                        check::payload_hash(hash)?;
-                        hash.to_owned()
-                    }
-                };
-                // S3 always wants it; elsewhere it is needed whenever the value is not the body's
-                // SHA-256, or the service would hash the body and disagree.
-                if s3 || !matches!(input.payload, Payload::Bytes(_)) {
-                    headers.signed.push(("x-amz-content-sha256".to_owned(), hash.clone()));
-                }
-                hash
-            }
-        };
-        headers.signed.push(("host".to_owned(), url.host.clone()));
-        headers.signed.push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
+        let payload_hash = payload_line(&mut headers, input.payload, s3)?;
+        headers
+            .signed
+            .push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
         if let Some(token) = input.credentials.session_token {
-            headers.signed.push(("x-amz-security-token".to_owned(), token.to_owned()));
+            headers
+                .signed
+                .push(("x-amz-security-token".to_owned(), token.to_owned()));
         }
         headers.finish();
 
         let (canonical_path, wire_path) = paths(url.path, s3);
         let params = query::parse(url.query);
         let mut names = String::with_capacity(headers.signed.len() * 16);
-        headers.push_names(&mut names);
+        headers.push_names(&mut names, &url.host);
         canonical::write_request(
             &mut self.request,
             &Parts {
@@ -168,6 +209,7 @@ impl Signer {
                 path: &canonical_path,
                 params: &params,
                 headers: &headers,
+                host: &url.host,
                 signed_names: &names,
                 payload_hash: &payload_hash,
             },
@@ -175,11 +217,25 @@ impl Signer {
 
         let creds = input.credentials;
         let datetime = input.datetime;
-        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
-        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+        let entry = self.keys.get(
+            creds.secret_access_key,
+            datetime.date(),
+            input.region,
+            input.service,
+        )?;
+        canonical::write_string_to_sign(
+            &mut self.string_to_sign,
+            datetime.as_str(),
+            &entry.scope,
+            &self.request,
+        );
 
         let mut authorization = String::with_capacity(
-            canonical::ALGORITHM.len() + creds.access_key_id.len() + entry.scope.len() + names.len() + 110,
+            canonical::ALGORITHM.len()
+                + creds.access_key_id.len()
+                + entry.scope.len()
+                + names.len()
+                + 110,
         );
         authorization.push_str(canonical::ALGORITHM);
         authorization.push_str(" Credential=");
@@ -192,22 +248,21 @@ impl Signer {
         canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
-        let mut out_url =
-            String::with_capacity(url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 1);
-        out_url.push_str(url.scheme);
-        out_url.push_str("://");
-        out_url.push_str(&url.host);
-        out_url.push_str(wire_path);
+        let mut out_url = start_url(&url, wire_path, url.query.len() * 3 + 1);
         if !params.is_empty() {
             out_url.push('?');
             query::push_wire(&mut out_url, &params);
         }
 
-        let Headers { signed, unsigned } = headers;
-        let mut out_headers = Vec::with_capacity(signed.len() + unsigned.len());
-        out_headers.extend(signed.into_iter().filter(|(name, _)| name != "host"));
+        let Headers {
+            signed: mut out_headers,
+            unsigned,
+        } = headers;
         out_headers.extend(unsigned);
         out_headers.push(("authorization".to_owned(), authorization));
-        Ok(Signed { url: out_url, headers: out_headers })
+        Ok(Signed {
+            url: out_url,
+            headers: out_headers,
+        })
     }
 }

@@ -6,7 +6,9 @@
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use super::headers::Headers;
 use super::query::{self, Param};
-use super::{check, check_common, paths, url, AmzDate, Credentials, Signer};
+use super::{
+    check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
+};
 use crate::error::{Error, Result};
 
 /// Longest validity S3 accepts: seven days.
@@ -52,28 +54,36 @@ impl Signer {
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
         let mut params = query::parse(url.query);
-        if let Some(p) = params.iter().find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key))) {
-            return Err(Error::invalid(format!("url already has the auth parameter {:?}", p.key)));
+        if let Some(p) = params
+            .iter()
+            .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
+        {
+            return Err(Error::invalid(format!(
+                "url already has the auth parameter {:?}",
+                p.key
+            )));
         }
 
         let mut headers = Headers::collect(input.signed_headers, 1)?;
-        let payload_hash = match headers.get("x-amz-content-sha256") {
-            Some(given) => {
-                check::payload_hash(given)?;
-                given.to_owned()
-            }
+        let payload_hash = match given_payload_hash(&headers)? {
+            Some(given) => given,
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
         };
-        headers.signed.push(("host".to_owned(), url.host.clone()));
         headers.finish();
         let mut names = String::with_capacity(headers.signed.len() * 16);
-        headers.push_names(&mut names);
+        headers.push_names(&mut names, &url.host);
 
         let creds = input.credentials;
         let datetime = input.datetime;
-        let entry = self.keys.get(creds.secret_access_key, datetime.date(), input.region, input.service)?;
-        let mut credential = String::with_capacity(creds.access_key_id.len() + 1 + entry.scope.len());
+        let entry = self.keys.get(
+            creds.secret_access_key,
+            datetime.date(),
+            input.region,
+            input.service,
+        )?;
+        let mut credential =
+            String::with_capacity(creds.access_key_id.len() + 1 + entry.scope.len());
         credential.push_str(creds.access_key_id);
         credential.push('/');
         credential.push_str(&entry.scope);
@@ -94,20 +104,20 @@ impl Signer {
                 path: &canonical_path,
                 params: &params,
                 headers: &headers,
+                host: &url.host,
                 signed_names: &names,
                 payload_hash: &payload_hash,
             },
         );
-        canonical::write_string_to_sign(&mut self.string_to_sign, datetime.as_str(), &entry.scope, &self.request);
+        canonical::write_string_to_sign(
+            &mut self.string_to_sign,
+            datetime.as_str(),
+            &entry.scope,
+            &self.request,
+        );
 
         let wire_path = wire_path.unwrap_or(&canonical_path);
-        let mut out = String::with_capacity(
-            url.scheme.len() + 3 + url.host.len() + wire_path.len() + url.query.len() * 3 + 400,
-        );
-        out.push_str(url.scheme);
-        out.push_str("://");
-        out.push_str(&url.host);
-        out.push_str(wire_path);
+        let mut out = start_url(&url, wire_path, url.query.len() * 3 + 400);
         out.push('?');
         // The caller's parameters first, then ours, as AWS's examples show them.
         query::push_wire(&mut out, &params);

@@ -21,7 +21,11 @@ impl Param {
         push_encoded(&mut k, key.as_bytes(), false);
         let mut v = String::with_capacity(value.len() + 16);
         push_encoded(&mut v, value.as_bytes(), false);
-        Param { key: k, value: v, has_eq: true }
+        Param {
+            key: k,
+            value: v,
+            has_eq: true,
+        }
     }
 }
 
@@ -37,7 +41,11 @@ pub(crate) fn parse(raw: &str) -> Vec<Param> {
         push_reencoded(&mut k, key.as_bytes());
         let mut v = String::with_capacity(value.len());
         push_reencoded(&mut v, value.as_bytes());
-        params.push(Param { key: k, value: v, has_eq });
+        params.push(Param {
+            key: k,
+            value: v,
+            has_eq,
+        });
     }
     params
 }
@@ -89,8 +97,14 @@ mod tests {
     #[test]
     fn sorts_by_key_then_value_and_keeps_repeats_and_empties() {
         assert_eq!(canonical(""), "");
-        assert_eq!(canonical("Param2=value2&Param1=value1"), "Param1=value1&Param2=value2");
-        assert_eq!(canonical("Param1=value2&Param1=value1"), "Param1=value1&Param1=value2");
+        assert_eq!(
+            canonical("Param2=value2&Param1=value1"),
+            "Param1=value1&Param2=value2"
+        );
+        assert_eq!(
+            canonical("Param1=value2&Param1=value1"),
+            "Param1=value1&Param1=value2"
+        );
         assert_eq!(canonical("b&a=&c=1&&a"), "a=&a=&b=&c=1");
         // upper-case sorts before lower-case (byte order)
         assert_eq!(canonical("a=1&B=2"), "B=2&a=1");

@@ -25,7 +25,9 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     if url.bytes().any(|b| b.is_ascii_control()) {
         return Err(bad(url, "contains a control character (percent-encode it)"));
     }
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad(url, "missing scheme"))?;
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad(url, "missing scheme"))?;
     let (scheme, default_port) = if scheme.eq_ignore_ascii_case("https") {
         ("https", 443)
     } else if scheme.eq_ignore_ascii_case("http") {
@@ -36,7 +38,10 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     if authority.contains('@') {
-        return Err(bad(url, "credentials in the URL are not supported"));
+        // Not echoed: the URL would carry the password into logs.
+        return Err(Error::invalid(
+            "url holds user credentials (user:password@), which are not supported",
+        ));
     }
     let (hostname, port) = split_port(authority).ok_or_else(|| bad(url, "bad port"))?;
     if !valid_hostname(hostname) {
@@ -50,7 +55,12 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     }
     let tail = tail.split_once('#').map_or(tail, |(before, _)| before);
     let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
-    Ok(Url { scheme, host, path, query })
+    Ok(Url {
+        scheme,
+        host,
+        path,
+        query,
+    })
 }
 
 /// Splits `host[:port]` / `[v6][:port]`; `None` when the port is present but not 1..=65535 digits.
@@ -81,9 +91,14 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
 /// punycode, which fetch would apply and we would not have signed.
 fn valid_hostname(h: &str) -> bool {
     if let Some(inner) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        return !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+        return !inner.is_empty()
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
     }
-    !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    !h.is_empty()
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
 }
 
 #[cfg(test)]
@@ -92,18 +107,34 @@ mod tests {
 
     fn ok(url: &str) -> (String, String, String) {
         let u = parse(url).unwrap();
-        (format!("{}://{}", u.scheme, u.host), u.path.to_owned(), u.query.to_owned())
+        (
+            format!("{}://{}", u.scheme, u.host),
+            u.path.to_owned(),
+            u.query.to_owned(),
+        )
     }
 
     #[test]
     fn splits_the_parts_and_drops_default_ports() {
         let own = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
-        assert_eq!(ok("https://Bucket.S3.amazonaws.com"), own("https://bucket.s3.amazonaws.com", "", ""));
-        assert_eq!(ok("HTTPS://h:443/a/b?x=1#frag"), own("https://h", "/a/b", "x=1"));
+        assert_eq!(
+            ok("https://Bucket.S3.amazonaws.com"),
+            own("https://bucket.s3.amazonaws.com", "", "")
+        );
+        assert_eq!(
+            ok("HTTPS://h:443/a/b?x=1#frag"),
+            own("https://h", "/a/b", "x=1")
+        );
         assert_eq!(ok("http://h:80/"), own("http://h", "/", ""));
         assert_eq!(ok("http://h:443/"), own("http://h:443", "/", ""));
-        assert_eq!(ok("http://127.0.0.1:9000/b/k"), own("http://127.0.0.1:9000", "/b/k", ""));
-        assert_eq!(ok("http://[::1]:9000/b"), own("http://[::1]:9000", "/b", ""));
+        assert_eq!(
+            ok("http://127.0.0.1:9000/b/k"),
+            own("http://127.0.0.1:9000", "/b/k", "")
+        );
+        assert_eq!(
+            ok("http://[::1]:9000/b"),
+            own("http://[::1]:9000", "/b", "")
+        );
         assert_eq!(ok("http://[::1]/b"), own("http://[::1]", "/b", ""));
         assert_eq!(ok("https://h?a=b/c"), own("https://h", "", "a=b/c"));
         assert_eq!(ok("https://h#x?y"), own("https://h", "", ""));
@@ -138,5 +169,11 @@ mod tests {
             let err = parse(url).unwrap_err();
             assert_eq!(err.code(), "invalid-input", "{url:?}");
         }
+    }
+
+    #[test]
+    fn never_echoes_a_password() {
+        let err = parse("https://user:hunter2@h/a").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 }
