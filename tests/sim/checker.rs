@@ -57,6 +57,8 @@ pub enum OpResult {
     Verified(bool),
     /// Owner / read: `(node, epoch)` of the record read, `None` when absent.
     Read(Option<(String, u64)>),
+    /// `owner`: the record's (node, epoch) and whether that node's lease was reported live.
+    OwnerSeen(Option<(String, u64, bool)>),
     LeaseRead(Option<u64>),
     Failed(&'static str),
 }
@@ -152,8 +154,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     }
     let known: BTreeSet<String> =
         facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
+    let probe_keys = format!("{}probe/cas-", facts.prefix);
     for key in store.objects.keys() {
-        if !known.contains(key) {
+        if !known.contains(key) && !key.starts_with(&probe_keys) {
             bad("wire", format!("write to unexpected key {key:?}"));
         }
     }
@@ -288,6 +291,12 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
         if let OpResult::Failed(code) = op.result {
             *cov.failures.entry(code).or_default() += 1;
+            if code == "store-violation" {
+                bad(
+                    "probe-false-alarm",
+                    format!("{tag}: the (honest, if flaky) store was judged to violate conditions"),
+                );
+            }
         }
         match (&op.kind, &op.result) {
             (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
@@ -364,7 +373,24 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             {
                 bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
             }
-            (OpKind::Owner(cell) | OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
+            (OpKind::Owner(cell), OpResult::OwnerSeen(seen)) => {
+                let hist = &owners[cell.as_str()];
+                let ok = match seen {
+                    Some((node, epoch, _)) => {
+                        current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch)
+                    }
+                    None => hist.first().is_none_or(|ov| ov.v.at >= op.start),
+                };
+                if !ok {
+                    bad("stale-read", format!("{tag}: owner {seen:?}, never the record during the call"));
+                }
+                if let Some((node, _, false)) = seen {
+                    if !node.is_empty() && node != me && !lease_dead_during(store, facts, node, op) {
+                        bad("owner-liveness", format!("{tag}: reported {node} dead, but no lease of it read then was"));
+                    }
+                }
+            }
+            (OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
                 let hist = &owners[cell.as_str()];
                 let ok = match seen {
                     Some((node, epoch)) => {
@@ -392,6 +418,24 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
     (out, cov)
+}
+
+/// Could a reader have judged `node` dead during `op` by the peer rule? Only if some version of its lease,
+/// while current during the call, was dead on the reader's clock by the time it was replaced (a read
+/// sees a version while it is current, and the rule's clock is read before the read is sent), or the
+/// lease was absent at some instant of the call.
+fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord) -> bool {
+    let key = facts.lease_key(node);
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    let clock = &facts.clocks[op.node];
+    hist.first().is_none_or(|v| v.at >= op.start)
+        || hist.iter().enumerate().any(|(i, v)| {
+            let until = hist.get(i + 1).map_or(u64::MAX, |n| n.at).min(op.end);
+            let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
+            v.at <= op.end
+                && until >= op.start
+                && expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until))
+        })
 }
 
 /// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
@@ -575,7 +619,7 @@ mod tests {
         h.op(5, 1, 2, OpKind::Verify("c".into(), 2), (3_500, 3_510), OpResult::Verified(true));
         h.op(6, 1, 2, OpKind::Release("c".into()), (3_600, 3_620), OpResult::Released);
         h.own(6, 1, "", 2, 3_610);
-        h.op(7, 0, 1, OpKind::Owner("c".into()), (3_605, 3_700), OpResult::Read(Some((String::new(), 2))));
+        h.op(7, 0, 1, OpKind::Owner("c".into()), (3_605, 3_700), OpResult::OwnerSeen(Some((String::new(), 2, false))));
         h
     }
 
@@ -671,6 +715,19 @@ mod tests {
         assert_eq!(h.rules(), vec!["stale-read"]);
         h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(None);
         assert_eq!(h.rules(), vec!["stale-read"], "the lease existed since t=2");
+    }
+
+    #[test]
+    fn owner_reports_a_node_dead_only_when_its_lease_was() {
+        let mut h = clean();
+        // n0's lease (to 3000) is dead by the peer rule from wall 3400 on.
+        let seen = Some(("n0".to_owned(), 1, false));
+        h.op(14, 1, 2, OpKind::Owner("c".into()), (3_390, 3_405), OpResult::OwnerSeen(seen.clone()));
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.ops.get_mut(&14).unwrap().end = 3_399;
+        assert_eq!(h.rules(), vec!["owner-liveness"]);
+        h.ledger.ops.get_mut(&14).unwrap().result = OpResult::OwnerSeen(Some(("n0".to_owned(), 1, true)));
+        assert_eq!(h.rules(), Vec::<&str>::new(), "reporting a node live is never unsafe");
     }
 
     #[test]
