@@ -60,6 +60,9 @@ fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Res
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
         (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
+            Err(violation(step, format!("the store does not implement conditional writes: 501 {code}: {message}")))
+        }
         (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
         (other, true) => Err(violation(step, format!("a write that must apply was {}", describe(&other)))),
         (other, false) => Err(violation(step, format!("a write whose condition did not hold was {}", describe(&other)))),
