@@ -197,6 +197,14 @@ impl World {
         self.inner.borrow_mut().trace = Some(Vec::new());
     }
 
+    /// Adds a line to the trace, when tracing (`line` is built only then).
+    pub fn note(&self, line: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.inner.borrow_mut().trace {
+            let now = self.now();
+            t.push(format!("t={now} {}", line()));
+        }
+    }
+
     pub fn take_trace(&self) -> Vec<String> {
         self.inner.borrow_mut().trace.take().unwrap_or_default()
     }

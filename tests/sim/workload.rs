@@ -240,9 +240,15 @@ struct Life {
 
 impl Life {
     /// Runs one driver call as a ledger operation: begun now, its requests tagged, its result recorded.
-    async fn op<T, F: Future<Output = T>>(&self, kind: OpKind, call: F, result: impl FnOnce(&T) -> OpResult) -> T {
+    async fn op<T: std::fmt::Debug, F: Future<Output = T>>(
+        &self,
+        kind: OpKind,
+        call: F,
+        result: impl FnOnce(&T) -> OpResult,
+    ) -> T {
         let op = self.ctx.begin(self.node, self.incarnation, self.gen.get(), kind);
         let out = exec::tagged(&self.ctx.world, self.node, op, call).await;
+        self.ctx.world.note(|| format!("op {op} of {} returned {out:?}", self.ctx.names[self.node]));
         self.ctx.end(op, result(&out));
         out
     }
