@@ -460,3 +460,11 @@ fn a_store_without_conditional_writes_is_a_store_violation_not_a_transport_error
     assert_eq!(err.code(), "store-violation", "{err}");
     assert!(err.to_string().contains("does not implement conditional writes"), "{err}");
 }
+
+#[test]
+fn a_409_during_the_probe_is_inconclusive_and_retried_not_a_violation() {
+    let env = MemEnv::new();
+    env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+    let report = block_on(probing(&env, "a").probe()).unwrap();
+    assert_eq!(report.if_match_missing_status, 404);
+}

@@ -60,6 +60,8 @@ fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Res
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
         (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
+        (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(format!("{step}: 409 {code}"))),
         (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
             Err(violation(step, format!("the store does not implement conditional writes: 501 {code}: {message}")))
         }
@@ -106,14 +108,19 @@ fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
 
 /// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
 fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize, Stop> {
-    let mut applied = 0;
+    let (mut applied, mut conflicts) = (0, 0);
     for a in answers {
         match a {
             PutAnswer::Applied { .. } => applied += 1,
-            PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
+            PutAnswer::Rejected => {}
+            PutAnswer::Conflict { .. } => conflicts += 1,
             PutAnswer::Ambiguous { detail } => return Err(Stop::Ambiguous(format!("{step}: {detail}"))),
             PutAnswer::Refused(e) => return Err(Stop::Refused(e)),
         }
+    }
+    // No winner because the store said "conflict, try again" is not a lie, just no answer.
+    if applied == 0 && conflicts > 0 {
+        return Err(Stop::Ambiguous(format!("{step}: no write applied, {conflicts} answered 409")));
     }
     if applied != 1 {
         return Err(violation(step, format!("{applied} of {BURST} concurrent conditional writes applied; exactly 1 may")));
@@ -152,6 +159,9 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
     let missing = format!("{base}-missing");
     let if_match_missing_status = match store.put_cas_status(&missing, &CasGuard::Match(first.clone()), body("missing"), budget).await {
         (status, PutAnswer::Rejected) => status,
+        (_, PutAnswer::Ambiguous { detail }) => return Err(Stop::Ambiguous(format!("if-match-missing: {detail}"))),
+        (_, PutAnswer::Conflict { code }) => return Err(Stop::Ambiguous(format!("if-match-missing: 409 {code}"))),
+        (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
         (_, other) => return Err(violation("if-match-missing", format!("If-Match on a missing key was {}", describe(&other)))),
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
