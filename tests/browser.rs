@@ -7,7 +7,7 @@
 
 use celld_edge::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 use js_sys::{Object, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 

@@ -18,7 +18,7 @@ use crate::s3::PutAnswer;
 pub const BURST: usize = 16;
 /// Bursts of each kind: a racy store must produce exactly one winner every time, and one lucky burst
 /// must not qualify it.
-pub const BURST_ROUNDS: usize = 3;
+pub const BURST_ROUNDS: usize = 5;
 /// Attempts on fresh keys before ambiguity is reported as `transport`.
 const ATTEMPTS: usize = 3;
 

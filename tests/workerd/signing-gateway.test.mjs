@@ -1,16 +1,16 @@
 // The signing-gateway example Worker (examples/signing-gateway/wrangler.toml), bundled by wrangler and
-// driven in workerd against moto in auth mode (signatures checked): conditional PUTs pass through it, GETs
-// come back, and the presigned URL it hands out works. Run by run.mjs.
+// driven in workerd against s3s-fs (strict signatures, and it checks presigned URLs, which moto cannot):
+// conditional PUTs pass through it, GETs come back, and the presigned URL it hands out works. Run by run.mjs.
 import { test } from "node:test";
 import { join } from "node:path";
 import { presignServer, strictServer } from "../common/signing.mjs";
 import { root, startWorker } from "./miniflare.mjs";
 
 // Both fail with the reason when scripts/test did not start the servers.
-const server = strictServer(process.env);
-presignServer(process.env);
+strictServer(process.env);
+const server = presignServer(process.env);
 
-test("the signing-gateway example Worker signs for moto", async () => {
+test("the signing-gateway example Worker signs for s3s-fs", async () => {
   const mf = await startWorker(join(root, "examples/signing-gateway/wrangler.toml"), {
     S3_ENDPOINT: server.endpoint,
     S3_BUCKET: server.bucket,
