@@ -33,7 +33,7 @@ function ownership(env) {
     prefix: env.S3_PREFIX || "",
     leaseTtlMs: ttlMs,
     maxClockSkewMs: Number(env.MAX_CLOCK_SKEW_MS || 1000),
-    // The probe costs ~100 writes per isolate; set PROBE = "false" once the store is known to pass it.
+    // The probe costs ~170 PUTs per isolate; set PROBE = "false" once the store is known to pass it.
     probe: env.PROBE !== "false",
   });
   return own;
