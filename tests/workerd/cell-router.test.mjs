@@ -19,8 +19,10 @@ const store = {
   secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
   prefix: `worker-example-${Date.now()}/`,
 };
-const TTL = 1200;
-const SKEW = 200;
+// Short leases so the takeover comes quickly, yet long enough that a loaded 2-core machine does not let
+// edge-a's lease lapse before the "still live" checks.
+const TTL = 2400;
+const SKEW = 300;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Reads the store directly, as a node that never claims anything. */
@@ -95,7 +97,9 @@ test("cell-router Worker (root wrangler.toml): contention, routing hints, takeov
   const lostByA = cells.filter((c) => owners.get(c) === "edge-a");
   t.diagnostic(`edge-a owns ${lostByA.length} of ${cells.length} cells after the race`);
 
-  // edge-a gets no more requests, so nothing renews its lease. edge-b is kept warm on a cell of its own.
+  // One last request to edge-a (renewing its lease if a third of the ttl has passed); after it edge-a gets
+  // no more requests, so nothing renews its lease. edge-b is kept warm on a cell of its own.
+  equal((await ask(a, lostByA[0])).owner, "edge-a");
   keepWarm = true;
   const warm = (async () => {
     while (keepWarm) {
