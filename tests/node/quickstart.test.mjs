@@ -50,8 +50,13 @@ test("Node quick start reports a live owner as the route", async () => {
   const server = await freshBucket(signRequest, atomic, "qs-node-busy");
   const holder = new S3Ownership({ ...server, region: "us-east-1", node: "holder" });
   await holder.acquireLease();
-  equal((await holder.claim("cell-1")).outcome, "applied");
-  equal(await run("examples/quickstart/node.mjs", server), "cell-1 is owned by holder: route there");
+  holder.startRenewing();
+  try {
+    equal((await holder.claim("cell-1")).outcome, "applied");
+    equal(await run("examples/quickstart/node.mjs", server), "cell-1 is owned by holder: route there");
+  } finally {
+    holder.stopRenewing();
+  }
 });
 
 test("fencing quick start writes under the epoch's key and acknowledges after verify", async () => {
