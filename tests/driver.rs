@@ -451,3 +451,12 @@ fn an_ambiguous_probe_is_a_transport_error_not_a_pass() {
     let err = block_on(probing(&env, "a").probe()).unwrap_err();
     assert_eq!(err.code(), "transport", "{err}");
 }
+
+#[test]
+fn a_store_without_conditional_writes_is_a_store_violation_not_a_transport_error() {
+    let env = MemEnv::new();
+    env.push(Fault::Drop(Ok((501, "NotImplemented"))));
+    let err = block_on(probing(&env, "a").probe()).unwrap_err();
+    assert_eq!(err.code(), "store-violation", "{err}");
+    assert!(err.to_string().contains("does not implement conditional writes"), "{err}");
+}

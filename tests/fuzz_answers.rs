@@ -116,7 +116,7 @@ proptest! {
             409 if ["", "ConditionalRequestConflict", "OperationAborted"].contains(&code.as_str()) => {
                 prop_assert!(matches!(got, PutAnswer::Conflict { .. }), "{:?}", got)
             }
-            429 | 500..=599 => prop_assert!(matches!(got, PutAnswer::Ambiguous { .. }), "{:?}", got),
+            429 | 500 | 502..=599 => prop_assert!(matches!(got, PutAnswer::Ambiguous { .. }), "{:?}", got),
             status => match got {
                 PutAnswer::Refused(e) => {
                     prop_assert!(["auth", "request"].contains(&e.code()), "{e:?}");

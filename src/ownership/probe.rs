@@ -60,6 +60,9 @@ fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Res
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
         (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
+            Err(violation(step, format!("the store does not implement conditional writes: 501 {code}: {message}")))
+        }
         (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
         (other, true) => Err(violation(step, format!("a write that must apply was {}", describe(&other)))),
         (other, false) => Err(violation(step, format!("a write whose condition did not hold was {}", describe(&other)))),
@@ -153,10 +156,8 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
     scratch.push(missing);
-    for k in &scratch {
-        // Cleanup is best effort: a leftover probe key costs bytes, not safety.
-        let _ = store.delete(k, None, budget).await;
-    }
+    // Cleanup is best effort (a leftover probe key costs bytes, not safety), and concurrent.
+    join_all(scratch.iter().map(|k| store.delete(k, None, budget))).await;
     Ok(ProbeReport { if_match_missing_status, conditional_delete, etag_quoted: second.starts_with('"') })
 }
 
