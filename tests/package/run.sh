@@ -24,11 +24,12 @@ check() { # check NAME COMMAND...
 
 tarball=$(cd "$tmp" && npm pack --silent "$root") || { echo "npm pack failed"; exit 1; }
 tar tzf "$tmp/$tarball" | sort >"$tmp/contents"
+echo "tarball $tarball: $(wc -c <"$tmp/$tarball") bytes gzipped, $(wc -l <"$tmp/contents") files, $(tar xzOf "$tmp/$tarball" | wc -c) bytes unpacked"
 
 contents_ok() {
   local want
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
-    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js \
+    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
     package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
