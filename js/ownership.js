@@ -21,10 +21,10 @@ function optionsJson(opts) {
   const out = {};
   for (const [k, v] of Object.entries(opts)) {
     if (!KNOWN.has(k)) throw invalid(`unknown S3Ownership option ${JSON.stringify(k)}`);
-    if (v === undefined || k === "fetch" || k === "probe" || k === "onEvent") continue;
+    if (v === undefined || k === "fetch" || k === "onEvent") continue;
     if (STRINGS.includes(k) && typeof v !== "string") throw invalid(`${k} must be a string`);
     if (NUMBERS.includes(k) && !(Number.isSafeInteger(v) && v >= 0)) throw invalid(`${k} must be a non-negative integer`);
-    if (k === "pathStyle" && typeof v !== "boolean") throw invalid("pathStyle must be a boolean");
+    if ((k === "pathStyle" || k === "probe") && typeof v !== "boolean") throw invalid(`${k} must be a boolean`);
     out[k] = v;
   }
   for (const k of ["endpoint", "bucket", "accessKeyId", "secretAccessKey", "node"]) {
@@ -63,9 +63,17 @@ async function send(fetchFn, method, url, flat, body, timeoutMs) {
   }
 }
 
-function makeHost(fetchFn) {
+function makeHost(fetchFn, onEvent) {
   const words = new Uint32Array(1);
   return {
+    events: typeof onEvent === "function",
+    event: (json) => {
+      try {
+        onEvent(JSON.parse(json));
+      } catch {
+        // A throwing observer must not break the protocol.
+      }
+    },
     send: (method, url, headers, body, timeoutMs) => send(fetchFn, method, url, headers, body, timeoutMs),
     wall: () => Date.now(),
     mono: () => performance.now(),
@@ -100,7 +108,9 @@ export class S3Ownership {
   constructor(options) {
     const fetchFn = options?.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function") throw invalid("fetch must be a function (none given and no globalThis.fetch)");
-    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis)));
+    const onEvent = options?.onEvent;
+    if (onEvent !== undefined && typeof onEvent !== "function") throw invalid("onEvent must be a function");
+    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis), onEvent));
   }
 
   // Async methods, so bad arguments reject like every other failure instead of throwing synchronously.
@@ -112,6 +122,7 @@ export class S3Ownership {
   async acquireLease() { await this.#core.acquireLease(); }
   async renewLease() { await this.#core.renewLease(); }
   leaseValid() { return this.#core.leaseValid(); }
+  async probe() { return parse(await this.#core.probe()); }
   async claim(cell) { return parse(await this.#core.claim(text(cell, "cell"))); }
   async release(cell) { return parse(await this.#core.release(text(cell, "cell"))); }
   async owner(cell) { return parse(await this.#core.owner(text(cell, "cell"))); }

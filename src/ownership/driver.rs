@@ -6,12 +6,13 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::env::Env;
+use crate::env::{Env, Event};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::decide::{after_peer_lease, claim_step, Step};
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::lease::{peer_dead, self_deadline};
+use crate::ownership::probe::ProbeReport;
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -35,6 +36,8 @@ pub struct Config {
     pub path_style: bool,
     /// Timeout of each request other than renewals (which are bounded by the remaining authority).
     pub request_timeout_ms: u32,
+    /// Run the store probe (SPEC §6) before this instance's first write. Opting out trusts the store.
+    pub probe: bool,
 }
 
 impl Config {
@@ -54,6 +57,7 @@ impl Config {
             max_clock_skew_ms: 1_000,
             path_style: true,
             request_timeout_ms: 10_000,
+            probe: true,
         }
     }
 }
@@ -92,6 +96,8 @@ struct State {
     lease_nonces: VecDeque<String>,
     /// Cells claimed under the current lease: epoch and the token our claim left.
     claims: BTreeMap<String, (u64, String)>,
+    /// The store probe's verdict, once known (a refusal is kept too: the store will not change its mind).
+    probed: Option<Result<ProbeReport>>,
 }
 
 /// Claim rounds (read, decide, write) before a claim under constant contention gives up.
@@ -167,6 +173,30 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
+    // ---- the store probe (SPEC §6) ----
+
+    /// Qualifies the store: conditional writes honoured alone and under concurrency. Runs the probe anew
+    /// and caches its verdict for this instance.
+    pub async fn probe(&self) -> Result<ProbeReport> {
+        let verdict = crate::ownership::probe::probe(&self.store, &self.config.prefix, self.budget()).await;
+        if !matches!(&verdict, Err(Error::Transport { .. })) {
+            self.state.borrow_mut().probed = Some(verdict.clone());
+        }
+        verdict
+    }
+
+    /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).
+    async fn ensure_probed(&self) -> Result<()> {
+        if !self.config.probe {
+            return Ok(());
+        }
+        let cached = self.state.borrow().probed.clone();
+        match cached {
+            Some(verdict) => verdict.map(|_| ()),
+            None => self.probe().await.map(|_| ()),
+        }
+    }
+
     // ---- low level (SPEC §4), names as in celld ----
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
@@ -183,6 +213,7 @@ impl<E: Env> S3Ownership<E> {
         check_id("cell", cell)?;
         check_epoch(epoch)?;
         check_guard(guard)?;
+        self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let node = &self.config.node;
         let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
@@ -204,6 +235,7 @@ impl<E: Env> S3Ownership<E> {
     }
 
     async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
+        self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await?;
         let mut state = self.state.borrow_mut();
@@ -226,6 +258,7 @@ impl<E: Env> S3Ownership<E> {
     /// Low level: it does not change this instance's lease state (`acquire_lease` / `renew_lease` do).
     pub async fn cas_node_lease(&self, guard: &CasGuard, expires_ms: u64) -> Result<(CasOutcome, Option<String>)> {
         check_guard(guard)?;
+        self.ensure_probed().await?;
         match self.write_lease(guard, expires_ms, self.budget()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
             other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
@@ -260,6 +293,7 @@ impl<E: Env> S3Ownership<E> {
         if self.lease_valid() {
             return self.renew_lease().await;
         }
+        self.ensure_probed().await?;
         let key = self.lease_key(&self.config.node);
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let current = self.read_node_lease(&self.config.node).await?;
@@ -278,7 +312,8 @@ impl<E: Env> S3Ownership<E> {
                 CasGuard::Match(rec.etag)
             }
         };
-        let (settled, anchor) = self.anchored_lease_write(&guard, self.budget()).await?;
+        let started = self.store.env.mono_ms();
+        let (settled, anchor, expires_ms) = self.anchored_lease_write(&guard, self.budget()).await?;
         match settled {
             Settled::Applied { etag } => {
                 let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
@@ -291,6 +326,9 @@ impl<E: Env> S3Ownership<E> {
                     return Err(Error::NotLeased(format!("writing {key} took longer than the lease's authority")));
                 }
                 state.lease = Some(Lease { etag, deadline });
+                drop(state);
+                let ms = self.store.env.mono_ms() - started;
+                self.store.env.observe(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
                 Ok(())
             }
             Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(format!(
@@ -302,12 +340,12 @@ impl<E: Env> S3Ownership<E> {
 
     /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
     /// before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64)> {
+    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64, u64)> {
         let anchor = self.store.env.mono_ms();
         let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
         let settled = self.write_lease(guard, expires_ms, budget).await?;
         let anchor = if armed!(self.store, AnchorAfterWrite) { self.store.env.mono_ms() } else { anchor };
-        Ok((settled, anchor))
+        Ok((settled, anchor, expires_ms))
     }
 
     /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
@@ -315,7 +353,9 @@ impl<E: Env> S3Ownership<E> {
     pub async fn renew_lease(&self) -> Result<()> {
         for _ in 0..2 {
             let (etag, deadline) = self.held_lease()?;
-            let (settled, anchor) = self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
+            let started = self.store.env.mono_ms();
+            let (settled, anchor, expires_ms) =
+                self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
             let late = self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal);
             match settled {
                 Settled::Applied { .. } if late => {
@@ -327,6 +367,9 @@ impl<E: Env> S3Ownership<E> {
                     if state.fenced.is_none() {
                         state.lease = Some(Lease { etag, deadline });
                     }
+                    drop(state);
+                    let ms = self.store.env.mono_ms() - started;
+                    self.store.env.observe(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
                     return Ok(());
                 }
                 Settled::Superseded => return Err(self.fence("the lease record was replaced by another writer")),
@@ -370,6 +413,8 @@ impl<E: Env> S3Ownership<E> {
         state.lease = None;
         state.claims.clear();
         state.fenced = Some(why.to_owned());
+        drop(state);
+        self.store.env.observe(Event::Fenced { node: &self.config.node, reason: why });
         Error::Fenced(why.to_owned())
     }
 
@@ -391,6 +436,7 @@ impl<E: Env> S3Ownership<E> {
     pub async fn claim(&self, cell: &str) -> Result<ClaimOutcome> {
         check_id("cell", cell)?;
         self.require_lease()?;
+        let started = self.store.env.mono_ms();
         let key = self.owner_key(cell);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS {
@@ -407,7 +453,7 @@ impl<E: Env> S3Ownership<E> {
                         None => {
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
-                            return Ok(ClaimOutcome::Rejected { owner });
+                            return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
                 }
@@ -425,6 +471,8 @@ impl<E: Env> S3Ownership<E> {
                         return Err(self.fence("the lease lapsed while the claim was being written"));
                     }
                     self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
+                    let ms = self.store.env.mono_ms() - started;
+                    self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
                     return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
@@ -440,12 +488,18 @@ impl<E: Env> S3Ownership<E> {
         }
         // Lost every round to other writers: report who holds it now.
         match self.owner(cell).await? {
-            Some(owner) => Ok(ClaimOutcome::Rejected { owner }),
+            Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
             None => Err(Error::Transport {
                 key,
                 detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {last_seen:?})"),
             }),
         }
+    }
+
+    fn claim_rejected(&self, cell: &str, owner: OwnerInfo, started: f64) -> ClaimOutcome {
+        let ms = self.store.env.mono_ms() - started;
+        self.store.env.observe(Event::ClaimRejected { cell, owner: &owner.node, epoch: owner.epoch, ms });
+        ClaimOutcome::Rejected { owner }
     }
 
     /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token

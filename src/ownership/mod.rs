@@ -8,9 +8,11 @@ pub mod decide;
 mod driver;
 pub mod ids;
 pub mod lease;
+pub mod probe;
 pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 
 pub use driver::{ClaimOutcome, Config, OwnerInfo, S3Ownership};
+pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

@@ -36,6 +36,10 @@ pub struct Mem {
     /// (method, key, timeout) of every request sent.
     pub sent: Vec<(&'static str, String, Option<u32>)>,
     pub bucket_prefix: String,
+    /// Behave like a store that accepts conditional headers and ignores them.
+    pub ignore_conditions: bool,
+    /// Status for If-Match on a missing key (404 like AWS, or 412).
+    pub if_match_missing: u16,
 }
 
 #[derive(Clone)]
@@ -55,6 +59,8 @@ impl MemEnv {
             script: VecDeque::new(),
             sent: Vec::new(),
             bucket_prefix: format!("{ENDPOINT}/{BUCKET}/"),
+            ignore_conditions: false,
+            if_match_missing: 404,
         })))
     }
     pub fn advance(&self, ms: u64) {
@@ -113,8 +119,9 @@ impl Mem {
             },
             "PUT" => {
                 let precondition = match (req.header("if-none-match"), req.header("if-match"), &current) {
+                    _ if self.ignore_conditions => None,
                     (Some("*"), _, Some(_)) => Some(412),
-                    (_, Some(_), None) => Some(404),
+                    (_, Some(_), None) => Some(self.if_match_missing),
                     (_, Some(t), Some((_, etag))) if t != etag => Some(412),
                     _ => None,
                 };
@@ -128,6 +135,17 @@ impl Mem {
                         HttpResponse { status: 200, etag: Some(etag), body: Vec::new() }
                     }
                 }
+            }
+            "DELETE" => {
+                let holds = match (req.header("if-match"), &current) {
+                    (Some(t), Some((_, etag))) => t == etag,
+                    _ => true,
+                };
+                if !holds && !self.ignore_conditions {
+                    return HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") };
+                }
+                self.objects.remove(&key);
+                HttpResponse { status: 204, etag: None, body: Vec::new() }
             }
             _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed") },
         }

@@ -1,0 +1,173 @@
+//! The store probe (SPEC §6): before trusting a store with ownership, check on a scratch `probe/` key that
+//! it honours conditional writes — alone and under a burst of concurrent writers — and note the variants
+//! the rest of the library copes with (404 vs 412 for `If-Match` on a missing key, conditional DELETE,
+//! ETag quoting). A violation is `store-violation` naming the step; ambiguity is retried on fresh keys a
+//! few times and then reported as `transport`, never as a pass.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::ownership::cas::{Budget, Store};
+use crate::ownership::records::CasGuard;
+use crate::s3::PutAnswer;
+
+/// Concurrent writers in each burst.
+pub const BURST: usize = 16;
+/// Bursts of each kind: a racy store must produce exactly one winner every time, and one lucky burst
+/// must not qualify it.
+pub const BURST_ROUNDS: usize = 5;
+/// Attempts on fresh keys before ambiguity is reported as `transport`.
+const ATTEMPTS: usize = 3;
+
+/// What the probe learnt about a store that passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Status for `If-Match` on a missing key (404 on AWS, 412 on some stores).
+    pub if_match_missing_status: u16,
+    /// The store refused a DELETE whose `If-Match` did not hold.
+    pub conditional_delete: bool,
+    /// ETags come back in double quotes.
+    pub etag_quoted: bool,
+}
+
+/// Why one attempt stopped: the store lied (final) or answered ambiguously (worth a fresh attempt).
+enum Stop {
+    Violation(Error),
+    Ambiguous(String),
+    Refused(Error),
+}
+
+fn violation(step: &str, detail: String) -> Stop {
+    Stop::Violation(Error::StoreViolation { step: step.to_owned(), detail })
+}
+
+fn describe(a: &PutAnswer) -> String {
+    match a {
+        PutAnswer::Applied { etag } => format!("applied (ETag {etag})"),
+        PutAnswer::Rejected => "rejected".into(),
+        PutAnswer::Conflict { code } => format!("409 {code}"),
+        PutAnswer::Ambiguous { detail } => format!("ambiguous ({detail})"),
+        PutAnswer::Refused(e) => format!("refused ({e})"),
+    }
+}
+
+/// Expects the answer to be `Applied` (returning its ETag) or `Rejected`, as `want_applied` says.
+fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Result<Option<String>, Stop> {
+    match (answer, want_applied) {
+        (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
+        (PutAnswer::Rejected, false) => Ok(None),
+        (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
+        (other, true) => Err(violation(step, format!("a write that must apply was {}", describe(&other)))),
+        (other, false) => Err(violation(step, format!("a write whose condition did not hold was {}", describe(&other)))),
+    }
+}
+
+/// Runs futures concurrently on the caller's executor and collects their outputs in order.
+struct JoinAll<F: Future> {
+    futures: Vec<Pin<Box<F>>>,
+    outputs: Vec<Option<F::Output>>,
+}
+
+// The futures are boxed and the outputs never pinned, so moving a JoinAll is fine.
+impl<F: Future> Unpin for JoinAll<F> {}
+
+impl<F: Future> Future for JoinAll<F> {
+    type Output = Vec<F::Output>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut pending = false;
+        for (fut, out) in this.futures.iter_mut().zip(this.outputs.iter_mut()) {
+            if out.is_none() {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            return Poll::Pending;
+        }
+        Poll::Ready(this.outputs.iter_mut().map(|o| o.take().expect("every future finished")).collect())
+    }
+}
+
+fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
+    let futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let outputs = futures.iter().map(|_| None).collect();
+    JoinAll { futures, outputs }
+}
+
+/// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
+fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize, Stop> {
+    let mut applied = 0;
+    for a in answers {
+        match a {
+            PutAnswer::Applied { .. } => applied += 1,
+            PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
+            PutAnswer::Ambiguous { detail } => return Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+            PutAnswer::Refused(e) => return Err(Stop::Refused(e)),
+        }
+    }
+    if applied != 1 {
+        return Err(violation(step, format!("{applied} of {BURST} concurrent conditional writes applied; exactly 1 may")));
+    }
+    Ok(applied)
+}
+
+async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::result::Result<ProbeReport, Stop> {
+    let key = format!("{base}-a");
+    let body = |tag: &str| format!("{{\"probe\":\"{tag}\",\"nonce\":\"{}\"}}", store.nonce()).into_bytes();
+    let first = expect("create", store.put_cas(&key, &CasGuard::Absent, body("create"), budget).await, true)?
+        .expect("applied answers carry an ETag");
+    expect("create-again", store.put_cas(&key, &CasGuard::Absent, body("again"), budget).await, false)?;
+    let current = CasGuard::Match(first.clone());
+    let second = expect("update-current", store.put_cas(&key, &current, body("update"), budget).await, true)?
+        .expect("applied answers carry an ETag");
+    expect("update-stale", store.put_cas(&key, &current, body("stale"), budget).await, false)?;
+
+    let mut scratch = vec![key.clone()];
+    for round in 0..BURST_ROUNDS {
+        let burst_key = format!("{base}-b{round}");
+        scratch.push(burst_key.clone());
+        let creates = (0..BURST).map(|i| store.put_cas(&burst_key, &CasGuard::Absent, body(&format!("create-{i}")), budget));
+        count_burst("concurrent-create", join_all(creates).await)?;
+        let token = match store.get(&burst_key, budget).await {
+            Ok(Some((_, etag))) => etag,
+            Ok(None) => return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into())),
+            Err(e) => return Err(Stop::Ambiguous(format!("read after concurrent-create: {e}"))),
+        };
+        let guard = CasGuard::Match(token);
+        let updates = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("update-{i}")), budget));
+        count_burst("concurrent-update", join_all(updates).await)?;
+    }
+
+    // Variants, reported without failing.
+    let missing = format!("{base}-missing");
+    let if_match_missing_status = match store.put_cas_status(&missing, &CasGuard::Match(first.clone()), body("missing"), budget).await {
+        (status, PutAnswer::Rejected) => status,
+        (_, other) => return Err(violation("if-match-missing", format!("If-Match on a missing key was {}", describe(&other)))),
+    };
+    let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
+    scratch.push(missing);
+    // Cleanup is best effort (a leftover probe key costs bytes, not safety), and concurrent.
+    join_all(scratch.iter().map(|k| store.delete(k, None, budget))).await;
+    Ok(ProbeReport { if_match_missing_status, conditional_delete, etag_quoted: second.starts_with('"') })
+}
+
+/// Runs the probe under `prefix` (keys `probe/cas-<nonce>-*`).
+pub async fn probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<ProbeReport> {
+    let mut last = String::new();
+    for _ in 0..ATTEMPTS {
+        let base = format!("{prefix}probe/cas-{}", store.nonce());
+        match attempt(store, &base, budget).await {
+            Ok(report) => return Ok(report),
+            Err(Stop::Violation(e)) | Err(Stop::Refused(e)) => return Err(e),
+            Err(Stop::Ambiguous(detail)) => last = detail,
+        }
+    }
+    Err(Error::Transport { key: format!("{prefix}probe/"), detail: format!("probe stayed ambiguous after {ATTEMPTS} attempts; last: {last}") })
+}
