@@ -78,7 +78,8 @@ function summarise(log) {
     for (const e of log) if (e.step === step) counts.set(e.answer, (counts.get(e.answer) ?? 0) + 1);
     if (counts.size === 0) continue;
     const total = [...counts.values()].reduce((a, b) => a + b, 0);
-    out[step] = total === 1 ? [...counts.keys()][0] : [...counts].map(([a, n]) => `${n}×${a}`).join(", ");
+    const sorted = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    out[step] = total === 1 ? sorted[0][0] : sorted.map(([a, n]) => `${n}×${a}`).join(", ");
   }
   return out;
 }
