@@ -77,22 +77,24 @@ p(
   "   be rejected; 404 or 412 is reported), and a DELETE whose `If-Match` does not hold (reported: conditional DELETE).",
   "   Each step's answers are recorded from the wire (a counting `fetch`), as `status [S3 error code]`; bursts as",
   "   `count×answer`.",
-  "2. if any probe run passed, runs the shared ownership suite (`tests/common/ownership.mjs`, the checks every",
+  "2. signs one read with a wrong secret: a store that checks SigV4 refuses it (`auth`), one that does not serves it.",
+  "3. if any probe run passed, runs the shared ownership suite (`tests/common/ownership.mjs`, the checks every",
   "   runtime's suite runs) with `atomic: true`, so every instance probes the store again before its first write.",
   "",
   "## Summary",
   "",
-  row(["server", "version", "verdict", "If-Match on a missing key", "conditional DELETE", "ETag", "ownership suite", "install / run (s)"]),
-  row(["---", "---", "---", "---", "---", "---", "---", "---"]),
+  row(["server", "version", "verdict", "If-Match on a missing key", "conditional DELETE", "ETag", "checks SigV4", "ownership suite", "install / run (s)"]),
+  row(["---", "---", "---", "---", "---", "---", "---", "---", "---"]),
 );
 for (const { name, meta, res } of entries) {
   const time = meta ? `${meta.installS} / ${meta.runS}${meta.lastInstallS ? ` (last real install ${meta.lastInstallS} s, ${meta.lastInstallOn})` : ""}` : "—";
   if (!res?.probe) {
     const why = meta?.reason || res?.error || "no result";
-    p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", time]));
+    p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", "—", time]));
     continue;
   }
-  p(row([name, res.version, verdict(res), ...variants(res), suiteSummary(res), time]));
+  const sig = res.signatures ? `${res.signatures.strict ? "yes" : "no"} (${res.signatures.answer})` : "—";
+  p(row([name, res.version, verdict(res), ...variants(res), sig, suiteSummary(res), time]));
 }
 const unstable = measured.filter(({ res }) => res.probe.some((r) => r.ok) && res.probe.some((r) => !r.ok)).map((e) => e.name);
 if (unstable.length) {

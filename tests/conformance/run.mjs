@@ -106,6 +106,18 @@ async function probeRuns() {
   return runs;
 }
 
+/** Whether the store checks signatures: a read signed with a wrong secret must be refused as `auth`. */
+async function checksSignatures() {
+  const own = new S3Ownership({ ...base, secretAccessKey: `${secretAccessKey}-wrong`, node: "conf-badsig", prefix: `conf-${runId}-badsig/`, probe: false });
+  try {
+    await own.readOwner("c");
+    return { strict: false, answer: "a read signed with a wrong secret was served" };
+  } catch (e) {
+    const status = /: (\d{3} [A-Za-z]*)/.exec(String(e.message))?.[1] ?? String(e.message);
+    return { strict: e.code === "auth", answer: `${e.code}, ${status}` };
+  }
+}
+
 /** Runs one check with a deadline, so a hung store cannot stall the whole matrix. */
 async function runCheck(fn) {
   let timer;
@@ -141,6 +153,7 @@ async function suite(variants) {
 const result = { name, version, endpoint };
 try {
   await ensureBucket();
+  result.signatures = await checksSignatures();
   result.probe = await probeRuns();
   const passed = result.probe.filter((r) => r.ok);
   // The suite's variants check compares against what this store's own probe reported in the first pass.
