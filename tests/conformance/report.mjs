@@ -31,13 +31,27 @@ function tally(xs) {
   return [...counts].sort((a, b) => b[1] - a[1]).map(([x, n]) => `${n}× ${x}`).join("; ");
 }
 
+/** Every probe run of a server: the recorded ones and the counted ones. */
+function totals(res) {
+  const t = res.tally ?? { runs: 0, passed: 0, refused: {} };
+  const refused = { ...t.refused };
+  for (const r of res.probe.filter((r) => !r.ok)) refused[r.step] = (refused[r.step] ?? 0) + 1;
+  return { runs: res.probe.length + t.runs, passed: res.probe.filter((r) => r.ok).length + t.passed, refused };
+}
+
 function verdict(res) {
-  const runs = res.probe;
-  const refused = runs.filter((r) => !r.ok);
-  if (refused.length === 0) return `**qualified** (${runs.length}/${runs.length} probe runs passed)`;
-  const why = tally(refused.map((r) => `${r.step}: ${detailOf(r)}`));
-  if (refused.length === runs.length) return `**refused** in every run — ${why}`;
-  return `**refused in ${refused.length} of ${runs.length} runs, passed in ${runs.length - refused.length}** — ${why}`;
+  const { runs, passed } = totals(res);
+  const why = tally(res.probe.filter((r) => !r.ok).map((r) => `${r.step}: ${detailOf(r)}`));
+  if (passed === runs) return `**qualified** in all ${runs} probe runs`;
+  if (passed === 0) return `**refused** in all ${runs} probe runs — recorded: ${why}`;
+  return `**unstable: refused in ${runs - passed} of ${runs} probe runs, qualified in ${passed}**${why ? ` — recorded: ${why}` : ""}`;
+}
+
+/** "3 of 50 (refused: 40 at concurrent-create, 7 at concurrent-update)". */
+function rate(res) {
+  const { runs, passed, refused } = totals(res);
+  const why = Object.entries(refused).sort((a, b) => b[1] - a[1]).map(([step, n]) => `${n} at ${step}`).join(", ");
+  return `${passed} of ${runs}${why ? ` (refused: ${why})` : ""}`;
 }
 
 function variants(res) {
@@ -52,7 +66,7 @@ function variants(res) {
 }
 
 function suiteSummary(res) {
-  if (!res.suite) return "not run (the probe never passed)";
+  if (!res.suite) return "not run (no probe run passed)";
   const failed = res.suite.filter((c) => !c.ok);
   return failed.length === 0 ? `${res.suite.length}/${res.suite.length} pass` : `${res.suite.length - failed.length}/${res.suite.length} pass`;
 }
@@ -70,7 +84,7 @@ p(
   "",
   "For each server the script could install here, it starts the server on a loopback port, then:",
   "",
-  "1. runs `probe()` (SPEC §6) **5 times**, each on a fresh `S3Ownership` and a fresh prefix: create (`If-None-Match: *`,",
+  "1. runs `probe()` (SPEC §6) **5 times** step by step, then 45 more times counting only the outcome, each on a fresh `S3Ownership` and a fresh prefix: create (`If-None-Match: *`,",
   "   must apply), create again (must be rejected), update with the current ETag (`If-Match`, must apply), update with",
   "   the stale ETag (must be rejected), a burst of 8 concurrent creates on a fresh key and then a burst of 8",
   "   concurrent `If-Match` updates with one token (exactly one of each may apply), `If-Match` on a missing key (must",
@@ -83,20 +97,20 @@ p(
   "",
   "## Summary",
   "",
-  row(["server", "version", "verdict", "If-Match on a missing key", "conditional DELETE", "ETag", "checks SigV4", "ownership suite", "install / run (s)"]),
-  row(["---", "---", "---", "---", "---", "---", "---", "---", "---"]),
+  row(["server", "version", "verdict", "probe passed (all runs)", "If-Match on a missing key", "conditional DELETE", "ETag", "checks SigV4", "ownership suite", "install / run (s)"]),
+  row(["---", "---", "---", "---", "---", "---", "---", "---", "---", "---"]),
 );
 for (const { name, meta, res } of entries) {
   const time = meta ? `${meta.installS} / ${meta.runS}${meta.lastInstallS ? ` (last real install ${meta.lastInstallS} s, ${meta.lastInstallOn})` : ""}` : "—";
   if (!res?.probe) {
     const why = meta?.reason || res?.error || "no result";
-    p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", "—", time]));
+    p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", "—", "—", time]));
     continue;
   }
   const sig = res.signatures ? `${res.signatures.strict ? "yes" : "no"} (${res.signatures.answer})` : "—";
-  p(row([name, res.version, verdict(res), ...variants(res), sig, suiteSummary(res), time]));
+  p(row([name, res.version, verdict(res), rate(res), ...variants(res), sig, suiteSummary(res), time]));
 }
-const unstable = measured.filter(({ res }) => res.probe.some((r) => r.ok) && res.probe.some((r) => !r.ok)).map((e) => e.name);
+const unstable = measured.filter(({ res }) => ![0, totals(res).runs].includes(totals(res).passed)).map((e) => e.name);
 if (unstable.length) {
   p(
     "",
@@ -127,7 +141,15 @@ for (const { name, res } of refusals) {
   p(`- ${name}: ${tally(res.probe.filter((r) => !r.ok).map((r) => `\`${r.error.code}\` ${r.error.message.replace(/ \(ETag [^)]*\)/g, "")}`))}`);
 }
 
-p("", "## Ownership suite", "");
+p(
+  "",
+  "## Ownership suite",
+  "",
+  "Every instance in the suite runs the probe before its first write. On a store the probe refuses, a FAIL with",
+  "`store-violation` is the probe doing its job in that instance; a pass there means the probe qualified the store",
+  "for that instance.",
+  "",
+);
 for (const { name, res } of measured) {
   if (!res.suite) {
     p(`- **${name}**: not run — the probe refused the store in every run, so no instance would write to it.`);
