@@ -117,7 +117,7 @@ p(
   row(["---", "---", "---", "---", "---", "---", "---", "---", "---", "---"]),
 );
 for (const { name, meta, res } of entries) {
-  const time = meta ? `${meta.installS} / ${meta.runS}${meta.lastInstallS ? ` (last real install ${meta.lastInstallS} s, ${meta.lastInstallOn})` : ""}` : "—";
+  const time = meta ? `${meta.installS} / ${meta.runS}${meta.lastInstallS ? ` (last real install ${meta.lastInstallS} s, ${meta.lastInstallOn}${meta.lastInstallNote ? `, ${meta.lastInstallNote}` : ""})` : ""}` : "—";
   if (!res?.probe) {
     const why = meta?.reason || res?.error || "no result";
     p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", "—", "—", time]));
