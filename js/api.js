@@ -1,6 +1,6 @@
 // The public JS surface of celld-edge, shared by every runtime entry (node.js, deno.js, workerd.js,
-// browser.js). It reads and type-checks the options objects, packs them for one crossing into wasm
-// (see src/bindings/sign.rs for the format), and unpacks the answer. Errors thrown by wasm are re-thrown
+// browser.js). It reads and type-checks the options objects, packs them as UTF-8 into one byte array for
+// one crossing into wasm (see src/bindings/sign.rs for the format), and unpacks the answer. Errors thrown by wasm are re-thrown
 // as they are; errors found here have the same shape: an Error with `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
@@ -10,6 +10,10 @@ import { signPacked, presignPacked } from "../pkg/celld_edge.js";
 export * from "./ownership.js";
 
 const SEP = "\0";
+const encoder = new TextEncoder();
+/** Packing buffer reused between calls; requests larger than this get a buffer of their own. */
+const SCRATCH_KEEP = 64 * 1024;
+let scratch = new Uint8Array(4096);
 /** AWS's upper bound for X-Amz-Expires; the default matches aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
 
@@ -107,6 +111,25 @@ function pack(o, method, url, headers, datetimeText) {
   return packed;
 }
 
+/** UTF-8 of `fields`, then the body, in one array: [bytes, fieldsLength]. */
+function packBytes(fields, text, bytes) {
+  // encodeInto writes at most 3 bytes per UTF-16 code unit.
+  const need = fields.length * 3 + (text !== undefined ? text.length * 3 : bytes !== undefined ? bytes.length : 0);
+  let buf = scratch;
+  if (need > buf.length) {
+    buf = new Uint8Array(need);
+    if (need <= SCRATCH_KEEP) scratch = buf;
+  }
+  const fieldsLength = encoder.encodeInto(fields, buf).written;
+  let end = fieldsLength;
+  if (text !== undefined) end += encoder.encodeInto(text, buf.subarray(fieldsLength)).written;
+  else if (bytes !== undefined) {
+    buf.set(bytes, fieldsLength);
+    end += bytes.length;
+  }
+  return [buf.subarray(0, end), fieldsLength];
+}
+
 function headersObject(parts) {
   const headers = {};
   for (let i = 1; i < parts.length; i += 2) {
@@ -130,7 +153,8 @@ export function signRequest(opts) {
   const [text, bytes] = bodyParts(o.body, unsigned);
   const [datetimeText, unixMs] = datetimeParts(o.datetime);
   const packed = pack(o, method, url, headers, datetimeText);
-  const parts = signPacked(packed, headers.length / 2, text, bytes, unsigned, unixMs).split(SEP);
+  const [input, fieldsLength] = packBytes(packed, text, bytes);
+  const parts = signPacked(input, fieldsLength, headers.length / 2, unsigned, unixMs).split(SEP);
   return { method, url: parts[0], headers: headersObject(parts) };
 }
 
@@ -144,5 +168,5 @@ export function presignUrl(opts) {
   if (typeof expiresIn !== "number") throw invalid(`expiresIn must be a number of seconds, got ${describe(expiresIn)}`);
   const [datetimeText, unixMs] = datetimeParts(o.datetime);
   const packed = pack(o, method, url, headers, datetimeText);
-  return presignPacked(packed, headers.length / 2, expiresIn, unixMs);
+  return presignPacked(packBytes(packed)[0], headers.length / 2, expiresIn, unixMs);
 }

@@ -1,3 +1,121 @@
-// Placeholder for the ownership declarations (S3Ownership and its option/result types); replaced with
-// js/ownership.js. index.d.ts re-exports everything declared here.
-export {};
+// Type declarations for S3Ownership (js/ownership.js), re-exported by index.d.ts.
+
+/** Options of `new S3Ownership(...)` (SPEC §4). */
+export interface S3OwnershipOptions {
+  /** `https://<account>.r2.cloudflarestorage.com`, `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`, ... */
+  endpoint: string;
+  bucket: string;
+  /** `"auto"` for R2; default `"us-east-1"`. */
+  region?: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+  /** This node's id: 1..=256 bytes, no `/`, `\`, control characters, not `.`/`..`; unique per running instance. */
+  node: string;
+  /** Advertised in the node lease for routing (celld treats an empty addr as dead). Default `""`. */
+  addr?: string;
+  /** Key prefix: empty or `[A-Za-z0-9._/-]+` ending in `/`. Default `""`. */
+  prefix?: string;
+  /** Default 10000. */
+  leaseTtlMs?: number;
+  /** Assumed bound between nodes' wall clocks. Default 1000; must be below `leaseTtlMs`. */
+  maxClockSkewMs?: number;
+  /** Timeout of each request other than renewals. Default 10000. */
+  requestTimeoutMs?: number;
+  /** Path-style URLs (`endpoint/bucket/key`); virtual-hosted (`bucket.endpoint/key`) when false. Default true. */
+  pathStyle?: boolean;
+  /** Run the store probe before this instance's first write. Default true; false trusts the store. */
+  probe?: boolean;
+  /** Receives structured events (leases, claims, settled ambiguity, retried reads); never secrets. */
+  onEvent?: (event: OwnershipEvent) => void;
+  /** Injected fetch; default `globalThis.fetch`. */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+}
+
+/** What `onEvent` receives; `ms` is how long the operation took on the monotonic clock. */
+export type OwnershipEvent =
+  | { type: "lease-acquired" | "lease-renewed"; node: string; expiresMs: number; ms: number }
+  | { type: "fenced"; node: string; reason: string }
+  | { type: "claim-applied" | "claim-took-over"; cell: string; epoch: number; ms: number }
+  | { type: "claim-rejected"; cell: string; owner: string; epoch: number; ms: number }
+  | { type: "ambiguous-settled"; key: string; outcome: "applied" | "rejected" | "superseded"; readbacks: number }
+  | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string };
+
+/** `"absent"` (`If-None-Match: *`) or the ETag the write must match (`If-Match`). */
+export type CasGuard = "absent" | { match: string };
+export type CasOutcome = "applied" | "rejected";
+
+export interface OwnerRecord {
+  /** `null` when released. */
+  node: string | null;
+  epoch: number;
+  etag: string;
+}
+
+export interface NodeLease {
+  node: string;
+  expiresMs: number;
+  addr: string;
+  etag: string;
+}
+
+export interface OwnerInfo {
+  /** `null` when released. */
+  node: string | null;
+  epoch: number;
+  addr: string;
+  /** The owner's lease is not provably dead (`expires_ms + maxClockSkewMs > now`). */
+  live: boolean;
+}
+
+export type ClaimResult =
+  | { outcome: "applied"; epoch: number; tookOver: boolean; prior: OwnerRecord | null }
+  | { outcome: "rejected"; owner: OwnerInfo };
+
+export type CasNodeLeaseResult = { outcome: "applied"; etag: string } | { outcome: "rejected" };
+
+/** What the store probe learnt about a store that passed. */
+export interface ProbeReport {
+  /** 404 (AWS) or 412 for `If-Match` on a missing key. */
+  ifMatchMissingStatus: number;
+  /** The store refuses a DELETE whose `If-Match` does not hold. */
+  conditionalDelete: boolean;
+  /** ETags come back in double quotes. */
+  etagQuoted: boolean;
+}
+
+/**
+ * Exclusive, fenced ownership of named cells in an S3-compatible bucket. Every method rejects with a
+ * `CelldEdgeError` (see `ErrorCode`) on failure.
+ */
+export declare class S3Ownership {
+  constructor(options: S3OwnershipOptions);
+  /** Low level: the owner record, or `null` when absent. */
+  readOwner(cell: string): Promise<OwnerRecord | null>;
+  /** Low level: writes `{node: this node, epoch}` under `guard`. */
+  casOwner(cell: string, guard: CasGuard, epoch: number): Promise<CasOutcome>;
+  /** Low level: clears `node` (keeping the epoch) if the record still names this node at `epoch`. */
+  releaseOwner(cell: string, epoch: number): Promise<CasOutcome>;
+  readNodeLease(node: string): Promise<NodeLease | null>;
+  /** Low level: writes this node's lease record; does not change this instance's lease state. */
+  casNodeLease(guard: CasGuard, expiresMs: number): Promise<CasNodeLeaseResult>;
+  /** Installs this node's lease (renews it when one is held). */
+  acquireLease(): Promise<void>;
+  /** Extends the lease; rejects with `fenced` when it was replaced or renewed too late. */
+  renewLease(): Promise<void>;
+  /** True while this node may act as an owner (monotonic deadline: ttl - maxClockSkewMs after the write was sent). */
+  leaseValid(): boolean;
+  /** Renews every ttl/3 until stopRenewing(); failures go to `onError` (`fenced`/`not-leased` stop the loop). */
+  startRenewing(onError?: (error: import("./index.js").CelldEdgeError) => void): void;
+  stopRenewing(): void;
+  /** Claims the cell at a new epoch when absent, released, this node's, or held by a dead node. */
+  claim(cell: string): Promise<ClaimResult>;
+  /** Releases a cell this node claimed, at its epoch. */
+  release(cell: string): Promise<CasOutcome>;
+  /** Who owns the cell and whether that owner's lease is live; `null` when the record is absent. */
+  owner(cell: string): Promise<OwnerInfo | null>;
+  /** The ack gate: true iff this node claimed `cell` at `epoch` under its current, valid lease and the record still says so. */
+  verify(cell: string, epoch: number): Promise<boolean>;
+  /** Qualifies the store (SPEC §6); rejects with `store-violation` naming the step when it ignores conditions. */
+  probe(): Promise<ProbeReport>;
+}

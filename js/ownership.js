@@ -63,9 +63,17 @@ async function send(fetchFn, method, url, flat, body, timeoutMs) {
   }
 }
 
-function makeHost(fetchFn) {
+function makeHost(fetchFn, onEvent) {
   const words = new Uint32Array(1);
   return {
+    events: typeof onEvent === "function",
+    event: (json) => {
+      try {
+        onEvent(JSON.parse(json));
+      } catch {
+        // A throwing observer must not break the protocol.
+      }
+    },
     send: (method, url, headers, body, timeoutMs) => send(fetchFn, method, url, headers, body, timeoutMs),
     wall: () => Date.now(),
     mono: () => performance.now(),
@@ -100,7 +108,9 @@ export class S3Ownership {
   constructor(options) {
     const fetchFn = options?.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function") throw invalid("fetch must be a function (none given and no globalThis.fetch)");
-    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis)));
+    const onEvent = options?.onEvent;
+    if (onEvent !== undefined && typeof onEvent !== "function") throw invalid("onEvent must be a function");
+    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis), onEvent));
   }
 
   // Async methods, so bad arguments reject like every other failure instead of throwing synchronously.

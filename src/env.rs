@@ -36,6 +36,24 @@ pub enum TransportError {
     Network(String),
 }
 
+/// What happened, for logs and graphs (`onEvent` in JS). Names keys and node ids, never credentials.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// A fresh lease was installed; `ms` is how long acquiring took.
+    LeaseAcquired { node: &'a str, expires_ms: u64, ms: f64 },
+    LeaseRenewed { node: &'a str, expires_ms: u64, ms: f64 },
+    /// The lease was lost (replaced, or renewed too late): every claim made under it is void.
+    Fenced { node: &'a str, reason: &'a str },
+    ClaimApplied { cell: &'a str, epoch: u64, took_over: bool, ms: f64 },
+    /// A live owner holds the cell.
+    ClaimRejected { cell: &'a str, owner: &'a str, epoch: u64, ms: f64 },
+    /// An ambiguous conditional write was settled by reading back (`outcome`: applied / rejected /
+    /// superseded) after `readbacks` reads.
+    AmbiguousSettled { key: &'a str, outcome: &'a str, readbacks: usize },
+    /// A read failed transiently and is tried again after `backoff_ms`.
+    ReadRetried { key: &'a str, attempt: u32, backoff_ms: u32, detail: &'a str },
+}
+
 /// Everything impure the protocol needs, passed in.
 #[allow(async_fn_in_trait)] // used only generically, never as `dyn`; futures need not be `Send` (wasm).
 pub trait Env {
@@ -49,4 +67,6 @@ pub trait Env {
     fn random_u64(&self) -> u64;
     /// Waits (read backoff).
     async fn sleep(&self, ms: u32);
+    /// Receives protocol events; ignored unless the host wants them.
+    fn observe(&self, _event: Event<'_>) {}
 }

@@ -7,7 +7,7 @@
 
 use celld_edge::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 use js_sys::{Object, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
@@ -47,13 +47,13 @@ fn aws_vectors() {
     let authz = |s: &str| s.trim().to_owned();
     assert_eq!(
         suite_sign("GET", "https://example.amazonaws.com/", &[], b"", &SUITE_CREDS),
-        authz(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/testdata/aws-sig-v4-test-suite/get-vanilla/get-vanilla.authz")))
+        authz(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/aws-sig-v4-test-suite/get-vanilla/get-vanilla.authz")))
     );
     assert_eq!(
         suite_sign("GET", "https://example.amazonaws.com/?Param2=value2&Param1=value1", &[], b"", &SUITE_CREDS),
         authz(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/testdata/aws-sig-v4-test-suite/get-vanilla-query-order-key-case/get-vanilla-query-order-key-case.authz"
+            "/tests/data/aws-sig-v4-test-suite/get-vanilla-query-order-key-case/get-vanilla-query-order-key-case.authz"
         )))
     );
     let form = [("Content-Type".to_owned(), "application/x-www-form-urlencoded".to_owned())];
@@ -61,7 +61,7 @@ fn aws_vectors() {
         suite_sign("POST", "https://example.amazonaws.com/", &form, b"Param1=value1", &SUITE_CREDS),
         authz(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/testdata/aws-sig-v4-test-suite/post-x-www-form-urlencoded/post-x-www-form-urlencoded.authz"
+            "/tests/data/aws-sig-v4-test-suite/post-x-www-form-urlencoded/post-x-www-form-urlencoded.authz"
         )))
     );
     let sts = Credentials { session_token: Some(STS_TOKEN), ..SUITE_CREDS };
@@ -69,7 +69,7 @@ fn aws_vectors() {
         suite_sign("POST", "https://example.amazonaws.com/", &[], b"", &sts),
         authz(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/testdata/aws-sig-v4-test-suite/post-sts-token/post-sts-header-before/post-sts-header-before.authz"
+            "/tests/data/aws-sig-v4-test-suite/post-sts-token/post-sts-header-before/post-sts-header-before.authz"
         )))
     );
 }

@@ -451,3 +451,20 @@ fn an_ambiguous_probe_is_a_transport_error_not_a_pass() {
     let err = block_on(probing(&env, "a").probe()).unwrap_err();
     assert_eq!(err.code(), "transport", "{err}");
 }
+
+#[test]
+fn a_store_without_conditional_writes_is_a_store_violation_not_a_transport_error() {
+    let env = MemEnv::new();
+    env.push(Fault::Drop(Ok((501, "NotImplemented"))));
+    let err = block_on(probing(&env, "a").probe()).unwrap_err();
+    assert_eq!(err.code(), "store-violation", "{err}");
+    assert!(err.to_string().contains("does not implement conditional writes"), "{err}");
+}
+
+#[test]
+fn a_409_during_the_probe_is_inconclusive_and_retried_not_a_violation() {
+    let env = MemEnv::new();
+    env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+    let report = block_on(probing(&env, "a").probe()).unwrap();
+    assert_eq!(report.if_match_missing_status, 404);
+}

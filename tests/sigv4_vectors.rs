@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use celld_edge::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
-const SUITE: &str = "/work/shared/testdata/aws-sig-v4-test-suite";
+const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/aws-sig-v4-test-suite");
 const SUITE_DATE: &str = "20150830T123600Z";
 const SUITE_TOKEN: &str = "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA==";
 

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::js_error;
-use crate::env::{Env, HttpRequest, HttpResponse, TransportError};
+use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
 use crate::error::Error;
 use crate::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
 
@@ -33,6 +33,12 @@ extern "C" {
     fn random32(this: &Host) -> f64;
     #[wasm_bindgen(method)]
     fn sleep(this: &Host, ms: u32) -> js_sys::Promise;
+    /// True when the caller passed `onEvent`.
+    #[wasm_bindgen(method, getter)]
+    fn events(this: &Host) -> bool;
+    /// Hands one event, as JSON, to `onEvent`.
+    #[wasm_bindgen(method)]
+    fn event(this: &Host, json: &str);
 }
 
 pub struct JsEnv(Host);
@@ -71,6 +77,27 @@ impl Env for JsEnv {
     async fn sleep(&self, ms: u32) {
         // A timer that fails to fire only shortens a read backoff.
         let _ = JsFuture::from(self.0.sleep(ms)).await;
+    }
+    fn observe(&self, event: Event<'_>) {
+        if self.0.events() {
+            self.0.event(&event_json(&event).to_string());
+        }
+    }
+}
+
+fn event_json(event: &Event<'_>) -> Value {
+    match *event {
+        Event::LeaseAcquired { node, expires_ms, ms } => json!({ "type": "lease-acquired", "node": node, "expiresMs": expires_ms, "ms": ms }),
+        Event::LeaseRenewed { node, expires_ms, ms } => json!({ "type": "lease-renewed", "node": node, "expiresMs": expires_ms, "ms": ms }),
+        Event::Fenced { node, reason } => json!({ "type": "fenced", "node": node, "reason": reason }),
+        Event::ClaimApplied { cell, epoch, took_over, ms } => {
+            json!({ "type": if took_over { "claim-took-over" } else { "claim-applied" }, "cell": cell, "epoch": epoch, "ms": ms })
+        }
+        Event::ClaimRejected { cell, owner, epoch, ms } => json!({ "type": "claim-rejected", "cell": cell, "owner": owner, "epoch": epoch, "ms": ms }),
+        Event::AmbiguousSettled { key, outcome, readbacks } => json!({ "type": "ambiguous-settled", "key": key, "outcome": outcome, "readbacks": readbacks }),
+        Event::ReadRetried { key, attempt, backoff_ms, detail } => {
+            json!({ "type": "read-retried", "key": key, "attempt": attempt, "backoffMs": backoff_ms, "detail": detail })
+        }
     }
 }
 

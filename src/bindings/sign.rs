@@ -1,6 +1,7 @@
 //! JS entry points of the SigV4 signer, shaped for speed: `js/api.js` reads and type-checks the options
-//! object, then passes every string in ONE NUL-separated string (one UTF-8 copy into wasm instead of one per
-//! field), the body, and the clock; the result comes back as one NUL-separated string that JS splits.
+//! object, then UTF-8-encodes every string field, NUL-separated, followed by the body, into ONE byte array
+//! (one copy into wasm instead of one per field, and no per-character JS loop); the result comes back as
+//! one NUL-separated string that JS splits.
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
 //! `invalid-input` error. The derived-key cache lives in a thread-local `Signer` shared by all calls.
 //! Never panics, and never signs something other than what it was given: a stray NUL in any field shows up
@@ -41,6 +42,15 @@ struct Fields<'a> {
     session_token: &'a str,
     datetime: &'a str,
     headers: Vec<(String, String)>,
+}
+
+/// Splits `input` at `fields_len` into the UTF-8 fields and the body bytes.
+fn unpack(input: &[u8], fields_len: u32) -> Result<(&str, &[u8])> {
+    let (fields, body) = input
+        .split_at_checked(fields_len as usize)
+        .ok_or_else(|| Error::invalid("packed request is shorter than its fields"))?;
+    let fields = std::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))?;
+    Ok((fields, body))
 }
 
 impl<'a> Fields<'a> {
@@ -98,25 +108,22 @@ fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-/// Signs with header auth. Returns `url NUL name NUL value ...` (lower-case header names).
+/// Signs with header auth. `input` is the packed fields (`fields_len` bytes) followed by the body.
+/// Returns `url NUL name NUL value ...` (lower-case header names).
 #[wasm_bindgen(js_name = signPacked)]
 pub fn sign_packed(
-    packed: &str,
+    input: &[u8],
+    fields_len: u32,
     header_count: u32,
-    body_text: Option<String>,
-    body_bytes: Option<Box<[u8]>>,
     unsigned_payload: bool,
     unix_ms: f64,
 ) -> Result<String, JsValue> {
-    let fields = Fields::split(packed, header_count).map_err(js_error)?;
-    let payload = if unsigned_payload {
-        Payload::Unsigned
-    } else if let Some(text) = &body_text {
-        Payload::Bytes(text.as_bytes())
-    } else {
-        Payload::Bytes(body_bytes.as_deref().unwrap_or_default())
-    };
-    sign(&fields, payload, unix_ms).map_err(js_error)
+    let signed = unpack(input, fields_len).and_then(|(packed, body)| {
+        let fields = Fields::split(packed, header_count)?;
+        let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
+        sign(&fields, payload, unix_ms)
+    });
+    signed.map_err(js_error)
 }
 
 fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<String> {
@@ -145,17 +152,24 @@ fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<Strin
     Ok(out)
 }
 
-/// Presigns a URL (query-string auth). `expires_in` arrives as a JS number and must be a whole number of
-/// seconds in 1..=604800. Returns the URL.
+/// Presigns a URL (query-string auth). `input` holds only the packed fields. `expires_in` arrives as a JS
+/// number and must be a whole number of seconds in 1..=604800. Returns the URL.
 #[wasm_bindgen(js_name = presignPacked)]
-pub fn presign_packed(packed: &str, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String, JsValue> {
-    presign(packed, header_count, expires_in, unix_ms).map_err(js_error)
+pub fn presign_packed(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String, JsValue> {
+    presign(input, header_count, expires_in, unix_ms).map_err(js_error)
 }
 
-fn presign(packed: &str, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String> {
+fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String> {
+    let (packed, _) = unpack(input, input.len() as u32)?;
     let fields = Fields::split(packed, header_count)?;
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
-        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {expires_in}")));
+        // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
+        let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
+            format!("{}", expires_in as i64)
+        } else {
+            "a fraction, infinity or NaN".to_owned()
+        };
+        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();

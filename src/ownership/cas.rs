@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use crate::env::Env;
+use crate::env::{Env, Event};
 use crate::error::{Error, Result};
 use crate::ownership::lease::renewal_timeout_ms;
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
@@ -109,7 +109,9 @@ impl<E: Env> Store<E> {
                     }
                     // Full jitter over an exponential window: 50, 100, 200 ms.
                     let window = 50u64 << (attempt - 1);
-                    self.env.sleep((self.env.random_u64() % window + 1) as u32).await;
+                    let backoff_ms = (self.env.random_u64() % window + 1) as u32;
+                    self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &detail });
+                    self.env.sleep(backoff_ms).await;
                 }
             }
         }
@@ -138,6 +140,17 @@ impl<E: Env> Store<E> {
             Err(e) => return PutAnswer::Refused(e),
         };
         classify_put(key, self.env.send(req, Some(self.timeout(budget))).await)
+    }
+
+    /// Reports how a write that needed readbacks was settled.
+    fn settled(&self, key: &str, settled: Settled, readbacks: usize) -> Settled {
+        let outcome = match settled {
+            Settled::Applied { .. } => "applied",
+            Settled::Rejected => "rejected",
+            Settled::Superseded => "superseded",
+        };
+        self.env.observe(Event::AmbiguousSettled { key, outcome, readbacks });
+        settled
     }
 
     /// A conditional write settled to applied / rejected. `body(nonce)` renders the record with a fresh
@@ -209,15 +222,15 @@ impl<E: Env> Store<E> {
                 (Some((body, etag)), _) => {
                     if let Some(n) = decode_nonce(key, body)? {
                         if nonces.contains(&n) {
-                            return Ok(Settled::Applied { etag: etag.clone() });
+                            return Ok(self.settled(key, Settled::Applied { etag: etag.clone() }, nonces.len()));
                         }
                     }
                     if !matches!(guard, CasGuard::Match(t) if t == etag) {
-                        return Ok(moved_on);
+                        return Ok(self.settled(key, moved_on, nonces.len()));
                     }
                 }
                 (None, CasGuard::Absent) => {}
-                (None, CasGuard::Match(_)) => return Ok(moved_on),
+                (None, CasGuard::Match(_)) => return Ok(self.settled(key, moved_on, nonces.len())),
             }
         }
     }

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::env::Env;
+use crate::env::{Env, Event};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::decide::{after_peer_lease, claim_step, Step};
@@ -312,7 +312,8 @@ impl<E: Env> S3Ownership<E> {
                 CasGuard::Match(rec.etag)
             }
         };
-        let (settled, anchor) = self.anchored_lease_write(&guard, self.budget()).await?;
+        let started = self.store.env.mono_ms();
+        let (settled, anchor, expires_ms) = self.anchored_lease_write(&guard, self.budget()).await?;
         match settled {
             Settled::Applied { etag } => {
                 let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
@@ -325,6 +326,9 @@ impl<E: Env> S3Ownership<E> {
                     return Err(Error::NotLeased(format!("writing {key} took longer than the lease's authority")));
                 }
                 state.lease = Some(Lease { etag, deadline });
+                drop(state);
+                let ms = self.store.env.mono_ms() - started;
+                self.store.env.observe(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
                 Ok(())
             }
             Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(format!(
@@ -336,12 +340,12 @@ impl<E: Env> S3Ownership<E> {
 
     /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
     /// before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64)> {
+    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64, u64)> {
         let anchor = self.store.env.mono_ms();
         let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
         let settled = self.write_lease(guard, expires_ms, budget).await?;
         let anchor = if armed!(self.store, AnchorAfterWrite) { self.store.env.mono_ms() } else { anchor };
-        Ok((settled, anchor))
+        Ok((settled, anchor, expires_ms))
     }
 
     /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
@@ -349,7 +353,9 @@ impl<E: Env> S3Ownership<E> {
     pub async fn renew_lease(&self) -> Result<()> {
         for _ in 0..2 {
             let (etag, deadline) = self.held_lease()?;
-            let (settled, anchor) = self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
+            let started = self.store.env.mono_ms();
+            let (settled, anchor, expires_ms) =
+                self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
             let late = self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal);
             match settled {
                 Settled::Applied { .. } if late => {
@@ -361,6 +367,9 @@ impl<E: Env> S3Ownership<E> {
                     if state.fenced.is_none() {
                         state.lease = Some(Lease { etag, deadline });
                     }
+                    drop(state);
+                    let ms = self.store.env.mono_ms() - started;
+                    self.store.env.observe(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
                     return Ok(());
                 }
                 Settled::Superseded => return Err(self.fence("the lease record was replaced by another writer")),
@@ -404,6 +413,8 @@ impl<E: Env> S3Ownership<E> {
         state.lease = None;
         state.claims.clear();
         state.fenced = Some(why.to_owned());
+        drop(state);
+        self.store.env.observe(Event::Fenced { node: &self.config.node, reason: why });
         Error::Fenced(why.to_owned())
     }
 
@@ -425,6 +436,7 @@ impl<E: Env> S3Ownership<E> {
     pub async fn claim(&self, cell: &str) -> Result<ClaimOutcome> {
         check_id("cell", cell)?;
         self.require_lease()?;
+        let started = self.store.env.mono_ms();
         let key = self.owner_key(cell);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS {
@@ -441,7 +453,7 @@ impl<E: Env> S3Ownership<E> {
                         None => {
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
-                            return Ok(ClaimOutcome::Rejected { owner });
+                            return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
                 }
@@ -459,6 +471,8 @@ impl<E: Env> S3Ownership<E> {
                         return Err(self.fence("the lease lapsed while the claim was being written"));
                     }
                     self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
+                    let ms = self.store.env.mono_ms() - started;
+                    self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
                     return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
@@ -474,12 +488,18 @@ impl<E: Env> S3Ownership<E> {
         }
         // Lost every round to other writers: report who holds it now.
         match self.owner(cell).await? {
-            Some(owner) => Ok(ClaimOutcome::Rejected { owner }),
+            Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
             None => Err(Error::Transport {
                 key,
                 detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {last_seen:?})"),
             }),
         }
+    }
+
+    fn claim_rejected(&self, cell: &str, owner: OwnerInfo, started: f64) -> ClaimOutcome {
+        let ms = self.store.env.mono_ms() - started;
+        self.store.env.observe(Event::ClaimRejected { cell, owner: &owner.node, epoch: owner.epoch, ms });
+        ClaimOutcome::Rejected { owner }
     }
 
     /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token

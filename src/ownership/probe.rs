@@ -15,7 +15,10 @@ use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 
 /// Concurrent writers in each burst.
-pub const BURST: usize = 8;
+pub const BURST: usize = 16;
+/// Bursts of each kind: a racy store must produce exactly one winner every time, and one lucky burst
+/// must not qualify it.
+pub const BURST_ROUNDS: usize = 5;
 /// Attempts on fresh keys before ambiguity is reported as `transport`.
 const ATTEMPTS: usize = 3;
 
@@ -57,6 +60,11 @@ fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Res
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
         (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
+        (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(format!("{step}: 409 {code}"))),
+        (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
+            Err(violation(step, format!("the store does not implement conditional writes: 501 {code}: {message}")))
+        }
         (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
         (other, true) => Err(violation(step, format!("a write that must apply was {}", describe(&other)))),
         (other, false) => Err(violation(step, format!("a write whose condition did not hold was {}", describe(&other)))),
@@ -100,14 +108,19 @@ fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
 
 /// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
 fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize, Stop> {
-    let mut applied = 0;
+    let (mut applied, mut conflicts) = (0, 0);
     for a in answers {
         match a {
             PutAnswer::Applied { .. } => applied += 1,
-            PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
+            PutAnswer::Rejected => {}
+            PutAnswer::Conflict { .. } => conflicts += 1,
             PutAnswer::Ambiguous { detail } => return Err(Stop::Ambiguous(format!("{step}: {detail}"))),
             PutAnswer::Refused(e) => return Err(Stop::Refused(e)),
         }
+    }
+    // No winner because the store said "conflict, try again" is not a lie, just no answer.
+    if applied == 0 && conflicts > 0 {
+        return Err(Stop::Ambiguous(format!("{step}: no write applied, {conflicts} answered 409")));
     }
     if applied != 1 {
         return Err(violation(step, format!("{applied} of {BURST} concurrent conditional writes applied; exactly 1 may")));
@@ -126,29 +139,35 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
         .expect("applied answers carry an ETag");
     expect("update-stale", store.put_cas(&key, &current, body("stale"), budget).await, false)?;
 
-    let burst_key = format!("{base}-b");
-    let creates = (0..BURST).map(|i| store.put_cas(&burst_key, &CasGuard::Absent, body(&format!("burst-create-{i}")), budget));
-    count_burst("concurrent-create", join_all(creates).await)?;
-    let token = match store.get(&burst_key, budget).await {
-        Ok(Some((_, etag))) => etag,
-        Ok(None) => return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into())),
-        Err(e) => return Err(Stop::Ambiguous(format!("read after concurrent-create: {e}"))),
-    };
-    let guard = CasGuard::Match(token);
-    let updates = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("burst-update-{i}")), budget));
-    count_burst("concurrent-update", join_all(updates).await)?;
+    let mut scratch = vec![key.clone()];
+    for round in 0..BURST_ROUNDS {
+        let burst_key = format!("{base}-b{round}");
+        scratch.push(burst_key.clone());
+        let creates = (0..BURST).map(|i| store.put_cas(&burst_key, &CasGuard::Absent, body(&format!("create-{i}")), budget));
+        count_burst("concurrent-create", join_all(creates).await)?;
+        let token = match store.get(&burst_key, budget).await {
+            Ok(Some((_, etag))) => etag,
+            Ok(None) => return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into())),
+            Err(e) => return Err(Stop::Ambiguous(format!("read after concurrent-create: {e}"))),
+        };
+        let guard = CasGuard::Match(token);
+        let updates = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("update-{i}")), budget));
+        count_burst("concurrent-update", join_all(updates).await)?;
+    }
 
     // Variants, reported without failing.
     let missing = format!("{base}-missing");
     let if_match_missing_status = match store.put_cas_status(&missing, &CasGuard::Match(first.clone()), body("missing"), budget).await {
         (status, PutAnswer::Rejected) => status,
+        (_, PutAnswer::Ambiguous { detail }) => return Err(Stop::Ambiguous(format!("if-match-missing: {detail}"))),
+        (_, PutAnswer::Conflict { code }) => return Err(Stop::Ambiguous(format!("if-match-missing: 409 {code}"))),
+        (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
         (_, other) => return Err(violation("if-match-missing", format!("If-Match on a missing key was {}", describe(&other)))),
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
-    for k in [&key, &burst_key, &missing] {
-        // Cleanup is best effort: a leftover probe key costs bytes, not safety.
-        let _ = store.delete(k, None, budget).await;
-    }
+    scratch.push(missing);
+    // Cleanup is best effort (a leftover probe key costs bytes, not safety), and concurrent.
+    join_all(scratch.iter().map(|k| store.delete(k, None, budget))).await;
     Ok(ProbeReport { if_match_missing_status, conditional_delete, etag_quoted: second.starts_with('"') })
 }
 

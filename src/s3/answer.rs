@@ -108,6 +108,9 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
                 _ => PutAnswer::Refused(store_error(key, 409, &resp.body)),
             }
         }
+        // 501: the store does not implement what the request asks (conditional headers, on B2 and
+        // others); nothing was applied.
+        501 => PutAnswer::Refused(store_error(key, 501, &resp.body)),
         429 | 500..=599 => PutAnswer::Ambiguous { detail: describe(resp.status, &resp.body) },
         status => PutAnswer::Refused(store_error(key, status, &resp.body)),
     }
@@ -173,6 +176,7 @@ mod tests {
             (resp(429, None, ""), "ambiguous"),
             (resp(500, None, &xml("InternalError")), "ambiguous"),
             (resp(503, None, &xml("SlowDown")), "ambiguous"),
+            (resp(501, None, &xml("NotImplemented")), "request"),
             (Err(TransportError::TimedOut), "ambiguous"),
             (Err(TransportError::Network("reset".into())), "ambiguous"),
         ];

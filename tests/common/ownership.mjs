@@ -285,6 +285,30 @@ export function ownershipChecks({ api, server, runtime }) {
     eq(await a.verify(c, 1), true, "the landed claim verifies");
   });
 
+  check("onEvent receives structured events, without secrets", async ({ make, cell }) => {
+    const events = [];
+    let lost = 0;
+    const lossy = async (url, init) => {
+      const res = await fetch(url, init);
+      if (init?.method === "PUT" && String(url).endsWith("own.json") && lost++ === 0) throw new TypeError("lost answer");
+      return res;
+    };
+    const a = make("events", { onEvent: (e) => events.push(e), fetch: lossy });
+    await a.acquireLease();
+    await a.renewLease();
+    const c = cell("events");
+    await a.claim(c);
+    await make("other", { onEvent: () => { throw new Error("observers may throw"); } }).acquireLease();
+    const types = events.map((e) => e.type);
+    for (const t of ["lease-acquired", "lease-renewed", "ambiguous-settled", "claim-applied"]) {
+      if (!types.includes(t)) fail(`no ${t} event in ${JSON.stringify(types)}`);
+    }
+    const claimed = events.find((e) => e.type === "claim-applied");
+    eq([claimed.cell, claimed.epoch, typeof claimed.ms], [c, 1, "number"], "claim event");
+    eq(events.find((e) => e.type === "ambiguous-settled").outcome, "applied", "settled event");
+    if (JSON.stringify(events).includes(server.secretAccessKey)) fail("a secret appeared in an event");
+  });
+
   if (server.atomic) {
     check("the probe qualifies the store and reports its variants", async ({ make }) => {
       const report = await make("prober").probe();

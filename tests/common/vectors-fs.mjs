@@ -1,10 +1,10 @@
-// Loads the vector subset from shared/testdata (beside the repository, or $CELLD_TESTDATA) for the
+// Loads the vector subset from tests/data (a copy of shared/testdata, or $CELLD_TESTDATA) for the
 // runtimes that can read files (Node, Deno; the workerd runner passes the result into the Worker).
 // readText(path) is the runtime's own synchronous file read.
 import { VECTOR_CASES, vectorFileBase } from "./signing.mjs";
 
 export function testdataDir(env) {
-  return env.CELLD_TESTDATA || new URL("../../../shared/testdata/", import.meta.url).pathname;
+  return env.CELLD_TESTDATA || new URL("../data/", import.meta.url).pathname;
 }
 
 export function loadVectors(readText, env) {

@@ -1,7 +1,9 @@
 // A user's program, run inside a fresh project that installed the packed tarball: imports "celld-edge" by
-// name, checks which entry its runtime resolved (argv: the expected js/ file), signs AWS's S3 examples
-// and gets a typed error for bad input.
-import { signRequest, presignUrl } from "celld-edge";
+// name, checks which entry its runtime resolved (argv: the expected js/ file), signs AWS's S3 examples,
+// gets a typed error for bad input, and finds the ownership class.
+import { signRequest, presignUrl, S3Ownership } from "celld-edge";
+
+if (typeof S3Ownership !== "function") throw new Error("S3Ownership is not exported");
 
 const expected = (globalThis.Deno ? Deno.args : process.argv.slice(2))[0];
 const resolved = import.meta.resolve("celld-edge");

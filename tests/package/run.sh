@@ -52,7 +52,7 @@ check "Deno imports the installed package (deno condition) and signs" \
 check "a bundler targeting browsers resolves the browser entry" \
   bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --format=esm --platform=browser --log-level=error app.mjs --outfile=bundle.js --external:node:* && grep -q 'await init()\|await __wbg_init()' bundle.js"
 check "TypeScript (strict) type-checks a program against the shipped declarations" \
-  "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module nodenext --moduleResolution nodenext --types '' "$tmp/app/app.ts"
+  "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module nodenext --moduleResolution nodenext "$tmp/app/app.ts"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,0 +1,42 @@
+// Signing in headless Chromium through the package's browser entry (js/browser.js: top-level await, the
+// .wasm fetched next to the glue): the shared signing checks, with the vectors embedded in the page and
+// the strict servers reached through their CORS pass-throughs.
+import { test } from "node:test";
+import { readFileSync } from "node:fs";
+import { resultsFromChromium } from "./harness.mjs";
+import { presignServer, strictServer } from "../common/signing.mjs";
+import { loadVectors } from "../common/vectors-fs.mjs";
+
+// The page talks to the servers through their CORS pass-throughs, which forward the Host header, so what
+// the page signs for the pass-through's address is what the server checks.
+const env = {};
+for (const [prefix, server] of [["CELLD_TEST_STRICT", strictServer(process.env)], ["CELLD_TEST_PRESIGN", presignServer(process.env)]]) {
+  const browserEndpoint = process.env[`${prefix}_BROWSER_ENDPOINT`];
+  if (!browserEndpoint) throw new Error(`${prefix}_BROWSER_ENDPOINT not set: run scripts/test`);
+  Object.assign(env, {
+    [`${prefix}_ENDPOINT`]: browserEndpoint,
+    [`${prefix}_BUCKET`]: server.bucket,
+    [`${prefix}_KEY_ID`]: server.accessKeyId,
+    [`${prefix}_SECRET`]: server.secretAccessKey,
+  });
+}
+const vectors = loadVectors((p) => readFileSync(p, "utf8"), process.env);
+
+test("signing checks inside Chromium (browser entry)", async (t) => {
+  const results = await resultsFromChromium(`
+    import * as api from "/js/browser.js";
+    import { signingChecks } from "/tests/common/signing.mjs";
+    const results = [];
+    for (const [name, fn] of signingChecks({ api, vectors: ${JSON.stringify(vectors)}, env: ${JSON.stringify(env)}, runtime: "chromium" })) {
+      try { await fn(); results.push({ name, ok: true }); }
+      catch (e) { results.push({ name, ok: false, error: String(e && e.stack ? e.stack : e) }); }
+    }
+    window.results = results;
+  `);
+  if (results.length === 0) throw new Error("the page ran no checks");
+  for (const r of results) {
+    await t.test(r.name, () => {
+      if (!r.ok) throw new Error(r.error);
+    });
+  }
+});

@@ -1,0 +1,606 @@
+//! The history checker: judges one run from the store's version history (the truth: what landed, when,
+//! sent by which node and operation) and the ledger of what each node did and believed (operation results,
+//! and every instant it was in a position to act as an owner). Rules, per SPEC §2-§5:
+//!
+//! - owner records: every claim advances the epoch; a release keeps it and only clears the releaser's own
+//!   claim; each (cell, epoch) has one writer; records always decode; nothing is ever deleted;
+//! - no takeover while the owner's lease, as the owner installed it, was live by the peer rule
+//!   (`expires_ms + maxClockSkewMs > wall_now` of the taker when its write landed);
+//! - a node acts for (cell, epoch) only if it wrote that record, and never after another node's record
+//!   with a higher epoch landed;
+//! - results agree with the store: nothing reported rejected landed, nothing reported applied is missing,
+//!   what a read/verify/rejection reports was the record at some instant of the operation;
+//! - the wire contract (conditions on every write, keys encoded once, known keys only).
+//!
+//! It must never consult the driver's own view of anything: only the store's history and the ledger.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use celld_edge::ownership::records::{decode_lease, decode_owner};
+
+use crate::exec::Clock;
+use crate::store::{SimStore, Version};
+
+/// What one workload operation was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpKind {
+    Acquire,
+    Renew,
+    Claim(String),
+    Release(String),
+    Verify(String, u64),
+    Owner(String),
+    ReadOwner(String),
+    ReadLease(usize),
+}
+
+/// How it ended, as the driver reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    /// Still running when the run ended or the node crashed.
+    Unfinished,
+    /// A lease write (acquire/renew) installed.
+    LeaseOk,
+    Claimed { epoch: u64 },
+    ClaimRejected { node: String, epoch: u64, live: bool },
+    Released,
+    ReleaseRejected,
+    Verified(bool),
+    /// Owner / read: `(node, epoch)` of the record read, `None` when absent.
+    Read(Option<(String, u64)>),
+    LeaseRead(Option<u64>),
+    Failed(&'static str),
+}
+
+#[derive(Debug, Clone)]
+pub struct OpRecord {
+    pub id: u64,
+    pub node: usize,
+    pub incarnation: u32,
+    /// The lease generation the node was in (a new one at every acquire).
+    pub gen: u64,
+    pub kind: OpKind,
+    pub start: u64,
+    pub end: u64,
+    pub result: OpResult,
+}
+
+/// What nodes did and believed. `acts` keeps, per (node, incarnation, cell, epoch), the first and last
+/// true time the node held a valid lease while believing it owned that epoch.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub ops: BTreeMap<u64, OpRecord>,
+    pub acts: BTreeMap<(usize, u32, String, u64), (u64, u64)>,
+}
+
+impl Ledger {
+    pub fn act(&mut self, node: usize, incarnation: u32, cell: &str, epoch: u64, at: u64) {
+        let e = self.acts.entry((node, incarnation, cell.to_owned(), epoch)).or_insert((at, at));
+        e.1 = at;
+    }
+}
+
+/// The run's fixed facts the rules need.
+pub struct Facts<'a> {
+    pub nodes: &'a [String],
+    pub cells: &'a [String],
+    pub clocks: &'a [Clock],
+    pub lease_ttl_ms: u64,
+    pub max_clock_skew_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub rule: &'static str,
+    pub detail: String,
+}
+
+/// Counts that show what a run exercised (a checker that saw no takeovers proves little about them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub claims: u64,
+    pub takeovers: u64,
+    pub releases: u64,
+    pub acts: u64,
+    pub rejected_claims: u64,
+}
+
+struct OwnerVersion<'a> {
+    v: &'a Version,
+    node: String,
+    epoch: u64,
+}
+
+fn owner_key(cell: &str) -> String {
+    format!("cells/{cell}/own.json")
+}
+
+fn lease_key(node: &str) -> String {
+    format!("nodes/{node}.json")
+}
+
+/// Was some version matching `pred` the current one at an instant of [start, end]?
+fn current_during(hist: &[OwnerVersion], start: u64, end: u64, pred: impl Fn(&OwnerVersion) -> bool) -> bool {
+    hist.iter().enumerate().any(|(i, ov)| {
+        let superseded_at = hist.get(i + 1).map_or(u64::MAX, |n| n.v.at);
+        pred(ov) && ov.v.at <= end && superseded_at >= start
+    })
+}
+
+pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation>, Coverage) {
+    let mut out = Vec::new();
+    let mut cov = Coverage::default();
+    let mut bad = |rule: &'static str, detail: String| out.push(Violation { rule, detail });
+
+    for a in &store.anomalies {
+        bad("wire", a.clone());
+    }
+    let known: BTreeSet<String> =
+        facts.cells.iter().map(|c| owner_key(c)).chain(facts.nodes.iter().map(|n| lease_key(n))).collect();
+    for key in store.objects.keys() {
+        if !known.contains(key) {
+            bad("wire", format!("write to unexpected key {key:?}"));
+        }
+    }
+
+    // Decoded owner histories.
+    let mut owners: BTreeMap<&str, Vec<OwnerVersion>> = BTreeMap::new();
+    for cell in facts.cells {
+        let key = owner_key(cell);
+        let mut hist = Vec::new();
+        for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
+            let Some(body) = &v.body else {
+                bad("owner-history", format!("{key} deleted by {:?} at {}", v.writer, v.at));
+                continue;
+            };
+            match decode_owner(&key, body, &v.etag) {
+                Ok(r) => hist.push(OwnerVersion { v, node: r.node, epoch: r.epoch }),
+                Err(e) => bad("owner-history", format!("{key} written undecodable by {:?}: {e}", v.writer)),
+            }
+        }
+        owners.insert(cell.as_str(), hist);
+    }
+
+    let name = |n: usize| facts.nodes[n].as_str();
+    // Owner-record rules.
+    for (cell, hist) in &owners {
+        let mut writers: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
+        for (i, ov) in hist.iter().enumerate() {
+            let w = ov.v.writer;
+            writers.entry(ov.epoch).or_default().insert(w.node);
+            let prev = i.checked_sub(1).map(|j| &hist[j]);
+            if ov.node.is_empty() {
+                cov.releases += 1;
+                match prev {
+                    Some(p) if p.node == name(w.node) && p.epoch == ov.epoch => {}
+                    _ => bad(
+                        "release-of-other",
+                        format!(
+                            "{cell}: {} released epoch {} over {:?} at t={}",
+                            name(w.node),
+                            ov.epoch,
+                            prev.map(|p| (&p.node, p.epoch)),
+                            ov.v.at
+                        ),
+                    ),
+                }
+                continue;
+            }
+            cov.claims += 1;
+            if ov.node != name(w.node) {
+                bad("owner-history", format!("{cell}: {} wrote a record naming {}", name(w.node), ov.node));
+            }
+            if let Some(p) = prev {
+                if ov.epoch <= p.epoch {
+                    bad("epoch-order", format!("{cell}: epoch {} by {} after epoch {} at t={}", ov.epoch, ov.node, p.epoch, ov.v.at));
+                }
+                if !p.node.is_empty() && p.node != ov.node {
+                    cov.takeovers += 1;
+                    check_takeover(store, ledger, facts, cell, p, ov, &mut bad);
+                }
+            } else if ov.epoch == 0 {
+                bad("epoch-order", format!("{cell}: first claim at epoch 0"));
+            }
+        }
+        for (epoch, ws) in writers {
+            if ws.len() > 1 {
+                let names: Vec<&str> = ws.iter().map(|&n| name(n)).collect();
+                bad("one-writer-per-epoch", format!("{cell}: epoch {epoch} written by {names:?}"));
+            }
+        }
+    }
+
+    // Lease records: only the node itself writes its lease, and it always decodes.
+    for (n, node) in facts.nodes.iter().enumerate() {
+        let key = lease_key(node);
+        for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
+            if v.writer.node != n {
+                bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
+            }
+            if let Some(body) = &v.body {
+                if let Err(e) = decode_lease(&key, body, &v.etag) {
+                    bad("lease-history", format!("{key} undecodable: {e}"));
+                }
+            }
+        }
+    }
+
+    // Acting as owner.
+    for ((n, inc, cell, epoch), &(first, last)) in &ledger.acts {
+        cov.acts += 1;
+        let Some(hist) = owners.get(cell.as_str()) else { continue };
+        let wrote = hist.iter().any(|ov| ov.node == name(*n) && ov.epoch == *epoch && ov.v.writer.node == *n && ov.v.at <= first);
+        if !wrote {
+            bad("act-without-write", format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)));
+        }
+        if let Some(claim) = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch) {
+            check_authority(store, ledger, facts, *n, claim.v.writer.op, last, &mut bad, || {
+                format!("{} (life {inc}) acted for {cell}@{epoch} at t={last}", name(*n))
+            });
+        }
+        if let Some(ov) = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last) {
+            bad(
+                "split-brain",
+                format!(
+                    "{} (life {inc}) acted for {cell}@{epoch} until t={last}, but {} wrote epoch {} at t={}",
+                    name(*n),
+                    name(ov.v.writer.node),
+                    ov.epoch,
+                    ov.v.at
+                ),
+            );
+        }
+    }
+
+    // Results against the store.
+    let written_by = |op: u64| -> Vec<(&str, &Version)> {
+        store.objects.iter().flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v))).collect()
+    };
+    for op in ledger.ops.values() {
+        let me = name(op.node);
+        let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
+        match (&op.kind, &op.result) {
+            (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
+                cov.rejected_claims += 1;
+                let hist = &owners[cell.as_str()];
+                // A claim is about ownership, not one write: an earlier attempt of it may have landed if
+                // another node's record replaced it before the claim answered (the named owner then
+                // holds the cell). A landed write still standing at the answer is a lie, though.
+                let standing = hist.iter().enumerate().any(|(i, ov)| {
+                    ov.v.writer.op == op.id
+                        && hist.get(i + 1).is_none_or(|next| next.v.writer.node == op.node || next.v.at > op.end)
+                });
+                if standing {
+                    bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed and stood"));
+                }
+                if node.is_empty() || node == me || !*live {
+                    bad("bad-rejection", format!("{tag}: rejected naming owner {node:?}@{epoch} live={live}"));
+                } else if !current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
+                    bad("bad-rejection", format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"));
+                }
+            }
+            (OpKind::Release(_), OpResult::ReleaseRejected) => {
+                if !written_by(op.id).is_empty() {
+                    bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
+                }
+            }
+            (OpKind::Claim(cell), OpResult::Claimed { epoch }) => {
+                let key = owner_key(cell);
+                let landed = written_by(op.id).iter().any(|(k, v)| {
+                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node == me && r.epoch == *epoch)
+                });
+                if !landed {
+                    bad("applied-but-missing", format!("{tag}: reported applied at epoch {epoch}, but no such write landed"));
+                }
+            }
+            (OpKind::Release(cell), OpResult::Released) => {
+                let key = owner_key(cell);
+                let landed = written_by(op.id).iter().any(|(k, v)| {
+                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node.is_empty())
+                });
+                if !landed {
+                    bad("applied-but-missing", format!("{tag}: reported released, but no release landed"));
+                }
+            }
+            (OpKind::Acquire | OpKind::Renew, OpResult::LeaseOk) => {
+                let key = lease_key(me);
+                if !written_by(op.id).iter().any(|(k, _)| *k == key) {
+                    bad("applied-but-missing", format!("{tag}: lease reported installed, but no lease write landed"));
+                }
+            }
+            (OpKind::Verify(cell, epoch), OpResult::Verified(true)) => {
+                if !current_during(&owners[cell.as_str()], op.start, op.end, |ov| ov.node == me && ov.epoch == *epoch) {
+                    bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
+                }
+            }
+            (OpKind::Owner(cell) | OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
+                let hist = &owners[cell.as_str()];
+                let ok = match seen {
+                    Some((node, epoch)) => current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch),
+                    None => hist.first().is_none_or(|ov| ov.v.at >= op.start),
+                };
+                if !ok {
+                    bad("stale-read", format!("{tag}: read {seen:?}, never the record during the call"));
+                }
+            }
+            (OpKind::ReadLease(peer), OpResult::LeaseRead(seen)) => {
+                let key = lease_key(name(*peer));
+                let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+                let ok = hist.iter().enumerate().any(|(i, v)| {
+                    let superseded_at = hist.get(i + 1).map_or(u64::MAX, |n| n.at);
+                    let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
+                    expires == *seen && v.at <= op.end && superseded_at >= op.start
+                }) || (seen.is_none() && hist.first().is_none_or(|v| v.at >= op.start));
+                if !ok {
+                    bad("stale-read", format!("{tag}: read lease expiring {seen:?}, never the record during the call"));
+                }
+            }
+            _ => {}
+        }
+    }
+    (out, cov)
+}
+
+/// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
+fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, op: u64) -> Vec<&'s Version> {
+    let Some(gen) = ledger.ops.get(&op).map(|o| o.gen) else { return Vec::new() };
+    let installed: BTreeSet<u64> = ledger
+        .ops
+        .values()
+        .filter(|o| o.node == n && o.gen == gen && matches!(o.kind, OpKind::Acquire | OpKind::Renew) && o.result == OpResult::LeaseOk)
+        .map(|o| o.id)
+        .collect();
+    let key = lease_key(&facts.nodes[n]);
+    store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().filter(|v| installed.contains(&v.writer.op)).collect()
+}
+
+/// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
+/// generation that was *sent* less than `ttl - skew` earlier on the node's monotonic clock (the anchor
+/// is sampled before sending, so no correct anchor is later than the send).
+#[allow(clippy::too_many_arguments)]
+fn check_authority(
+    store: &SimStore,
+    ledger: &Ledger,
+    facts: &Facts,
+    n: usize,
+    claim_op: u64,
+    at: u64,
+    bad: &mut impl FnMut(&'static str, String),
+    what: impl Fn() -> String,
+) {
+    let Some(sent) = installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
+    else {
+        bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
+        return;
+    };
+    let clock = &facts.clocks[n];
+    let held = clock.mono_ms(at) - clock.mono_ms(sent);
+    let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
+    if held >= authority {
+        bad(
+            "act-beyond-authority",
+            format!("{}, {held:.0} ms after sending its last lease write (authority {authority} ms)", what()),
+        );
+    }
+}
+
+/// No takeover while the owner's lease was live: `p` (by A) replaced by `ov` (by B != A). A's authority
+/// for `p` came from the lease generation it claimed `p` in; every lease write A installed in that
+/// generation and that landed before the takeover must be dead by the peer rule on B's clock.
+fn check_takeover(
+    store: &SimStore,
+    ledger: &Ledger,
+    facts: &Facts,
+    cell: &str,
+    p: &OwnerVersion,
+    ov: &OwnerVersion,
+    bad: &mut impl FnMut(&'static str, String),
+) {
+    let a = p.v.writer.node;
+    let b = ov.v.writer.node;
+    let key = lease_key(&facts.nodes[a]);
+    let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
+        .into_iter()
+        .filter(|v| v.at <= ov.v.at)
+        .filter_map(|v| decode_lease(&key, v.body.as_deref()?, &v.etag).ok())
+        .map(|r| r.expires_ms)
+        .max();
+    let Some(expires) = latest else { return };
+    let wall_b = facts.clocks[b].wall_ms(ov.v.at);
+    if expires + facts.max_clock_skew_ms > wall_b {
+        bad(
+            "takeover-of-live-lease",
+            format!(
+                "{cell}: {} took epoch {} from {}@{} at t={} (its wall {wall_b}), but {}'s lease ran to {expires} (+{} skew)",
+                facts.nodes[b], ov.epoch, facts.nodes[a], p.epoch, ov.v.at, facts.nodes[a], facts.max_clock_skew_ms
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Tag;
+    use celld_edge::ownership::records::{encode_lease, encode_owner};
+
+    const TTL: u64 = 3_000;
+    const SKEW: u64 = 400;
+
+    /// A tiny hand-made world: nodes n0, n1 with exact clocks; cell c.
+    struct Hist {
+        store: SimStore,
+        ledger: Ledger,
+        nodes: Vec<String>,
+        cells: Vec<String>,
+        clocks: Vec<Clock>,
+    }
+
+    impl Hist {
+        fn new() -> Self {
+            let clock = Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 };
+            Hist {
+                store: SimStore::new("b"),
+                ledger: Ledger::default(),
+                nodes: vec!["n0".into(), "n1".into()],
+                cells: vec!["c".into()],
+                clocks: vec![clock.clone(), clock],
+            }
+        }
+        /// Records op `id` of `node` in lease generation `gen` with its result.
+        fn op(&mut self, id: u64, node: usize, gen: u64, kind: OpKind, span: (u64, u64), result: OpResult) {
+            let rec = OpRecord { id, node, incarnation: 0, gen, kind, start: span.0, end: span.1, result };
+            self.ledger.ops.insert(id, rec);
+        }
+        fn own(&mut self, op: u64, node: usize, owner: &str, epoch: u64, at: u64) {
+            let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
+            self.store.plant("cells/c/own.json", &encode_owner(owner, epoch, &format!("n{op}")), tag, at);
+        }
+        fn lease(&mut self, op: u64, node: usize, expires_wall: u64, at: u64) {
+            let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
+            let key = format!("nodes/n{node}.json");
+            let body = encode_lease(&format!("n{node}"), crate::exec::EPOCH_MS + expires_wall, "", &format!("l{op}"));
+            self.store.plant(&key, &body, tag, at);
+        }
+        fn rules(&self) -> Vec<&'static str> {
+            let facts = Facts {
+                nodes: &self.nodes,
+                cells: &self.cells,
+                clocks: &self.clocks,
+                lease_ttl_ms: TTL,
+                max_clock_skew_ms: SKEW,
+            };
+            let (v, _) = check(&self.store, &self.ledger, &facts);
+            let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();
+            rules.dedup();
+            rules
+        }
+    }
+
+    /// n0 leases at t=0 (to t=3000), claims c@1 at t=10, acts until 2000; n1 takes over after n0's lease
+    /// is dead by the peer rule (3000 + 400 <= wall).
+    fn clean() -> Hist {
+        let mut h = Hist::new();
+        h.op(1, 0, 1, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
+        h.lease(1, 0, TTL, 2);
+        h.op(2, 0, 1, OpKind::Claim("c".into()), (6, 12), OpResult::Claimed { epoch: 1 });
+        h.own(2, 0, "n0", 1, 10);
+        h.ledger.act(0, 0, "c", 1, 12);
+        h.ledger.act(0, 0, "c", 1, 2_000);
+        h.op(3, 1, 2, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
+        h.lease(3, 1, 20_000, 3);
+        h.op(4, 1, 2, OpKind::Claim("c".into()), (3_300, 3_420), OpResult::Claimed { epoch: 2 });
+        h.own(4, 1, "n1", 2, 3_410);
+        h.op(5, 1, 2, OpKind::Verify("c".into(), 2), (3_500, 3_510), OpResult::Verified(true));
+        h.op(6, 1, 2, OpKind::Release("c".into()), (3_600, 3_620), OpResult::Released);
+        h.own(6, 1, "", 2, 3_610);
+        h.op(7, 0, 1, OpKind::Owner("c".into()), (3_605, 3_700), OpResult::Read(Some((String::new(), 2))));
+        h
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        assert_eq!(clean().rules(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn takeover_within_the_skew_margin_is_caught() {
+        let mut h = clean();
+        // Move n1's takeover to t=3100: n0's lease ran to 3000, dead only from 3400.
+        let v = &mut h.store.objects.get_mut("cells/c/own.json").unwrap()[1];
+        v.at = 3_100;
+        assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+    }
+
+    #[test]
+    fn late_installed_renewal_counts_for_the_owner() {
+        let mut h = clean();
+        // n0 installs a renewal in the same generation that lands at 3200 and runs to 6200.
+        h.op(8, 0, 1, OpKind::Renew, (3_000, 3_300), OpResult::LeaseOk);
+        h.lease(8, 0, 6_200, 3_200);
+        assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+        // The same write, not installed (reported fenced), is fine.
+        h.ledger.ops.get_mut(&8).unwrap().result = OpResult::Failed("fenced");
+        assert_eq!(h.rules(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn acting_after_being_superseded_is_split_brain() {
+        let mut h = clean();
+        h.ledger.act(0, 0, "c", 1, 3_411);
+        assert_eq!(h.rules(), vec!["act-beyond-authority", "split-brain"], "n0 also outlived its own lease");
+    }
+
+    #[test]
+    fn acting_past_the_self_deadline_is_caught() {
+        let mut h = clean();
+        // n0's only lease write was sent at t=0: authority ends at 3000 - 400 = 2600.
+        h.ledger.act(0, 0, "c", 1, 2_599);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.act(0, 0, "c", 1, 2_600);
+        assert_eq!(h.rules(), vec!["act-beyond-authority"]);
+    }
+
+    #[test]
+    fn acting_for_an_epoch_never_written_is_caught() {
+        let mut h = clean();
+        h.ledger.act(1, 0, "c", 3, 3_500);
+        assert_eq!(h.rules(), vec!["act-without-write"]);
+    }
+
+    #[test]
+    fn results_must_agree_with_the_store() {
+        let mut h = clean();
+        h.ledger.ops.get_mut(&4).unwrap().result =
+            OpResult::ClaimRejected { node: "n0".into(), epoch: 1, live: true };
+        assert_eq!(h.rules(), vec!["rejected-but-landed"]);
+
+        let mut h = clean();
+        h.ledger.ops.get_mut(&2).unwrap().result = OpResult::Claimed { epoch: 5 };
+        assert_eq!(h.rules(), vec!["applied-but-missing"]);
+
+        let mut h = clean();
+        h.ledger.ops.get_mut(&5).unwrap().end = 3_700;
+        assert_eq!(h.rules(), Vec::<&str>::new(), "verify overlapping the release still saw n1@2");
+        h.ledger.ops.get_mut(&5).unwrap().start = 3_650;
+        assert_eq!(h.rules(), vec!["stale-read"]);
+
+        let mut h = clean();
+        h.op(9, 0, 1, OpKind::Claim("c".into()), (3_700, 3_800), OpResult::ClaimRejected {
+            node: String::new(),
+            epoch: 2,
+            live: true,
+        });
+        assert_eq!(h.rules(), vec!["bad-rejection"]);
+    }
+
+    #[test]
+    fn lease_reads_must_see_a_version_of_their_time() {
+        let mut h = clean();
+        let real = crate::exec::EPOCH_MS + TTL;
+        h.op(13, 1, 2, OpKind::ReadLease(0), (100, 120), OpResult::LeaseRead(Some(real)));
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(Some(real + 1));
+        assert_eq!(h.rules(), vec!["stale-read"]);
+        h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(None);
+        assert_eq!(h.rules(), vec!["stale-read"], "the lease existed since t=2");
+    }
+
+    #[test]
+    fn record_history_rules() {
+        let mut h = clean();
+        h.own(10, 0, "", 2, 3_700); // n0 "releases" n1's epoch (already released: not n0's claim)
+        assert_eq!(h.rules(), vec!["release-of-other", "one-writer-per-epoch"]);
+
+        let mut h = clean();
+        h.op(11, 0, 1, OpKind::Claim("c".into()), (3_700, 3_800), OpResult::Unfinished);
+        h.own(11, 0, "n0", 2, 3_750); // epoch 2 again, by a second writer
+        assert_eq!(h.rules(), vec!["epoch-order", "one-writer-per-epoch"]);
+
+        let mut h = clean();
+        h.store.plant("cells/other/own.json", b"{}", Tag { node: 0, incarnation: 0, op: 1, sent: 0 }, 1);
+        h.own(12, 0, "n0", 3, 3_800);
+        h.store.objects.get_mut("cells/c/own.json").unwrap().last_mut().unwrap().body = Some(b"{".to_vec());
+        assert_eq!(h.rules(), vec!["wire", "owner-history"]);
+    }
+}

@@ -1,0 +1,623 @@
+//! The seeded, single-threaded executor of the simulation: one true clock, an ordered event queue, the
+//! network between the nodes and the store (latency, loss, brownouts), per-node clocks with bounded skew
+//! and drift, and the `Env` each node's real `S3Ownership` runs on. Nodes pause (not polled, clocks keep
+//! running), crash (their task and instance are dropped; requests already sent still land) and restart.
+//!
+//! It must never read real time, spawn threads or iterate a hash map: every run is a pure function of its
+//! seed, which is what lets a failing seed reproduce exactly.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+
+use crate::store::{Fault, FaultMix, SimStore, Tag};
+
+/// Unix ms at true time 0 (any fixed instant works; this one is in 2023).
+pub const EPOCH_MS: u64 = 1_700_000_000_000;
+
+/// SplitMix64: tiny, fast, and good enough to draw a simulation from a seed.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+    /// A child generator, so that adding draws in one place does not shift every other draw.
+    pub fn fork(&mut self) -> Rng {
+        Rng::new(self.next_u64())
+    }
+}
+
+/// One node's view of time: wall = true + offset + drift·true; mono = base + (1 + drift)·true.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    pub offset_ms: f64,
+    pub drift: f64,
+    pub mono_base: f64,
+}
+
+impl Clock {
+    pub fn wall_ms(&self, now: u64) -> u64 {
+        (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms) as u64
+    }
+    pub fn mono_ms(&self, now: u64) -> f64 {
+        self.mono_base + now as f64 * (1.0 + self.drift)
+    }
+}
+
+/// Draws clocks whose pairwise wall difference stays within `max_skew_ms` for the whole run: offsets
+/// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show.
+pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, max_drift: f64) -> Vec<Clock> {
+    let half = max_skew_ms as f64 / 2.0 - max_drift * run_ms as f64 - 1.0;
+    assert!(half > 0.0, "drift budget exceeds the skew bound");
+    (0..nodes)
+        .map(|_| {
+            let offset_ms = match rng.range(0, 3) {
+                0 => -half,
+                1 => half,
+                _ => (rng.unit() * 2.0 - 1.0) * half,
+            };
+            let drift = (rng.unit() * 2.0 - 1.0) * max_drift;
+            Clock { offset_ms, drift, mono_base: rng.range(0, 1_000_000) as f64 }
+        })
+        .collect()
+}
+
+/// What happens to nodes during a run, drawn from the seed before it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chaos {
+    /// Not polled for `ms` (a GC-like freeze); clocks keep running, answers queue up.
+    Pause { node: usize, ms: u64 },
+    /// Task and instance dropped; a fresh instance under the same node id starts `ms` later.
+    Crash { node: usize, ms: u64 },
+    /// Every request of the node is lost for `ms` (its lease runs out while it keeps running).
+    Partition { node: usize, ms: u64 },
+    /// The store holds every request for `ms`; callers without a timeout wait it out.
+    Brownout { ms: u64 },
+}
+
+#[derive(Debug)]
+enum Event {
+    /// A request reaches the store.
+    Arrive(u64),
+    /// The answer (or a network error) reaches the caller.
+    Deliver(u64, Result<HttpResponse, TransportError>),
+    /// The caller's timeout for a request fires.
+    Timeout(u64),
+    /// A `sleep` ends.
+    Wake(u64),
+    Chaos(Chaos),
+    Resume(usize),
+    Restart(usize),
+}
+
+struct Pending {
+    node: usize,
+    incarnation: u32,
+    tag: Tag,
+    req: Option<HttpRequest>,
+    done: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeState {
+    incarnation: u32,
+    paused_until: u64,
+    crashed: bool,
+    partitioned_until: u64,
+    op: u64,
+    runnable: bool,
+    /// The workload loop returned (the run is over for this node).
+    finished: bool,
+}
+
+/// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
+pub struct World {
+    now: Cell<u64>,
+    inner: RefCell<Inner>,
+}
+
+struct Inner {
+    queue: BTreeMap<(u64, u64), Event>,
+    seq: u64,
+    pending: BTreeMap<u64, Pending>,
+    completions: BTreeMap<u64, Result<HttpResponse, TransportError>>,
+    next_id: u64,
+    next_op: u64,
+    nodes: Vec<NodeState>,
+    clocks: Vec<Clock>,
+    rngs: Vec<Rng>,
+    net: Rng,
+    mix: FaultMix,
+    brownout_until: u64,
+    store: SimStore,
+    /// A line per request event, when tracing (replaying one seed).
+    trace: Option<Vec<String>>,
+}
+
+impl Inner {
+    fn schedule(&mut self, at: u64, ev: Event) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), ev);
+    }
+}
+
+impl World {
+    pub fn new(seed: u64, clocks: Vec<Clock>, mix: FaultMix, store: SimStore) -> Rc<World> {
+        let mut rng = Rng::new(seed);
+        let n = clocks.len();
+        let rngs = (0..n).map(|_| rng.fork()).collect();
+        Rc::new(World {
+            now: Cell::new(0),
+            inner: RefCell::new(Inner {
+                queue: BTreeMap::new(),
+                seq: 0,
+                pending: BTreeMap::new(),
+                completions: BTreeMap::new(),
+                next_id: 0,
+                next_op: 0,
+                nodes: vec![NodeState::default(); n],
+                clocks,
+                rngs,
+                net: rng.fork(),
+                mix,
+                brownout_until: 0,
+                store,
+                trace: None,
+            }),
+        })
+    }
+
+    /// Starts keeping a line per request event (see `take_trace`).
+    pub fn enable_trace(&self) {
+        self.inner.borrow_mut().trace = Some(Vec::new());
+    }
+
+    pub fn take_trace(&self) -> Vec<String> {
+        self.inner.borrow_mut().trace.take().unwrap_or_default()
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    pub fn wall_ms(&self, node: usize) -> u64 {
+        self.inner.borrow().clocks[node].wall_ms(self.now())
+    }
+
+    /// Starts a new operation for `node`: every request it sends from now on carries this op id.
+    pub fn begin_op(&self, node: usize) -> u64 {
+        let mut inner = self.inner.borrow_mut();
+        inner.next_op += 1;
+        let op = inner.next_op;
+        inner.nodes[node].op = op;
+        op
+    }
+
+    pub fn incarnation(&self, node: usize) -> u32 {
+        self.inner.borrow().nodes[node].incarnation
+    }
+
+    /// True when the node is running now (not paused, not crashed): only then can it act.
+    pub fn is_running(&self, node: usize) -> bool {
+        let inner = self.inner.borrow();
+        let st = &inner.nodes[node];
+        !st.crashed && st.paused_until <= self.now()
+    }
+
+    pub fn into_store(self: Rc<World>) -> SimStore {
+        match Rc::try_unwrap(self) {
+            Ok(w) => w.inner.into_inner().store,
+            Err(_) => panic!("the world is still shared: drop every node before taking the store"),
+        }
+    }
+
+    pub fn schedule_chaos(&self, at: u64, chaos: Chaos) {
+        self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
+    }
+
+    /// Registers a request sent now by `node`; returns its id. Decides at once whether the network
+    /// loses it, and schedules its arrival at the store or the caller's network error and timeout.
+    fn submit(&self, node: usize, incarnation: u32, req: HttpRequest, timeout_ms: Option<u32>) -> u64 {
+        let now = self.now();
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        inner.next_id += 1;
+        let id = inner.next_id;
+        let tag = Tag { node, incarnation, op: inner.nodes[node].op, sent: now };
+        if let Some(t) = timeout_ms {
+            inner.schedule(now + t as u64, Event::Timeout(id));
+        }
+        let partitioned = inner.nodes[node].partitioned_until > now;
+        let lost = partitioned || inner.net.chance(inner.mix.lose_request);
+        if let Some(t) = &mut inner.trace {
+            let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
+            let body = String::from_utf8_lossy(&req.body);
+            let key = req.url.rsplit_once(".sim/").map_or(req.url.as_str(), |(_, k)| k);
+            t.push(format!("t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}", req.method));
+        }
+        if lost {
+            inner.store.count(Fault::RequestLost);
+            // Either the connection fails fast, or the request vanishes and only a timeout ends it
+            // (a runtime's fetch gives up on its own eventually).
+            let after = if inner.net.chance(0.5) { inner.net.range(1, 50) } else { inner.net.range(2_000, 10_000) };
+            inner.schedule(now + after, Event::Deliver(id, Err(TransportError::Network("connection reset".into()))));
+            inner.pending.insert(id, Pending { node, incarnation, tag, req: None, done: false });
+        } else {
+            let latency = inner.mix.latency(&mut inner.net);
+            inner.schedule(now + latency, Event::Arrive(id));
+            inner.pending.insert(id, Pending { node, incarnation, tag, req: Some(req), done: false });
+        }
+        id
+    }
+
+    fn timer(&self, node: usize, incarnation: u32, ms: u32) -> u64 {
+        let now = self.now();
+        let mut inner = self.inner.borrow_mut();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        let tag = Tag { node, incarnation, op: 0, sent: now };
+        inner.pending.insert(id, Pending { node, incarnation, tag, req: None, done: false });
+        inner.schedule(now + ms as u64, Event::Wake(id));
+        id
+    }
+
+    fn take_completion(&self, id: u64) -> Option<Result<HttpResponse, TransportError>> {
+        self.inner.borrow_mut().completions.remove(&id)
+    }
+
+    /// Completes a pending request/timer for its caller, if the caller still waits for it.
+    fn complete(inner: &mut Inner, id: u64, result: Result<HttpResponse, TransportError>) {
+        let Some(p) = inner.pending.get_mut(&id) else { return };
+        if p.done {
+            return;
+        }
+        p.done = true;
+        let (node, incarnation) = (p.node, p.incarnation);
+        if p.req.is_none() {
+            inner.pending.remove(&id);
+        }
+        if inner.nodes[node].incarnation == incarnation && !inner.nodes[node].crashed {
+            inner.completions.insert(id, result);
+            inner.nodes[node].runnable = true;
+        }
+    }
+
+    /// Handles the next event; returns false when the queue is empty or the next event is past `until`.
+    fn step(&self, until: u64, factory: &mut dyn FnMut(usize, u32) -> Task, tasks: &mut [Option<Task>]) -> bool {
+        let (at, ev) = {
+            let mut inner = self.inner.borrow_mut();
+            match inner.queue.first_key_value() {
+                Some((&(at, _), _)) if at <= until => {}
+                _ => return false,
+            }
+            let ((at, _), ev) = inner.queue.pop_first().expect("checked non-empty");
+            (at, ev)
+        };
+        self.now.set(at);
+        let mut guard = self.inner.borrow_mut();
+        let inner = &mut *guard;
+        match ev {
+            Event::Arrive(id) => {
+                if inner.brownout_until > at {
+                    inner.store.count(Fault::BrownoutHeld);
+                    let release = inner.brownout_until + inner.net.range(0, 20);
+                    inner.schedule(release, Event::Arrive(id));
+                } else {
+                    let p = inner.pending.get_mut(&id).expect("arrivals belong to pending requests");
+                    let req = p.req.take().expect("a request arrives once");
+                    let tag = p.tag;
+                    if p.done {
+                        // Its caller gave up already; the request still lands, nobody hears the answer.
+                        inner.pending.remove(&id);
+                    }
+                    let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
+                    if let Some(t) = &mut inner.trace {
+                        let what = answer.as_ref().map(|r| (r.status, r.etag.clone()));
+                        t.push(format!("t={at} req#{id} lands: answer {what:?} due t={}", at + latency));
+                    }
+                    match answer {
+                        Some(resp) => inner.schedule(at + latency, Event::Deliver(id, Ok(resp))),
+                        None => {
+                            // The answer is lost: a reset soon, or silence until the caller's timeout.
+                            if inner.net.chance(0.5) {
+                                let err = Err(TransportError::Network("connection closed".into()));
+                                inner.schedule(at + latency, Event::Deliver(id, err));
+                            } else {
+                                let err = Err(TransportError::Network("no answer".into()));
+                                let after = inner.net.range(2_000, 10_000);
+                                inner.schedule(at + after, Event::Deliver(id, err));
+                            }
+                        }
+                    }
+                }
+            }
+            Event::Deliver(id, result) => {
+                if let Some(t) = &mut inner.trace {
+                    let waiting = inner.pending.get(&id).is_some_and(|p| !p.done);
+                    let what = result.as_ref().map(|r| r.status);
+                    t.push(format!("t={at} req#{id} delivered {what:?} (caller waiting: {waiting})"));
+                }
+                World::complete(inner, id, result)
+            }
+            Event::Timeout(id) => {
+                if let Some(t) = &mut inner.trace {
+                    if inner.pending.get(&id).is_some_and(|p| !p.done) {
+                        t.push(format!("t={at} req#{id} timed out"));
+                    }
+                }
+                World::complete(inner, id, Err(TransportError::TimedOut))
+            }
+            Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new() })),
+            Event::Chaos(chaos) => match chaos {
+                Chaos::Pause { node, ms } => {
+                    if !inner.nodes[node].crashed {
+                        inner.store.count(Fault::NodePaused);
+                        let until = at + ms;
+                        inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
+                        inner.schedule(until, Event::Resume(node));
+                    }
+                }
+                Chaos::Crash { node, ms } => {
+                    if !inner.nodes[node].crashed {
+                        inner.store.count(Fault::NodeCrashed);
+                        inner.nodes[node].crashed = true;
+                        inner.nodes[node].runnable = false;
+                        tasks[node] = None;
+                        inner.schedule(at + ms, Event::Restart(node));
+                    }
+                }
+                Chaos::Partition { node, ms } => {
+                    inner.store.count(Fault::NodePartitioned);
+                    inner.nodes[node].partitioned_until = at + ms;
+                }
+                Chaos::Brownout { ms } => {
+                    inner.store.count(Fault::Brownout);
+                    inner.brownout_until = inner.brownout_until.max(at + ms);
+                }
+            },
+            Event::Resume(node) => inner.nodes[node].runnable = true,
+            Event::Restart(node) => {
+                let st = &mut inner.nodes[node];
+                st.crashed = false;
+                st.paused_until = 0;
+                st.incarnation += 1;
+                st.runnable = true;
+            }
+        }
+        // Restarted nodes need a task; built after releasing the borrow.
+        let restarts: Vec<(usize, u32)> = inner
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(n, st)| !st.crashed && !st.finished && tasks[*n].is_none())
+            .map(|(n, st)| (n, st.incarnation))
+            .collect();
+        drop(guard);
+        for (node, incarnation) in restarts {
+            tasks[node] = Some(factory(node, incarnation));
+        }
+        true
+    }
+
+    /// Polls every runnable node that is not paused or crashed.
+    fn poll_runnable(&self, tasks: &mut [Option<Task>]) {
+        let now = self.now();
+        for (node, slot) in tasks.iter_mut().enumerate() {
+            let go = {
+                let mut inner = self.inner.borrow_mut();
+                let st = &mut inner.nodes[node];
+                if st.runnable && !st.crashed && st.paused_until <= now {
+                    st.runnable = false;
+                    true
+                } else {
+                    false
+                }
+            };
+            if !go {
+                continue;
+            }
+            if let Some(task) = slot {
+                let mut cx = Context::from_waker(Waker::noop());
+                if task.as_mut().poll(&mut cx).is_ready() {
+                    *slot = None;
+                    self.inner.borrow_mut().nodes[node].finished = true;
+                }
+            }
+        }
+    }
+}
+
+/// A node's whole life as one future (its workload loop).
+pub type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Runs the world until true time `until`: `factory(node, incarnation)` builds each node's task (at start
+/// and after every restart); `observe` runs after every event, while no task is being polled.
+pub fn run(world: &Rc<World>, nodes: usize, until: u64, mut factory: impl FnMut(usize, u32) -> Task, mut observe: impl FnMut()) {
+    let mut tasks: Vec<Option<Task>> = (0..nodes).map(|n| Some(factory(n, 0))).collect();
+    {
+        let mut inner = world.inner.borrow_mut();
+        for st in inner.nodes.iter_mut() {
+            st.runnable = true;
+        }
+    }
+    world.poll_runnable(&mut tasks);
+    while world.step(until, &mut factory, &mut tasks) {
+        world.poll_runnable(&mut tasks);
+        observe();
+    }
+    // Drop every node (and its Env's handle on the world) before anyone takes the store.
+    tasks.clear();
+}
+
+/// Waits for a request or timer of the world to complete.
+struct Completion {
+    world: Rc<World>,
+    id: u64,
+}
+
+impl Future for Completion {
+    type Output = Result<HttpResponse, TransportError>;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.world.take_completion(self.id) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// One node incarnation's `Env`: its own clocks and randomness, the shared simulated network and store.
+pub struct SimEnv {
+    world: Rc<World>,
+    node: usize,
+    incarnation: u32,
+}
+
+impl SimEnv {
+    pub fn new(world: Rc<World>, node: usize, incarnation: u32) -> Self {
+        SimEnv { world, node, incarnation }
+    }
+}
+
+impl Env for SimEnv {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        let id = self.world.submit(self.node, self.incarnation, req, timeout_ms);
+        Completion { world: self.world.clone(), id }.await
+    }
+    fn wall_ms(&self) -> u64 {
+        self.world.wall_ms(self.node)
+    }
+    fn mono_ms(&self) -> f64 {
+        self.world.inner.borrow().clocks[self.node].mono_ms(self.world.now())
+    }
+    fn random_u64(&self) -> u64 {
+        self.world.inner.borrow_mut().rngs[self.node].next_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        let id = self.world.timer(self.node, self.incarnation, ms);
+        let _ = Completion { world: self.world.clone(), id }.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(url: &str) -> HttpRequest {
+        HttpRequest { method: "GET", url: url.to_owned(), headers: vec![("authorization".into(), "x".into())], body: Vec::new() }
+    }
+
+    #[test]
+    fn clocks_stay_within_the_skew_bound_for_the_whole_run() {
+        let mut rng = Rng::new(7);
+        for _ in 0..200 {
+            let clocks = draw_clocks(&mut rng, 16, 400, 80_000, 5e-4);
+            for t in [0, 40_000, 80_000] {
+                let walls: Vec<u64> = clocks.iter().map(|c| c.wall_ms(t)).collect();
+                let spread = walls.iter().max().unwrap() - walls.iter().min().unwrap();
+                assert!(spread <= 400, "spread {spread} at t={t}");
+            }
+            for c in &clocks {
+                assert!(c.mono_ms(1_000) > c.mono_ms(999), "monotonic clocks move forward");
+            }
+        }
+    }
+
+    /// Two nodes: one sends with a short timeout into a brownout, one sleeps; returns what each saw.
+    fn scenario(seed: u64) -> Vec<(u64, String)> {
+        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 2];
+        let world = World::new(seed, clocks, FaultMix::default(), SimStore::new("b"));
+        world.schedule_chaos(0, Chaos::Brownout { ms: 1_000 });
+        let seen: Rc<RefCell<Vec<(u64, String)>>> = Rc::default();
+        let (w, s) = (world.clone(), seen.clone());
+        run(
+            &world,
+            2,
+            5_000,
+            move |node, inc| {
+                let env = SimEnv::new(w.clone(), node, inc);
+                let (w, s) = (w.clone(), s.clone());
+                Box::pin(async move {
+                    if node == 0 {
+                        env.sleep(1).await; // let the brownout begin
+                        let r = env.send(get("http://h/b/k"), Some(300)).await;
+                        s.borrow_mut().push((w.now(), format!("timeout {r:?}")));
+                        let r = env.send(get("http://h/b/k"), None).await;
+                        s.borrow_mut().push((w.now(), format!("waited {:?}", r.map(|r| r.status))));
+                    } else {
+                        env.sleep(2_000).await;
+                        s.borrow_mut().push((w.now(), "slept".into()));
+                    }
+                })
+            },
+            || {},
+        );
+        let out = seen.borrow().clone();
+        out
+    }
+
+    #[test]
+    fn brownouts_hold_requests_until_the_timeout_or_their_end_and_runs_replay() {
+        let a = scenario(3);
+        assert_eq!(a.len(), 3, "{a:?}");
+        assert_eq!(a[0], (301, "timeout Err(TimedOut)".to_owned()));
+        assert!(a[1].0 >= 1_000 && a[1].1 == "waited Ok(404)", "{a:?}");
+        assert_eq!(a[2], (2_000, "slept".to_owned()));
+        assert_eq!(a, scenario(3), "the same seed replays exactly");
+    }
+
+    #[test]
+    fn paused_nodes_are_not_polled_and_crashed_nodes_restart_fresh() {
+        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 1];
+        let world = World::new(1, clocks, FaultMix::default(), SimStore::new("b"));
+        world.schedule_chaos(100, Chaos::Pause { node: 0, ms: 1_000 });
+        world.schedule_chaos(3_000, Chaos::Crash { node: 0, ms: 500 });
+        let wakes: Rc<RefCell<Vec<(u32, u64)>>> = Rc::default();
+        let (w, log) = (world.clone(), wakes.clone());
+        run(
+            &world,
+            1,
+            4_000,
+            move |node, inc| {
+                let env = SimEnv::new(w.clone(), node, inc);
+                let (w, log) = (w.clone(), log.clone());
+                Box::pin(async move {
+                    loop {
+                        env.sleep(250).await;
+                        log.borrow_mut().push((inc, w.now()));
+                    }
+                })
+            },
+            || {},
+        );
+        let wakes = wakes.borrow();
+        // Life 0's first wake-up (due at 250) falls in the pause (100..1100): it runs only at 1100.
+        assert_eq!(&wakes[..3], &[(0, 1_100), (0, 1_350), (0, 1_600)]);
+        assert!(wakes.iter().all(|&(inc, t)| inc == 1 || t < 3_000), "life 0 never runs after its crash");
+        assert_eq!(wakes.iter().find(|w| w.0 == 1), Some(&(1, 3_750)), "life 1 starts at 3500");
+    }
+}

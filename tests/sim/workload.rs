@@ -1,0 +1,326 @@
+//! One simulated run: draws a scenario from a seed (nodes, cells, clocks, fault mix, chaos), runs every
+//! node's real `S3Ownership` through a workload loop (lease upkeep, contended claims, releases, verifies,
+//! owner lookups) on the seeded executor, records results and acting instants in the ledger, and hands
+//! store + ledger to the checker.
+//!
+//! It must never decide correctness itself (that is the checker's job) and never reach the store except
+//! through the driver's requests.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use celld_edge::env::Env;
+use celld_edge::ownership::teeth::Tooth;
+use celld_edge::ownership::CasOutcome;
+use celld_edge::ownership::{ClaimOutcome, Config, S3Ownership};
+use celld_edge::Error;
+
+use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
+use crate::exec::{self, Chaos, Rng, SimEnv, World};
+use crate::store::{Fault, FaultMix, SimStore};
+
+pub const BUCKET: &str = "sim-bucket";
+pub const ENDPOINT: &str = "http://store.sim";
+
+/// Knobs of a run that are not drawn from the seed.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub tooth: Option<Tooth>,
+    /// Simulated length of the run, ms.
+    pub run_ms: u64,
+    pub ttl_ms: u64,
+    pub skew_ms: u64,
+    pub max_drift: f64,
+    /// Upper bound of each per-request fault rate.
+    pub max_fault_rate: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08 }
+    }
+}
+
+/// What one seed did and what the checker found.
+#[derive(Debug)]
+pub struct Report {
+    pub seed: u64,
+    pub nodes: usize,
+    pub ops: u64,
+    pub faults: BTreeMap<Fault, u64>,
+    pub violations: Vec<Violation>,
+    pub coverage: Coverage,
+}
+
+/// Shared between the node tasks and the observer.
+struct Ctx {
+    world: Rc<World>,
+    params: Params,
+    seed: u64,
+    names: Vec<String>,
+    cells: Vec<String>,
+    ledger: RefCell<Ledger>,
+    /// Each node's current instance and the (cell → epoch) it believes it owns.
+    live: RefCell<Vec<Option<NodeSlot>>>,
+    next_gen: std::cell::Cell<u64>,
+}
+
+struct NodeSlot {
+    incarnation: u32,
+    own: Rc<S3Ownership<SimEnv>>,
+    beliefs: Rc<RefCell<BTreeMap<String, u64>>>,
+}
+
+impl Ctx {
+    fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
+        let id = self.world.begin_op(node);
+        let now = self.world.now();
+        let rec = OpRecord { id, node, incarnation, gen, kind, start: now, end: now, result: OpResult::Unfinished };
+        self.ledger.borrow_mut().ops.insert(id, rec);
+        id
+    }
+    fn end(&self, id: u64, result: OpResult) {
+        let now = self.world.now();
+        let mut ledger = self.ledger.borrow_mut();
+        let rec = ledger.ops.get_mut(&id).expect("ops are begun before they end");
+        rec.end = now;
+        rec.result = result;
+    }
+}
+
+fn failed(e: &Error) -> OpResult {
+    OpResult::Failed(e.code())
+}
+
+/// The node names and cells a seed uses. One cell needs percent-encoding, to keep the wire honest.
+fn names(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
+    let n = rng.range(5, 16) as usize;
+    let cells = rng.range(3, 8) as usize;
+    let nodes = (0..n).map(|i| format!("n{i}")).collect();
+    let mut cells: Vec<String> = (0..cells).map(|i| format!("c{i}")).collect();
+    cells[0] = "cell é+1".to_owned();
+    (nodes, cells)
+}
+
+/// The chaos a seed inflicts: pauses longer than the lease, crashes, partitions, brownouts.
+fn draw_chaos(rng: &mut Rng, world: &World, nodes: usize, p: &Params) {
+    let events = rng.range(0, (nodes as u64) * 2);
+    for _ in 0..events {
+        let at = rng.range(p.ttl_ms, p.run_ms);
+        let node = rng.range(0, nodes as u64 - 1) as usize;
+        let chaos = match rng.range(0, 9) {
+            0..=3 => Chaos::Pause { node, ms: rng.range(p.ttl_ms, p.ttl_ms * 5 / 2) },
+            4..=5 => Chaos::Crash { node, ms: rng.range(0, p.ttl_ms * 2) },
+            6..=7 => Chaos::Partition { node, ms: rng.range(p.ttl_ms, p.ttl_ms * 2) },
+            _ => Chaos::Brownout { ms: rng.range(300, 4_000) },
+        };
+        world.schedule_chaos(at, chaos);
+    }
+}
+
+pub fn run_seed(seed: u64, params: &Params) -> Report {
+    run_seed_traced(seed, params, false).0
+}
+
+/// Runs one seed; with `trace`, also returns a line per request event and the final owner histories.
+pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<String>) {
+    let mut rng = Rng::new(seed);
+    let (nodes, cells) = names(&mut rng);
+    let n = nodes.len();
+    let clocks = exec::draw_clocks(&mut rng, n, params.skew_ms, params.run_ms + 60_000, params.max_drift);
+    let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
+    let world = World::new(rng.next_u64(), clocks.clone(), mix, SimStore::new(BUCKET));
+    draw_chaos(&mut rng, &world, n, params);
+    if trace {
+        world.enable_trace();
+    }
+
+    let ctx = Rc::new(Ctx {
+        world: world.clone(),
+        params: params.clone(),
+        seed,
+        names: nodes.clone(),
+        cells: cells.clone(),
+        ledger: RefCell::new(Ledger::default()),
+        live: RefCell::new((0..n).map(|_| None).collect()),
+        next_gen: std::cell::Cell::new(0),
+    });
+
+    let factory_ctx = ctx.clone();
+    let observer_ctx = ctx.clone();
+    exec::run(
+        &world,
+        n,
+        params.run_ms,
+        move |node, incarnation| Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
+        move || observe(&observer_ctx),
+    );
+    ctx.live.borrow_mut().clear();
+    let mut lines = world.take_trace();
+    let ctx = Rc::try_unwrap(ctx).unwrap_or_else(|_| panic!("node tasks still hold the context"));
+    let ledger = ctx.ledger.into_inner();
+    drop(ctx.world);
+    let store = world.into_store();
+    let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, lease_ttl_ms: params.ttl_ms, max_clock_skew_ms: params.skew_ms };
+    let (violations, coverage) = checker::check(&store, &ledger, &facts);
+    if trace {
+        for op in ledger.ops.values() {
+            lines.push(format!("op {} {} life {} gen {} {:?} [{}..{}] -> {:?}", op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result));
+        }
+        for (key, hist) in &store.objects {
+            for v in hist {
+                let body = v.body.as_deref().map(String::from_utf8_lossy);
+                lines.push(format!("{key} t={} {:?} {body:?} {}", v.at, v.writer, v.etag));
+            }
+        }
+    }
+    let report = Report { seed, nodes: n, ops: ledger.ops.len() as u64, faults: store.faults, violations, coverage };
+    (report, lines)
+}
+
+/// After every event: each running node with a valid lease could act for every cell it believes it
+/// owns, so record that instant.
+fn observe(ctx: &Ctx) {
+    let now = ctx.world.now();
+    let live = ctx.live.borrow();
+    let mut ledger = ctx.ledger.borrow_mut();
+    for (node, slot) in live.iter().enumerate() {
+        let Some(slot) = slot else { continue };
+        if !ctx.world.is_running(node) || ctx.world.incarnation(node) != slot.incarnation {
+            continue;
+        }
+        if !slot.own.lease_valid() {
+            continue;
+        }
+        for (cell, &epoch) in slot.beliefs.borrow().iter() {
+            ledger.act(node, slot.incarnation, cell, epoch, now);
+        }
+    }
+}
+
+/// One life of one node: a fresh `S3Ownership` under the node's id, looping over operations until the
+/// run ends (or the executor drops it in a crash).
+async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
+    let p = &ctx.params;
+    let mut cfg = Config::new(ENDPOINT, BUCKET, &ctx.names[node], "AKIDSIMULATION", "sim-secret");
+    cfg.lease_ttl_ms = p.ttl_ms;
+    cfg.max_clock_skew_ms = p.skew_ms;
+    cfg.addr = format!("10.0.0.{node}:7000");
+    let env = SimEnv::new(ctx.world.clone(), node, incarnation);
+    let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
+    let own = Rc::new(match p.tooth {
+        Some(t) => own.with_tooth(t),
+        None => own,
+    });
+    let beliefs: Rc<RefCell<BTreeMap<String, u64>>> = Rc::default();
+    ctx.live.borrow_mut()[node] = Some(NodeSlot { incarnation, own: own.clone(), beliefs: beliefs.clone() });
+    let mut rng = Rng::new(ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20) ^ 0x5eed);
+    let renew_every = p.ttl_ms / 3;
+    let mut gen = 0;
+    let mut last_renew = 0;
+    let mut leased = false;
+    let pause = |rng: &mut Rng, hi: u64| {
+        let ms = rng.range(0, hi) as u32;
+        let own = own.clone();
+        async move { own.env().sleep(ms).await }
+    };
+
+    while ctx.world.now() < p.run_ms {
+        if !leased {
+            // A new lease generation: nothing claimed before it counts any more.
+            beliefs.borrow_mut().clear();
+            gen = ctx.next_gen.get() + 1;
+            ctx.next_gen.set(gen);
+            let op = ctx.begin(node, incarnation, gen, OpKind::Acquire);
+            let r = own.acquire_lease().await;
+            ctx.end(op, r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk));
+            leased = r.is_ok();
+            last_renew = ctx.world.now();
+            if !leased {
+                pause(&mut rng, 500).await;
+            }
+            continue;
+        }
+        // A renewal loop does not know it was frozen: after a pause it simply renews (the driver must
+        // refuse to restore a lapsed lease), so a lapsed lease is renewed before it is re-acquired.
+        if ctx.world.now() - last_renew >= renew_every || !own.lease_valid() {
+            let op = ctx.begin(node, incarnation, gen, OpKind::Renew);
+            let r = own.renew_lease().await;
+            ctx.end(op, r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk));
+            match r {
+                Ok(()) => last_renew = ctx.world.now(),
+                Err(Error::Fenced(_) | Error::NotLeased(_)) => leased = false,
+                Err(_) => pause(&mut rng, 100).await,
+            }
+            continue;
+        }
+        let believed: Vec<(String, u64)> = beliefs.borrow().iter().map(|(c, &e)| (c.clone(), e)).collect();
+        let pick = rng.range(0, 99);
+        let random_cell = ctx.cells[rng.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+        match pick {
+            0..=44 => {
+                let op = ctx.begin(node, incarnation, gen, OpKind::Claim(random_cell.clone()));
+                let r = own.claim(&random_cell).await;
+                let result = match &r {
+                    Ok(ClaimOutcome::Applied { epoch, .. }) => {
+                        beliefs.borrow_mut().insert(random_cell.clone(), *epoch);
+                        OpResult::Claimed { epoch: *epoch }
+                    }
+                    Ok(ClaimOutcome::Rejected { owner }) => {
+                        OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
+                    }
+                    Err(e) => {
+                        if matches!(e, Error::Fenced(_) | Error::NotLeased(_)) {
+                            leased = false;
+                        }
+                        failed(e)
+                    }
+                };
+                ctx.end(op, result);
+            }
+            45..=54 if !believed.is_empty() => {
+                let (cell, _) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
+                // Stop acting before asking to release: the release may land before its answer does.
+                beliefs.borrow_mut().remove(cell);
+                let op = ctx.begin(node, incarnation, gen, OpKind::Release(cell.clone()));
+                let r = own.release(cell).await;
+                ctx.end(
+                    op,
+                    match &r {
+                        Ok(CasOutcome::Applied) => OpResult::Released,
+                        Ok(CasOutcome::Rejected) => OpResult::ReleaseRejected,
+                        Err(e) => failed(e),
+                    },
+                );
+            }
+            55..=74 if !believed.is_empty() => {
+                let (cell, epoch) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
+                let op = ctx.begin(node, incarnation, gen, OpKind::Verify(cell.clone(), *epoch));
+                let r = own.verify(cell, *epoch).await;
+                if r == Ok(false) && beliefs.borrow().get(cell) == Some(epoch) {
+                    beliefs.borrow_mut().remove(cell);
+                }
+                ctx.end(op, r.as_ref().map_or_else(failed, |&b| OpResult::Verified(b)));
+            }
+            75..=84 => {
+                let op = ctx.begin(node, incarnation, gen, OpKind::Owner(random_cell.clone()));
+                let r = own.owner(&random_cell).await;
+                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+            }
+            85..=89 => {
+                let op = ctx.begin(node, incarnation, gen, OpKind::ReadOwner(random_cell.clone()));
+                let r = own.read_owner(&random_cell).await;
+                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+            }
+            90..=94 => {
+                let peer = rng.range(0, ctx.names.len() as u64 - 1) as usize;
+                let op = ctx.begin(node, incarnation, gen, OpKind::ReadLease(peer));
+                let r = own.read_node_lease(&ctx.names[peer]).await;
+                ctx.end(op, r.as_ref().map_or_else(failed, |l| OpResult::LeaseRead(l.as_ref().map(|l| l.expires_ms))));
+            }
+            _ => {}
+        }
+        pause(&mut rng, p.ttl_ms / 6).await;
+    }
+}
