@@ -101,12 +101,13 @@ p(
   "For each server the script could install here, it starts the server on a loopback port, then:",
   "",
   "1. runs `probe()` (SPEC §6) **5 times** step by step, then 45 more times counting only the outcome, each on a",
-  "   fresh `S3Ownership` and a fresh prefix: create (`If-None-Match: *`, must apply), create again (must be rejected), update with the current ETag (`If-Match`, must apply), update with",
-  "   the stale ETag (must be rejected), a burst of 8 concurrent creates on a fresh key and then a burst of 8",
-  "   concurrent `If-Match` updates with one token (exactly one of each may apply), `If-Match` on a missing key (must",
-  "   be rejected; 404 or 412 is reported), and a DELETE whose `If-Match` does not hold (reported: conditional DELETE).",
-  "   Each step's answers are recorded from the wire (a counting `fetch`), as `status [S3 error code]`; bursts as",
-  "   `count×answer`.",
+  "   fresh `S3Ownership` and a fresh prefix: create (`If-None-Match: *`, must apply), create again (must be",
+  "   rejected), update with the current ETag (`If-Match`, must apply), update with the stale ETag (must be",
+  "   rejected), then rounds of concurrent creates on a fresh key and concurrent `If-Match` updates with one token",
+  "   (exactly one write of each burst may apply; burst size and rounds are the library's, `src/ownership/probe.rs`),",
+  "   `If-Match` on a missing key (must be rejected; 404 or 412 is reported), and a DELETE whose `If-Match` does not",
+  "   hold (reported: conditional DELETE). Each step's answers are recorded from the wire (a counting `fetch`), as",
+  "   `status [S3 error code]`; the bursts of a step, all rounds together, as `count×answer`.",
   "2. signs one read with a wrong secret: a store that checks SigV4 refuses it (`auth`), one that does not serves it.",
   "3. if any probe run passed, runs the shared ownership suite (`tests/common/ownership.mjs`, the checks every",
   "   runtime's suite runs) with `atomic: true`, so every instance probes the store again before its first write.",
@@ -131,8 +132,8 @@ if (unstable.length) {
   p(
     "",
     `**Unstable verdicts** (${unstable.join(", ")}): the probe refused the store in some runs and qualified it in others.`,
-    "Its concurrent steps sample a race with one burst of 8 writers each; a store that loses the race only some of the",
-    "time is qualified whenever the burst misses the window. A qualified run there is no evidence of atomicity.",
+    "Its concurrent steps sample a race; a store that loses the race only some of the time is qualified whenever",
+    "every burst of a run misses the window. A qualified run there is no evidence of atomicity.",
   );
 }
 p(

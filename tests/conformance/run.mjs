@@ -40,8 +40,8 @@ const STEP_OF_TAG = [
   [/^again$/, "create-again"],
   [/^update$/, "update-current"],
   [/^stale$/, "update-stale"],
-  [/^burst-create-\d+$/, "concurrent-create"],
-  [/^burst-update-\d+$/, "concurrent-update"],
+  [/^create-\d+$/, "concurrent-create"],
+  [/^update-\d+$/, "concurrent-update"],
   [/^missing$/, "if-match-missing"],
 ];
 const STEPS = [...STEP_OF_TAG.map(([, s]) => s), "conditional-delete"];
