@@ -5,13 +5,11 @@
 // a screenshot to test-output/browser-example.png. Every state the table shows is checked in the store.
 import { after, test } from "node:test";
 import { deepEqual, equal, match } from "node:assert/strict";
-import http from "node:http";
 import { mkdirSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { extname, join, normalize } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 import { S3Ownership } from "celld-edge";
+import { launchChromium, serveRepo } from "./harness.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const env = process.env;
@@ -24,25 +22,9 @@ const store = {
   secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
   prefix: `browser-example-${Date.now()}/`,
 };
-const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
-
 // Serves examples/browser/, js/ and pkg/ from the repo, like any static server.
-const site = http.createServer(async (req, res) => {
-  let path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
-  if (path.endsWith("/")) path += "index.html";
-  if (!/^\/(js|pkg|examples\/browser)\//.test(path)) return res.writeHead(404).end();
-  try {
-    const body = await readFile(join(root, path));
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
-  } catch {
-    res.writeHead(404).end();
-  }
-});
-await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const site = await serveRepo(/^\/(js|pkg|examples\/browser)\//);
+const browser = await launchChromium();
 after(async () => {
   await browser.close();
   site.close();
