@@ -36,22 +36,31 @@ const ours = signRequest({ ...creds, region: "auto", method: "PUT", url, headers
 const theirs = (await client.sign(url, { method: "PUT", headers: ifMatch, body, aws: { datetime } })).headers.get("authorization");
 if (ours !== theirs) throw new Error(`signatures differ:\n celld-edge ${ours}\n aws4fetch  ${theirs}`);
 
-/** Signatures per second over one round. */
-async function round(fn) {
-  let n = 0;
-  const start = performance.now();
-  const end = start + roundMs;
-  while (performance.now() < end) {
-    for (let i = 0; i < 100; i++) await fn();
-    n += 100;
-  }
-  return n / ((performance.now() - start) / 1000);
+/**
+ * A round timer for one contender: signatures per second over `roundMs`. Each contender gets its own
+ * compiled copy (new Function), so no call site sees several signers and goes megamorphic; a shared loop
+ * measurably slowed all three. Synchronous signers are not awaited (an await per call would add a
+ * microtask turn to each and compress the ratios).
+ */
+function roundTimer(fn) {
+  const sync = !(fn() instanceof Promise);
+  const loop = sync ? "for (let i = 0; i < 100; i++) fn();" : "for (let i = 0; i < 100; i++) await fn();";
+  const AsyncFunction = (async () => {}).constructor;
+  return new AsyncFunction(
+    "fn",
+    "roundMs",
+    `let n = 0;
+     const start = performance.now();
+     while (performance.now() < start + roundMs) { ${loop} n += 100; }
+     return n / ((performance.now() - start) / 1000);`,
+  ).bind(null, fn, roundMs);
 }
 
 const samples = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
-for (const fn of Object.values(contenders)) for (let i = 0; i < 3000; i++) await fn(); // JITs, key caches
+const timers = Object.fromEntries(Object.entries(contenders).map(([name, fn]) => [name, roundTimer(fn)]));
+for (const timer of Object.values(timers)) await timer(); // JITs, key caches
 for (let r = 0; r < rounds; r++) {
-  for (const [name, fn] of Object.entries(contenders)) samples[name].push(await round(fn));
+  for (const [name, timer] of Object.entries(timers)) samples[name].push(await timer());
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const rates = Object.fromEntries(Object.entries(samples).map(([name, xs]) => [name, median(xs)]));

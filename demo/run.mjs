@@ -1,5 +1,5 @@
 // The demo: nodes in three runtimes at once — two Node processes, a Deno process and a Worker in workerd
-// (Miniflare, bundled by wrangler from examples/cell-router) — hold leases and race to claim a set of cells.
+// (Miniflare, bundled by wrangler from the root wrangler.toml, examples/worker) — hold leases and race to claim a set of cells.
 // Midway the node holding the most cells is killed; once its lease is dead the others take its cells over
 // at higher epochs. A live table shows cells, owners and epochs; the verdict is checked from the store:
 // one owner per epoch, epochs only going up, no takeover while the previous owner's lease was live.
@@ -74,7 +74,7 @@ function startProcess(node, runtime, command, argv) {
 
 async function startWorker(node) {
   const out = mkdtempSync(join(tmpdir(), "celld-demo-"));
-  execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(root, "examples/cell-router/wrangler.toml")], {
+  execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(root, "wrangler.toml")], {
     cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -108,6 +108,7 @@ struct Totals {
     takeovers: u64,
     acts: u64,
     rejected: u64,
+    failures: BTreeMap<&'static str, u64>,
 }
 
 fn main() -> ExitCode {
@@ -144,14 +145,25 @@ fn main() -> ExitCode {
         for (f, n) in &r.faults {
             *t.faults.entry(f.name()).or_default() += n;
         }
+        for (code, n) in &r.coverage.failures {
+            *t.failures.entry(code).or_default() += n;
+        }
         if !r.violations.is_empty() {
             t.failing.insert(r.seed, r.violations);
         }
     });
     let t = totals.into_inner().expect("threads joined");
     let violations: usize = t.failing.values().map(Vec::len).sum();
-    println!("correct protocol: {} seeds ({}..{}), {} ops in {:.1?}", t.seeds, args.from, args.from + args.seeds, t.ops, started.elapsed());
+    println!(
+        "correct protocol: {} seeds ({}..{}), {} ops in {:.1?}",
+        t.seeds,
+        args.from,
+        args.from + args.seeds,
+        t.ops,
+        started.elapsed()
+    );
     println!("  exercised: {} takeovers, {} acting spans, {} rejected claims", t.takeovers, t.acts, t.rejected);
+    println!("  operations that ended in an error, by code: {:?}", t.failures);
     println!("  faults injected:");
     for (f, n) in &t.faults {
         println!("    {f:<18} {n}");

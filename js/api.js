@@ -1,7 +1,8 @@
 // The public JS surface of celld-edge, shared by every runtime entry (node.js, deno.js, workerd.js,
-// browser.js). It reads and type-checks the options objects, packs them as UTF-8 into one byte array for
-// one crossing into wasm (see src/bindings/sign.rs for the format), and unpacks the answer. Errors thrown by wasm are re-thrown
-// as they are; errors found here have the same shape: an Error with `code` = "invalid-input".
+// browser.js). It reads and type-checks the options objects, packs them as UTF-8 into one byte array
+// for one crossing into wasm (see src/bindings/sign.rs for the format), and unpacks the answer. Errors
+// thrown by wasm are re-thrown as they are; errors found here have the same shape: an Error with
+// `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
@@ -14,7 +15,7 @@ const encoder = new TextEncoder();
 /** Packing buffer reused between calls; requests larger than this get a buffer of their own. */
 const SCRATCH_KEEP = 64 * 1024;
 let scratch = new Uint8Array(4096);
-/** AWS's upper bound for X-Amz-Expires; the default matches aws4fetch's. */
+/** Default X-Amz-Expires in seconds (one day), as aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
 
 function invalid(message) {

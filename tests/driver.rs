@@ -468,3 +468,19 @@ fn a_409_during_the_probe_is_inconclusive_and_retried_not_a_violation() {
     let report = block_on(probing(&env, "a").probe()).unwrap();
     assert_eq!(report.if_match_missing_status, 404);
 }
+
+#[test]
+fn a_garbled_read_is_read_again_before_it_is_called_corrupt() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    // One truncated answer: the second read decodes.
+    env.0.borrow_mut().script.push_back(Fault::Garble);
+    assert_eq!(block_on(a.read_owner("c")).unwrap().map(|r| r.epoch), Some(1));
+    // Garbled every time: corrupt, naming the key.
+    env.push(Fault::Garble);
+    env.push(Fault::Garble);
+    let err = block_on(a.read_owner("c")).unwrap_err();
+    assert_eq!(err.code(), "corrupt-record");
+    assert!(err.to_string().contains("cells/c/own.json"), "{err}");
+}

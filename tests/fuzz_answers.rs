@@ -14,7 +14,9 @@ const KEY: &str = "cells/c/own.json";
 /// Status codes biased toward the ones that mean something, plus anything at all.
 fn status() -> impl Strategy<Value = u16> {
     prop_oneof![
-        prop::sample::select(vec![200u16, 201, 204, 206, 299, 304, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 599]),
+        prop::sample::select(vec![
+            200u16, 201, 204, 206, 299, 304, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 599
+        ]),
         any::<u16>(),
     ]
 }
@@ -23,8 +25,15 @@ fn status() -> impl Strategy<Value = u16> {
 fn body() -> impl Strategy<Value = Vec<u8>> {
     let code = prop_oneof![
         prop::sample::select(vec![
-            "NoSuchKey", "PreconditionFailed", "ConditionalRequestConflict", "OperationAborted", "SlowDown",
-            "AccessDenied", "SignatureDoesNotMatch", "InternalError", "",
+            "NoSuchKey",
+            "PreconditionFailed",
+            "ConditionalRequestConflict",
+            "OperationAborted",
+            "SlowDown",
+            "AccessDenied",
+            "SignatureDoesNotMatch",
+            "InternalError",
+            "",
         ])
         .prop_map(str::to_owned),
         ".{0,40}",
@@ -69,7 +78,8 @@ fn json() -> impl Strategy<Value = serde_json::Value> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }

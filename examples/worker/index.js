@@ -1,47 +1,111 @@
-// Example Worker: a small signing gateway in front of an S3-compatible bucket, using celld-edge as any
-// Worker would. Credentials stay in the Worker (set them with `wrangler secret put`); clients get:
-//   GET  /objects/<key>   the object, fetched with a SigV4-signed request
-//   PUT  /objects/<key>   stores the request body (If-None-Match / If-Match are passed on, so conditional
-//                         writes work through it); answers the store's status and ETag
-//   GET  /presign/<key>   { url }: a presigned GET valid for 5 minutes
-// <key> is the request path after the prefix, sent to the store exactly as it arrived (already encoded).
-import { signRequest, presignUrl } from "celld-edge";
+// The example Worker (root wrangler.toml): routes each request for /cells/<cell>/... to the node that owns
+// the cell. It reads the owner and the owner's lease; when the cell is free or its owner is dead it claims
+// the cell itself; it answers who owns the cell, at which epoch, and where to reach the owner:
+//   200 { cell, owner, epoch, addr, self, live }             someone (maybe this node) owns it
+//   200 { cell, owner, epoch, self: true, tookOver }         this node has just claimed it
+//   4xx/5xx { cell, code, message }                          a celld-edge error (codes in the README)
+// Credentials come from Worker secrets (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY), never from source.
+//
+// One S3Ownership per isolate: its node id is NODE_ID when set (one Worker = one node) or a random id per
+// isolate, because two isolates sharing an id would be one node in two places. Workers cannot run timers
+// between requests, so the lease is renewed by the requests themselves (once a third of the ttl has
+// passed); an isolate that gets no requests lets its lease lapse, and its cells are taken over by others.
+import { S3Ownership } from "celld-edge";
 
-const PASSED_ON = ["content-type", "if-match", "if-none-match"];
+let own = null;
+let nodeId = "";
+let ttlMs = 10000;
+let renewedAt = 0; // Date.now() after the last lease write; Workers' clock advances at I/O, enough here
+let leasing = null; // the lease upkeep in flight, shared by concurrent requests of this isolate
 
-function storeUrl(env, encodedKey) {
-  return `${env.S3_ENDPOINT.replace(/\/$/, "")}/${env.S3_BUCKET}/${encodedKey}`;
+function ownership(env) {
+  if (own) return own;
+  nodeId = env.NODE_ID || `worker-${crypto.randomUUID()}`;
+  ttlMs = Number(env.LEASE_TTL_MS || 10000);
+  own = new S3Ownership({
+    endpoint: env.S3_ENDPOINT,
+    bucket: env.S3_BUCKET,
+    region: env.S3_REGION || "auto",
+    accessKeyId: env.S3_ACCESS_KEY_ID,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+    node: nodeId,
+    addr: env.NODE_ADDR || "",
+    prefix: env.S3_PREFIX || "",
+    leaseTtlMs: ttlMs,
+    maxClockSkewMs: Number(env.MAX_CLOCK_SKEW_MS || 1000),
+    // The probe costs ~170 PUTs per isolate; set PROBE = "false" once the store is known to pass it.
+    probe: env.PROBE !== "false",
+  });
+  return own;
 }
 
-function credentials(env) {
-  return { region: env.S3_REGION || "auto", accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY };
+/** Holds a valid lease: acquires one when there is none, renews once a third of the ttl has passed. */
+function keepLease() {
+  if (own.leaseValid() && Date.now() - renewedAt < ttlMs / 3) return;
+  leasing ??= (async () => {
+    try {
+      if (!own.leaseValid()) {
+        await own.acquireLease(); // a fresh lease: claims made under an earlier one are void
+      } else {
+        try {
+          await own.renewLease();
+        } catch (e) {
+          if (e.code !== "fenced") throw e;
+          await own.acquireLease();
+        }
+      }
+      renewedAt = Date.now();
+    } finally {
+      leasing = null;
+    }
+  })();
+  return leasing;
 }
+
+/** Who owns the cell, claiming it when it is free, its owner is dead, or it is ours from a void claim. */
+async function route(cell) {
+  await keepLease();
+  const owner = await own.owner(cell);
+  if (owner && owner.node !== null) {
+    const self = owner.node === nodeId;
+    // Our own record counts only if this lease claimed it (verify); otherwise claim anew at epoch + 1.
+    if (owner.live && (!self || (await own.verify(cell, owner.epoch)))) {
+      return { cell, owner: owner.node, epoch: owner.epoch, addr: owner.addr, self, live: true };
+    }
+  }
+  const claim = await own.claim(cell);
+  if (claim.outcome === "applied") return { cell, owner: nodeId, epoch: claim.epoch, self: true, tookOver: claim.tookOver };
+  const o = claim.owner; // a live owner won the race: the routing hint
+  return { cell, owner: o.node, epoch: o.epoch, addr: o.addr, self: o.node === nodeId, live: o.live };
+}
+
+/** The <cell> of /cells/<cell>/..., or null; the id itself is checked by celld-edge (invalid-input). */
+function cellOf(url) {
+  const [, prefix, cell] = new URL(url).pathname.split("/");
+  if (prefix !== "cells" || !cell) return null;
+  try {
+    return decodeURIComponent(cell);
+  } catch {
+    return null; // malformed percent-encoding
+  }
+}
+
+const STATUS = { "invalid-input": 400, auth: 502, request: 502, "corrupt-record": 502, "store-violation": 502 };
 
 export default {
   async fetch(request, env) {
-    const { pathname } = new URL(request.url);
-    const [, route, ...rest] = pathname.split("/");
-    const key = rest.join("/");
-    if (!key) return new Response("usage: /objects/<key> (GET, PUT) or /presign/<key> (GET)\n", { status: 404 });
+    const cell = cellOf(request.url);
+    if (cell === null) return new Response("usage: /cells/<cell>/...\n", { status: 404 });
     try {
-      if (route === "presign" && request.method === "GET") {
-        return Response.json({ url: presignUrl({ ...credentials(env), method: "GET", url: storeUrl(env, key), expiresIn: 300 }) });
-      }
-      if (route === "objects" && (request.method === "GET" || request.method === "PUT")) {
-        const headers = {};
-        for (const name of PASSED_ON) {
-          const value = request.headers.get(name);
-          if (value !== null) headers[name] = value;
-        }
-        const body = request.method === "PUT" ? new Uint8Array(await request.arrayBuffer()) : undefined;
-        const signed = signRequest({ ...credentials(env), method: request.method, url: storeUrl(env, key), headers, body });
-        const answer = await fetch(signed.url, { method: signed.method, headers: signed.headers, body });
-        return new Response(answer.body, { status: answer.status, headers: { etag: answer.headers.get("etag") ?? "" } });
-      }
-      return new Response("not found\n", { status: 404 });
+      ownership(env);
     } catch (e) {
-      // Only invalid-input can come from the signer here; say what was wrong, without secrets.
-      return Response.json({ code: e.code ?? "internal", message: e.message }, { status: e.code === "invalid-input" ? 400 : 500 });
+      return Response.json({ code: e.code, message: `worker misconfigured: ${e.message}` }, { status: 500 });
+    }
+    try {
+      return Response.json(await route(cell));
+    } catch (e) {
+      // transport / ambiguous / not-leased / fenced are transient: 503, the client may retry.
+      return Response.json({ cell, code: e.code ?? "internal", message: e.message }, { status: STATUS[e.code] ?? 503 });
     }
   },
 };

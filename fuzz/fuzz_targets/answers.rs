@@ -29,7 +29,9 @@ fuzz_target!(|data: &[u8]| {
         PutAnswer::Applied { etag: e } => assert!((200..300).contains(&status) && Some(e) == etag),
         PutAnswer::Rejected => assert!(matches!(status, 304 | 412 | 404)),
         PutAnswer::Conflict { .. } => assert_eq!(status, 409),
-        PutAnswer::Ambiguous { .. } => assert!((200..300).contains(&status) && !has_etag || matches!(status, 429 | 500..=599)),
+        PutAnswer::Ambiguous { .. } => {
+            assert!((200..300).contains(&status) && !has_etag || matches!(status, 429 | 500..=599))
+        }
         PutAnswer::Refused(e) => assert!(["auth", "request"].contains(&e.code())),
     }
     match classify_get("cells/c/own.json", Ok(resp)) {

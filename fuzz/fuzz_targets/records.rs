@@ -10,7 +10,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(r) => {
             assert!(r.epoch <= MAX_EPOCH);
             // What we accept, we can write back and read the same.
-            let again = decode_owner("k", &encode_owner(&r.node, r.epoch, r.nonce.as_deref().unwrap_or("")), "t").unwrap();
+            let again =
+                decode_owner("k", &encode_owner(&r.node, r.epoch, r.nonce.as_deref().unwrap_or("")), "t").unwrap();
             assert_eq!((again.node, again.epoch), (r.node, r.epoch));
         }
         Err(e) => assert!(e.code() == "corrupt-record" && e.to_string().contains("cells/c/own.json")),

@@ -24,7 +24,7 @@ thread_local! {
 /// Field separator of the packed strings; JS uses the same character.
 const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
-/// session token ("" = none), datetime ("" = use `now_ms`).
+/// session token ("" = none), datetime ("" = use the `unix_ms` argument).
 const FIXED: usize = 8;
 /// AWS's bound for `X-Amz-Expires`, in seconds.
 const MAX_EXPIRES_IN: f64 = 604_800.0;
@@ -49,8 +49,11 @@ fn unpack(input: &[u8], fields_len: u32) -> Result<(&str, &[u8])> {
     let (fields, body) = input
         .split_at_checked(fields_len as usize)
         .ok_or_else(|| Error::invalid("packed request is shorter than its fields"))?;
-    let fields = std::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))?;
-    Ok((fields, body))
+    Ok((utf8(fields)?, body))
+}
+
+fn utf8(fields: &[u8]) -> Result<&str> {
+    std::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))
 }
 
 impl<'a> Fields<'a> {
@@ -160,14 +163,13 @@ pub fn presign_packed(input: &[u8], header_count: u32, expires_in: f64, unix_ms:
 }
 
 fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String> {
-    let (packed, _) = unpack(input, input.len() as u32)?;
-    let fields = Fields::split(packed, header_count)?;
+    let fields = Fields::split(utf8(input)?, header_count)?;
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
         // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
         let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
             format!("{}", expires_in as i64)
         } else {
-            "a fraction, infinity or NaN".to_owned()
+            "a fraction, a huge number, infinity or NaN".to_owned()
         };
         return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
     }

@@ -202,10 +202,20 @@ impl<E: Env> S3Ownership<E> {
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
         check_id("cell", cell)?;
-        let key = self.owner_key(cell);
-        match self.store.get(&key, self.budget()).await? {
-            Some((body, etag)) => Ok(Some(decode_owner(&key, &body, &etag)?)),
-            None => Ok(None),
+        self.read_decoded(&self.owner_key(cell), decode_owner).await
+    }
+
+    /// GETs and decodes a record. A body that does not decode is read once more before it is called
+    /// corrupt: a truncated transfer looks the same as a corrupt record, and only the record stays so.
+    async fn read_decoded<T>(&self, key: &str, decode: fn(&str, &[u8], &str) -> Result<T>) -> Result<Option<T>> {
+        let mut first_failure = None;
+        loop {
+            let Some((body, etag)) = self.store.get(key, self.budget()).await? else { return Ok(None) };
+            match decode(key, &body, &etag) {
+                Ok(record) => return Ok(Some(record)),
+                Err(e) if first_failure.is_some() => return Err(e),
+                Err(e) => first_failure = Some(e),
+            }
         }
     }
 
@@ -248,11 +258,7 @@ impl<E: Env> S3Ownership<E> {
 
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
         check_id("node", node)?;
-        let key = self.lease_key(node);
-        match self.store.get(&key, self.budget()).await? {
-            Some((body, etag)) => Ok(Some(decode_lease(&key, &body, &etag)?)),
-            None => Ok(None),
-        }
+        self.read_decoded(&self.lease_key(node), decode_lease).await
     }
 
     /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.

@@ -1,7 +1,7 @@
-// Runs a module script in headless Chromium (Debian's /usr/bin/chromium through playwright-core; nothing
-// downloaded) on a page served from the repo (files under js/, pkg/ and tests/common/ only, so the page
-// imports the package's browser entry exactly as shipped), and returns what the script put in
-// `window.results`: [{ name, ok, error }]. Test use only.
+// Headless Chromium for the browser suites: Debian's /usr/bin/chromium through playwright-core (nothing
+// downloaded), and a static server for files of the repo (so pages import the package's browser entry
+// exactly as shipped). `resultsFromChromium` runs a module script on such a page and returns what it put
+// in `window.results`: [{ name, ok, error }]. Test use only.
 import http from "node:http";
 import { readFile } from "node:fs/promises";
 import { extname, join, normalize } from "node:path";
@@ -11,12 +11,24 @@ import { chromium } from "playwright-core";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
 
-export async function resultsFromChromium(moduleSource, { timeoutMs = 120_000 } = {}) {
-  const page = `<!doctype html><meta charset="utf-8"><title>celld-edge checks</title>\n<script type="module">${moduleSource}</script>`;
+/** Chromium with the flags this machine's closed network needs. */
+export function launchChromium() {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/**
+ * Serves repo files whose path matches `allowed` (a directory's `index.html` for a trailing `/`), and
+ * `page` at `/` when given, on a free loopback port. Resolves to the listening server.
+ */
+export async function serveRepo(allowed, page) {
   const site = http.createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
-    if (path === "/") return res.writeHead(200, { "content-type": "text/html" }).end(page);
-    if (!/^\/(js|pkg|tests\/common)\//.test(path)) return res.writeHead(404).end();
+    let path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
+    if (path === "/" && page) return res.writeHead(200, { "content-type": "text/html" }).end(page);
+    if (path.endsWith("/")) path += "index.html";
+    if (!allowed.test(path)) return res.writeHead(404).end();
     try {
       const body = await readFile(join(root, path));
       res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
@@ -25,10 +37,13 @@ export async function resultsFromChromium(moduleSource, { timeoutMs = 120_000 } 
     }
   });
   await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  return site;
+}
+
+export async function resultsFromChromium(moduleSource, { timeoutMs = 120_000 } = {}) {
+  const page = `<!doctype html><meta charset="utf-8"><title>celld-edge checks</title>\n<script type="module">${moduleSource}</script>`;
+  const site = await serveRepo(/^\/(js|pkg|tests\/common)\//, page);
+  const browser = await launchChromium();
   try {
     const tab = await browser.newPage();
     const errors = [];

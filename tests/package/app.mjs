@@ -1,14 +1,21 @@
 // A user's program, run inside a fresh project that installed the packed tarball: imports "celld-edge" by
 // name, checks which entry its runtime resolved (argv: the expected js/ file), signs AWS's S3 examples,
 // gets a typed error for bad input, and finds the ownership class.
-import { signRequest, presignUrl, S3Ownership } from "celld-edge";
+import * as api from "celld-edge";
 
+const { signRequest, presignUrl, S3Ownership } = api;
 if (typeof S3Ownership !== "function") throw new Error("S3Ownership is not exported");
 
 const expected = (globalThis.Deno ? Deno.args : process.argv.slice(2))[0];
 const resolved = import.meta.resolve("celld-edge");
 if (expected && !resolved.endsWith(`/node_modules/celld-edge/${expected}`)) {
   throw new Error(`"celld-edge" resolved to ${resolved}, expected its ${expected}`);
+}
+
+// Every runtime export must be declared in js/index.d.ts; app.ts type-checks each of these names.
+const exported = Object.keys(api).sort().join(",");
+if (exported !== "S3Ownership,presignUrl,signRequest") {
+  throw new Error(`the package exports ${exported}: declare any new export in js/*.d.ts and use it in app.ts`);
 }
 
 const example = {

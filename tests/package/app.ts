@@ -22,3 +22,123 @@ try {
   const code: ErrorCode = (e as CelldEdgeError).code;
   console.log(code, auth, link);
 }
+
+// S3Ownership: every option, events narrowed by type, claim results narrowed by outcome, errors by code.
+import { S3Ownership, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
+
+const seen: string[] = [];
+const options: S3OwnershipOptions = {
+  endpoint: "https://account.r2.cloudflarestorage.com",
+  bucket: "cells",
+  region: "auto",
+  accessKeyId: "AKID",
+  secretAccessKey: "secret",
+  sessionToken: "token",
+  node: "edge-7",
+  addr: "edge-7.example:443",
+  prefix: "app/",
+  leaseTtlMs: 10_000,
+  maxClockSkewMs: 1_000,
+  requestTimeoutMs: 5_000,
+  pathStyle: true,
+  probe: false,
+  fetch: globalThis.fetch,
+  onEvent(event: OwnershipEvent) {
+    switch (event.type) {
+      case "lease-acquired":
+      case "lease-renewed":
+        seen.push(`${event.node} until ${event.expiresMs} (${event.ms} ms)`);
+        break;
+      case "fenced":
+        seen.push(event.reason);
+        break;
+      case "claim-applied":
+      case "claim-took-over":
+        seen.push(`${event.cell}@${event.epoch}`);
+        break;
+      case "claim-rejected":
+        seen.push(`${event.cell} owned by ${event.owner}@${event.epoch}`);
+        break;
+      case "ambiguous-settled":
+        seen.push(`${event.key}: ${event.outcome} after ${event.readbacks}`);
+        break;
+      case "read-retried":
+        seen.push(`${event.key} #${event.attempt} in ${event.backoffMs} ms: ${event.detail}`);
+        break;
+      default: {
+        const unhandled: never = event;
+        throw new Error(`unknown event ${JSON.stringify(unhandled)}`);
+      }
+    }
+  },
+};
+const own = new S3Ownership(options);
+
+/** Every error code, handled exhaustively: adding a code to ErrorCode breaks this until it is handled. */
+function retryable(e: CelldEdgeError): boolean {
+  switch (e.code) {
+    case "transport":
+    case "ambiguous":
+      return true;
+    case "not-leased":
+    case "fenced":
+    case "invalid-input":
+    case "auth":
+    case "request":
+    case "corrupt-record":
+    case "store-violation":
+      return false;
+    default: {
+      const unhandled: never = e.code;
+      return unhandled;
+    }
+  }
+}
+
+async function fencedWrite(cell: string): Promise<OwnerInfo | number> {
+  await own.acquireLease();
+  own.startRenewing((e) => console.log(e.code satisfies ErrorCode, own.leaseValid()));
+  const result: ClaimResult = await own.claim(cell);
+  if (result.outcome === "rejected") return result.owner; // the routing hint
+  const { epoch, tookOver, prior } = result;
+  const key = `cells/${cell}/data/e${epoch}/0001.json`;
+  const put = signRequest({ ...creds, method: "PUT", url: `https://h/cells/${key}`, body: "{}", headers: { "if-none-match": "*" } });
+  await fetch(put.url, { method: put.method, headers: put.headers, body: "{}" });
+  if (!(await own.verify(cell, epoch))) throw new Error("fenced: do not acknowledge");
+  console.log(tookOver, prior?.node ?? "(none)", prior?.etag);
+  await own.release(cell);
+  own.stopRenewing();
+  return epoch;
+}
+
+async function lowLevel(cell: string): Promise<void> {
+  const probe: ProbeReport = await own.probe();
+  const rec = await own.readOwner(cell);
+  const applied: "applied" | "rejected" = await own.casOwner(cell, rec ? { match: rec.etag } : "absent", (rec?.epoch ?? 0) + 1);
+  const lease = await own.readNodeLease("edge-7");
+  const written = await own.casNodeLease(lease ? { match: lease.etag } : "absent", Date.now() + 10_000);
+  if (written.outcome === "applied") console.log(written.etag);
+  await own.renewLease();
+  console.log(probe.ifMatchMissingStatus, probe.conditionalDelete, probe.etagQuoted, applied, await own.releaseOwner(cell, 1), await own.owner(cell));
+}
+
+fencedWrite("cell-1").then(console.log, (e: unknown) => {
+  if (e instanceof Error && "code" in e) console.log(retryable(e as CelldEdgeError));
+});
+void lowLevel;
+
+// @ts-expect-error node is required
+new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" });
+// @ts-expect-error leaseTtlMs is a number
+new S3Ownership({ ...options, leaseTtlMs: "10s" });
+// @ts-expect-error unknown options are refused (the runtime refuses them too)
+new S3Ownership({ ...options, ttl: 5 });
+// @ts-expect-error a guard is "absent" or { match }
+own.casOwner("c", "present", 1);
+own.claim("c").then((r) => {
+  // @ts-expect-error the epoch exists only on an applied claim: narrow on outcome first
+  console.log(r.epoch);
+});
+// @ts-expect-error not an error code
+const bogus: ErrorCode = "timeout";
+void bogus;

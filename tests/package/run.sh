@@ -24,11 +24,12 @@ check() { # check NAME COMMAND...
 
 tarball=$(cd "$tmp" && npm pack --silent "$root") || { echo "npm pack failed"; exit 1; }
 tar tzf "$tmp/$tarball" | sort >"$tmp/contents"
+echo "tarball $tarball: $(wc -c <"$tmp/$tarball") bytes gzipped, $(wc -l <"$tmp/contents") files, $(tar xzOf "$tmp/$tarball" | wc -c) bytes unpacked"
 
 contents_ok() {
   local want
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
-    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js \
+    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
     package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
@@ -47,8 +48,8 @@ cp "$here/app.mjs" "$here/app.ts" "$tmp/app/"
 
 check "Node imports the installed package (node condition) and signs" \
   bash -c "cd '$tmp/app' && node app.mjs js/node.js"
-check "Deno imports the installed package (deno condition) and signs" \
-  bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run --allow-read --allow-env app.mjs js/deno.js"
+check "Deno imports the installed package (deno condition, only --allow-read) and signs" \
+  bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run --allow-read app.mjs js/deno.js"
 check "a bundler targeting browsers resolves the browser entry" \
   bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --format=esm --platform=browser --log-level=error app.mjs --outfile=bundle.js --external:node:* && grep -q 'await init()\|await __wbg_init()' bundle.js"
 check "TypeScript (strict) type-checks a program against the shipped declarations" \

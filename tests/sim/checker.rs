@@ -41,13 +41,24 @@ pub enum OpResult {
     Unfinished,
     /// A lease write (acquire/renew) installed.
     LeaseOk,
-    Claimed { epoch: u64 },
-    ClaimRejected { node: String, epoch: u64, live: bool },
+    /// `prior`: the (node, epoch) the claim reported replacing.
+    Claimed {
+        epoch: u64,
+        took_over: bool,
+        prior: Option<(String, u64)>,
+    },
+    ClaimRejected {
+        node: String,
+        epoch: u64,
+        live: bool,
+    },
     Released,
     ReleaseRejected,
     Verified(bool),
     /// Owner / read: `(node, epoch)` of the record read, `None` when absent.
     Read(Option<(String, u64)>),
+    /// `owner`: the record's (node, epoch) and whether that node's lease was reported live.
+    OwnerSeen(Option<(String, u64, bool)>),
     LeaseRead(Option<u64>),
     Failed(&'static str),
 }
@@ -85,6 +96,8 @@ pub struct Facts<'a> {
     pub nodes: &'a [String],
     pub cells: &'a [String],
     pub clocks: &'a [Clock],
+    /// The key prefix every record sits under (SPEC §2).
+    pub prefix: &'a str,
     pub lease_ttl_ms: u64,
     pub max_clock_skew_ms: u64,
 }
@@ -103,6 +116,8 @@ pub struct Coverage {
     pub releases: u64,
     pub acts: u64,
     pub rejected_claims: u64,
+    /// Operations that ended in an error, by error code (ambiguous, fenced, transport, ...).
+    pub failures: BTreeMap<&'static str, u64>,
 }
 
 struct OwnerVersion<'a> {
@@ -111,12 +126,14 @@ struct OwnerVersion<'a> {
     epoch: u64,
 }
 
-fn owner_key(cell: &str) -> String {
-    format!("cells/{cell}/own.json")
-}
+impl Facts<'_> {
+    fn owner_key(&self, cell: &str) -> String {
+        format!("{}cells/{cell}/own.json", self.prefix)
+    }
 
-fn lease_key(node: &str) -> String {
-    format!("nodes/{node}.json")
+    fn lease_key(&self, node: &str) -> String {
+        format!("{}nodes/{node}.json", self.prefix)
+    }
 }
 
 /// Was some version matching `pred` the current one at an instant of [start, end]?
@@ -136,9 +153,10 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         bad("wire", a.clone());
     }
     let known: BTreeSet<String> =
-        facts.cells.iter().map(|c| owner_key(c)).chain(facts.nodes.iter().map(|n| lease_key(n))).collect();
+        facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
+    let probe_keys = format!("{}probe/cas-", facts.prefix);
     for key in store.objects.keys() {
-        if !known.contains(key) {
+        if !known.contains(key) && !key.starts_with(&probe_keys) {
             bad("wire", format!("write to unexpected key {key:?}"));
         }
     }
@@ -146,7 +164,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     // Decoded owner histories.
     let mut owners: BTreeMap<&str, Vec<OwnerVersion>> = BTreeMap::new();
     for cell in facts.cells {
-        let key = owner_key(cell);
+        let key = facts.owner_key(cell);
         let mut hist = Vec::new();
         for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
             let Some(body) = &v.body else {
@@ -192,7 +210,10 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             }
             if let Some(p) = prev {
                 if ov.epoch <= p.epoch {
-                    bad("epoch-order", format!("{cell}: epoch {} by {} after epoch {} at t={}", ov.epoch, ov.node, p.epoch, ov.v.at));
+                    bad(
+                        "epoch-order",
+                        format!("{cell}: epoch {} by {} after epoch {} at t={}", ov.epoch, ov.node, p.epoch, ov.v.at),
+                    );
                 }
                 if !p.node.is_empty() && p.node != ov.node {
                     cov.takeovers += 1;
@@ -212,7 +233,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
 
     // Lease records: only the node itself writes its lease, and it always decodes.
     for (n, node) in facts.nodes.iter().enumerate() {
-        let key = lease_key(node);
+        let key = facts.lease_key(node);
         for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
             if v.writer.node != n {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
@@ -229,9 +250,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     for ((n, inc, cell, epoch), &(first, last)) in &ledger.acts {
         cov.acts += 1;
         let Some(hist) = owners.get(cell.as_str()) else { continue };
-        let wrote = hist.iter().any(|ov| ov.node == name(*n) && ov.epoch == *epoch && ov.v.writer.node == *n && ov.v.at <= first);
+        let wrote = hist
+            .iter()
+            .any(|ov| ov.node == name(*n) && ov.epoch == *epoch && ov.v.writer.node == *n && ov.v.at <= first);
         if !wrote {
-            bad("act-without-write", format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)));
+            bad(
+                "act-without-write",
+                format!("{} (life {inc}) acted for {cell}@{epoch} at t={first} but never wrote it", name(*n)),
+            );
         }
         if let Some(claim) = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch) {
             check_authority(store, ledger, facts, *n, claim.v.writer.op, last, &mut bad, || {
@@ -254,11 +280,24 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
 
     // Results against the store.
     let written_by = |op: u64| -> Vec<(&str, &Version)> {
-        store.objects.iter().flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v))).collect()
+        store
+            .objects
+            .iter()
+            .flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v)))
+            .collect()
     };
     for op in ledger.ops.values() {
         let me = name(op.node);
         let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
+        if let OpResult::Failed(code) = op.result {
+            *cov.failures.entry(code).or_default() += 1;
+            if code == "store-violation" {
+                bad(
+                    "probe-false-alarm",
+                    format!("{tag}: the (honest, if flaky) store was judged to violate conditions"),
+                );
+            }
+        }
         match (&op.kind, &op.result) {
             (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
                 cov.rejected_claims += 1;
@@ -276,47 +315,87 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if node.is_empty() || node == me || !*live {
                     bad("bad-rejection", format!("{tag}: rejected naming owner {node:?}@{epoch} live={live}"));
                 } else if !current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
-                    bad("bad-rejection", format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"));
+                    bad(
+                        "bad-rejection",
+                        format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"),
+                    );
                 }
             }
-            (OpKind::Release(_), OpResult::ReleaseRejected) => {
-                if !written_by(op.id).is_empty() {
-                    bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
-                }
+            (OpKind::Release(_), OpResult::ReleaseRejected) if !written_by(op.id).is_empty() => {
+                bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
-            (OpKind::Claim(cell), OpResult::Claimed { epoch }) => {
-                let key = owner_key(cell);
-                let landed = written_by(op.id).iter().any(|(k, v)| {
-                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node == me && r.epoch == *epoch)
-                });
-                if !landed {
-                    bad("applied-but-missing", format!("{tag}: reported applied at epoch {epoch}, but no such write landed"));
+            (OpKind::Claim(cell), OpResult::Claimed { epoch, took_over, prior }) => {
+                let hist = &owners[cell.as_str()];
+                let landed = hist.iter().position(|ov| ov.v.writer.op == op.id && ov.node == me && ov.epoch == *epoch);
+                match landed {
+                    None => bad(
+                        "applied-but-missing",
+                        format!("{tag}: reported applied at epoch {epoch}, but no such write landed"),
+                    ),
+                    Some(i) => {
+                        // What it replaced is what it read and guarded on: the version just before.
+                        let before = i.checked_sub(1).map(|j| (hist[j].node.clone(), hist[j].epoch));
+                        let replaced_live_peer = before.as_ref().is_some_and(|(n, _)| !n.is_empty() && n != me);
+                        if *prior != before || *took_over != replaced_live_peer {
+                            bad(
+                                "claim-report",
+                                format!(
+                                    "{tag}: reported prior {prior:?} took_over={took_over}, but replaced {before:?}"
+                                ),
+                            );
+                        }
+                    }
                 }
             }
             (OpKind::Release(cell), OpResult::Released) => {
-                let key = owner_key(cell);
+                let key = facts.owner_key(cell);
                 let landed = written_by(op.id).iter().any(|(k, v)| {
-                    *k == key && v.body.as_deref().and_then(|b| decode_owner(k, b, "").ok()).is_some_and(|r| r.node.is_empty())
+                    *k == key
+                        && v.body
+                            .as_deref()
+                            .and_then(|b| decode_owner(k, b, "").ok())
+                            .is_some_and(|r| r.node.is_empty())
                 });
                 if !landed {
                     bad("applied-but-missing", format!("{tag}: reported released, but no release landed"));
                 }
             }
             (OpKind::Acquire | OpKind::Renew, OpResult::LeaseOk) => {
-                let key = lease_key(me);
+                let key = facts.lease_key(me);
                 if !written_by(op.id).iter().any(|(k, _)| *k == key) {
                     bad("applied-but-missing", format!("{tag}: lease reported installed, but no lease write landed"));
                 }
             }
-            (OpKind::Verify(cell, epoch), OpResult::Verified(true)) => {
-                if !current_during(&owners[cell.as_str()], op.start, op.end, |ov| ov.node == me && ov.epoch == *epoch) {
-                    bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
-                }
+            (OpKind::Verify(cell, epoch), OpResult::Verified(true))
+                if !current_during(&owners[cell.as_str()], op.start, op.end, |ov| {
+                    ov.node == me && ov.epoch == *epoch
+                }) =>
+            {
+                bad("stale-read", format!("{tag}: verify true, but {me}@{epoch} was not the record during the call"));
             }
-            (OpKind::Owner(cell) | OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
+            (OpKind::Owner(cell), OpResult::OwnerSeen(seen)) => {
                 let hist = &owners[cell.as_str()];
                 let ok = match seen {
-                    Some((node, epoch)) => current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch),
+                    Some((node, epoch, _)) => {
+                        current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch)
+                    }
+                    None => hist.first().is_none_or(|ov| ov.v.at >= op.start),
+                };
+                if !ok {
+                    bad("stale-read", format!("{tag}: owner {seen:?}, never the record during the call"));
+                }
+                if let Some((node, _, false)) = seen {
+                    if !node.is_empty() && node != me && !lease_dead_during(store, facts, node, op) {
+                        bad("owner-liveness", format!("{tag}: reported {node} dead, but no lease of it read then was"));
+                    }
+                }
+            }
+            (OpKind::ReadOwner(cell), OpResult::Read(seen)) => {
+                let hist = &owners[cell.as_str()];
+                let ok = match seen {
+                    Some((node, epoch)) => {
+                        current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch)
+                    }
                     None => hist.first().is_none_or(|ov| ov.v.at >= op.start),
                 };
                 if !ok {
@@ -324,7 +403,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
             }
             (OpKind::ReadLease(peer), OpResult::LeaseRead(seen)) => {
-                let key = lease_key(name(*peer));
+                let key = facts.lease_key(name(*peer));
                 let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
                 let ok = hist.iter().enumerate().any(|(i, v)| {
                     let superseded_at = hist.get(i + 1).map_or(u64::MAX, |n| n.at);
@@ -341,17 +420,47 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     (out, cov)
 }
 
+/// Could a reader have judged `node` dead during `op` by the peer rule? Only if some version of its lease,
+/// while current during the call, was dead on the reader's clock by the time it was replaced (a read
+/// sees a version while it is current, and the rule's clock is read before the read is sent), or the
+/// lease was absent at some instant of the call.
+fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord) -> bool {
+    let key = facts.lease_key(node);
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    let clock = &facts.clocks[op.node];
+    hist.first().is_none_or(|v| v.at >= op.start)
+        || hist.iter().enumerate().any(|(i, v)| {
+            let until = hist.get(i + 1).map_or(u64::MAX, |n| n.at).min(op.end);
+            let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
+            v.at <= op.end
+                && until >= op.start
+                && expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until))
+        })
+}
+
 /// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
 fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, op: u64) -> Vec<&'s Version> {
     let Some(gen) = ledger.ops.get(&op).map(|o| o.gen) else { return Vec::new() };
     let installed: BTreeSet<u64> = ledger
         .ops
         .values()
-        .filter(|o| o.node == n && o.gen == gen && matches!(o.kind, OpKind::Acquire | OpKind::Renew) && o.result == OpResult::LeaseOk)
+        .filter(|o| {
+            o.node == n
+                && o.gen == gen
+                && matches!(o.kind, OpKind::Acquire | OpKind::Renew)
+                && o.result == OpResult::LeaseOk
+        })
         .map(|o| o.id)
         .collect();
-    let key = lease_key(&facts.nodes[n]);
-    store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().filter(|v| installed.contains(&v.writer.op)).collect()
+    let key = facts.lease_key(&facts.nodes[n]);
+    store
+        .objects
+        .get(&key)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|v| installed.contains(&v.writer.op))
+        .collect()
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -368,7 +477,8 @@ fn check_authority(
     bad: &mut impl FnMut(&'static str, String),
     what: impl Fn() -> String,
 ) {
-    let Some(sent) = installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
+    let Some(sent) =
+        installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
     else {
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
@@ -398,7 +508,7 @@ fn check_takeover(
 ) {
     let a = p.v.writer.node;
     let b = ov.v.writer.node;
-    let key = lease_key(&facts.nodes[a]);
+    let key = facts.lease_key(&facts.nodes[a]);
     let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
         .into_iter()
         .filter(|v| v.at <= ov.v.at)
@@ -467,6 +577,7 @@ mod tests {
                 nodes: &self.nodes,
                 cells: &self.cells,
                 clocks: &self.clocks,
+                prefix: "",
                 lease_ttl_ms: TTL,
                 max_clock_skew_ms: SKEW,
             };
@@ -483,18 +594,32 @@ mod tests {
         let mut h = Hist::new();
         h.op(1, 0, 1, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
         h.lease(1, 0, TTL, 2);
-        h.op(2, 0, 1, OpKind::Claim("c".into()), (6, 12), OpResult::Claimed { epoch: 1 });
+        h.op(
+            2,
+            0,
+            1,
+            OpKind::Claim("c".into()),
+            (6, 12),
+            OpResult::Claimed { epoch: 1, took_over: false, prior: None },
+        );
         h.own(2, 0, "n0", 1, 10);
         h.ledger.act(0, 0, "c", 1, 12);
         h.ledger.act(0, 0, "c", 1, 2_000);
         h.op(3, 1, 2, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
         h.lease(3, 1, 20_000, 3);
-        h.op(4, 1, 2, OpKind::Claim("c".into()), (3_300, 3_420), OpResult::Claimed { epoch: 2 });
+        h.op(
+            4,
+            1,
+            2,
+            OpKind::Claim("c".into()),
+            (3_300, 3_420),
+            OpResult::Claimed { epoch: 2, took_over: true, prior: Some(("n0".into(), 1)) },
+        );
         h.own(4, 1, "n1", 2, 3_410);
         h.op(5, 1, 2, OpKind::Verify("c".into(), 2), (3_500, 3_510), OpResult::Verified(true));
         h.op(6, 1, 2, OpKind::Release("c".into()), (3_600, 3_620), OpResult::Released);
         h.own(6, 1, "", 2, 3_610);
-        h.op(7, 0, 1, OpKind::Owner("c".into()), (3_605, 3_700), OpResult::Read(Some((String::new(), 2))));
+        h.op(7, 0, 1, OpKind::Owner("c".into()), (3_605, 3_700), OpResult::OwnerSeen(Some((String::new(), 2, false))));
         h
     }
 
@@ -551,13 +676,16 @@ mod tests {
     #[test]
     fn results_must_agree_with_the_store() {
         let mut h = clean();
-        h.ledger.ops.get_mut(&4).unwrap().result =
-            OpResult::ClaimRejected { node: "n0".into(), epoch: 1, live: true };
+        h.ledger.ops.get_mut(&4).unwrap().result = OpResult::ClaimRejected { node: "n0".into(), epoch: 1, live: true };
         assert_eq!(h.rules(), vec!["rejected-but-landed"]);
 
         let mut h = clean();
-        h.ledger.ops.get_mut(&2).unwrap().result = OpResult::Claimed { epoch: 5 };
+        h.ledger.ops.get_mut(&2).unwrap().result = OpResult::Claimed { epoch: 5, took_over: false, prior: None };
         assert_eq!(h.rules(), vec!["applied-but-missing"]);
+
+        let mut h = clean();
+        h.ledger.ops.get_mut(&4).unwrap().result = OpResult::Claimed { epoch: 2, took_over: false, prior: None };
+        assert_eq!(h.rules(), vec!["claim-report"]);
 
         let mut h = clean();
         h.ledger.ops.get_mut(&5).unwrap().end = 3_700;
@@ -566,11 +694,14 @@ mod tests {
         assert_eq!(h.rules(), vec!["stale-read"]);
 
         let mut h = clean();
-        h.op(9, 0, 1, OpKind::Claim("c".into()), (3_700, 3_800), OpResult::ClaimRejected {
-            node: String::new(),
-            epoch: 2,
-            live: true,
-        });
+        h.op(
+            9,
+            0,
+            1,
+            OpKind::Claim("c".into()),
+            (3_700, 3_800),
+            OpResult::ClaimRejected { node: String::new(), epoch: 2, live: true },
+        );
         assert_eq!(h.rules(), vec!["bad-rejection"]);
     }
 
@@ -584,6 +715,19 @@ mod tests {
         assert_eq!(h.rules(), vec!["stale-read"]);
         h.ledger.ops.get_mut(&13).unwrap().result = OpResult::LeaseRead(None);
         assert_eq!(h.rules(), vec!["stale-read"], "the lease existed since t=2");
+    }
+
+    #[test]
+    fn owner_reports_a_node_dead_only_when_its_lease_was() {
+        let mut h = clean();
+        // n0's lease (to 3000) is dead by the peer rule from wall 3400 on.
+        let seen = Some(("n0".to_owned(), 1, false));
+        h.op(14, 1, 2, OpKind::Owner("c".into()), (3_390, 3_405), OpResult::OwnerSeen(seen.clone()));
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.ops.get_mut(&14).unwrap().end = 3_399;
+        assert_eq!(h.rules(), vec!["owner-liveness"]);
+        h.ledger.ops.get_mut(&14).unwrap().result = OpResult::OwnerSeen(Some(("n0".to_owned(), 1, true)));
+        assert_eq!(h.rules(), Vec::<&str>::new(), "reporting a node live is never unsafe");
     }
 
     #[test]

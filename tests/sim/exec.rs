@@ -197,6 +197,14 @@ impl World {
         self.inner.borrow_mut().trace = Some(Vec::new());
     }
 
+    /// Adds a line to the trace, when tracing (`line` is built only then).
+    pub fn note(&self, line: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.inner.borrow_mut().trace {
+            let now = self.now();
+            t.push(format!("t={now} {}", line()));
+        }
+    }
+
     pub fn take_trace(&self) -> Vec<String> {
         self.inner.borrow_mut().trace.take().unwrap_or_default()
     }
@@ -209,13 +217,11 @@ impl World {
         self.inner.borrow().clocks[node].wall_ms(self.now())
     }
 
-    /// Starts a new operation for `node`: every request it sends from now on carries this op id.
-    pub fn begin_op(&self, node: usize) -> u64 {
+    /// A fresh operation id (see [`tagged`]).
+    pub fn new_op(&self) -> u64 {
         let mut inner = self.inner.borrow_mut();
         inner.next_op += 1;
-        let op = inner.next_op;
-        inner.nodes[node].op = op;
-        op
+        inner.next_op
     }
 
     pub fn incarnation(&self, node: usize) -> u32 {
@@ -258,7 +264,10 @@ impl World {
             let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
             let body = String::from_utf8_lossy(&req.body);
             let key = req.url.rsplit_once(".sim/").map_or(req.url.as_str(), |(_, k)| k);
-            t.push(format!("t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}", req.method));
+            t.push(format!(
+                "t={now} req#{id} {tag:?} {} {key} [{cond}] {body} timeout={timeout_ms:?} lost={lost}",
+                req.method
+            ));
         }
         if lost {
             inner.store.count(Fault::RequestLost);
@@ -457,7 +466,13 @@ pub type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Runs the world until true time `until`: `factory(node, incarnation)` builds each node's task (at start
 /// and after every restart); `observe` runs after every event, while no task is being polled.
-pub fn run(world: &Rc<World>, nodes: usize, until: u64, mut factory: impl FnMut(usize, u32) -> Task, mut observe: impl FnMut()) {
+pub fn run(
+    world: &Rc<World>,
+    nodes: usize,
+    until: u64,
+    mut factory: impl FnMut(usize, u32) -> Task,
+    mut observe: impl FnMut(),
+) {
     let mut tasks: Vec<Option<Task>> = (0..nodes).map(|n| Some(factory(n, 0))).collect();
     {
         let mut inner = world.inner.borrow_mut();
@@ -472,6 +487,48 @@ pub fn run(world: &Rc<World>, nodes: usize, until: u64, mut factory: impl FnMut(
     }
     // Drop every node (and its Env's handle on the world) before anyone takes the store.
     tasks.clear();
+}
+
+/// Runs `fut` as operation `op` of `node`: every request it sends carries that op id, even while another
+/// loop of the same node (a renewal loop) runs operations of its own in between.
+pub fn tagged<F: Future>(world: &Rc<World>, node: usize, op: u64, fut: F) -> Tagged<F> {
+    Tagged { world: world.clone(), node, op, inner: Box::pin(fut) }
+}
+
+pub struct Tagged<F> {
+    world: Rc<World>,
+    node: usize,
+    op: u64,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for Tagged<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // Requests are sent only from inside a poll, so setting the op here attributes each exactly.
+        self.world.inner.borrow_mut().nodes[self.node].op = self.op;
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// Polls two futures until both finish (an operation loop beside a renewal loop, as `startRenewing`).
+pub struct Both(pub Option<Task>, pub Option<Task>);
+
+impl Future for Both {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        for slot in [&mut this.0, &mut this.1] {
+            if slot.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready()) {
+                *slot = None;
+            }
+        }
+        if self.0.is_none() && self.1.is_none() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }
 
 /// Waits for a request or timer of the world to complete.
@@ -528,7 +585,12 @@ mod tests {
     use super::*;
 
     fn get(url: &str) -> HttpRequest {
-        HttpRequest { method: "GET", url: url.to_owned(), headers: vec![("authorization".into(), "x".into())], body: Vec::new() }
+        HttpRequest {
+            method: "GET",
+            url: url.to_owned(),
+            headers: vec![("authorization".into(), "x".into())],
+            body: Vec::new(),
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ fn correct_protocol_survives_2000_seeds() {
     let params = Params::default();
     let reports = run_many(0..2_000, &params);
     let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut errors: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut ops, mut takeovers, mut acts, mut rejected) = (0, 0, 0, 0);
     let mut failures = String::new();
     for r in &reports {
@@ -52,16 +53,35 @@ fn correct_protocol_survives_2000_seeds() {
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
+        for (code, n) in &r.coverage.failures {
+            *errors.entry(code).or_default() += n;
+        }
         if !r.violations.is_empty() && failures.len() < 20_000 {
             failures += &describe(r, None);
         }
     }
-    println!("{} seeds, {ops} ops, {takeovers} takeovers, {acts} acting spans, {rejected} rejected claims", reports.len());
+    println!(
+        "{} seeds, {ops} ops, {takeovers} takeovers, {acts} acting spans, {rejected} rejected claims",
+        reports.len()
+    );
     println!("faults: {faults:?}");
+    println!("operations that ended in an error, by code: {errors:?}");
     assert!(failures.is_empty(), "violations under the correct protocol:\n{failures}");
     // The run must exercise what it claims to check.
     assert!(takeovers > 1_000 && acts > 10_000 && rejected > 1_000, "too little contention to prove anything");
-    for f in ["request-lost", "response-lost", "409-conflict", "5xx-applied", "5xx-not-applied", "2xx-no-etag", "garbage-body", "brownout", "node-paused", "node-crashed", "node-partitioned"] {
+    for f in [
+        "request-lost",
+        "response-lost",
+        "409-conflict",
+        "5xx-applied",
+        "5xx-not-applied",
+        "2xx-no-etag",
+        "garbage-body",
+        "brownout",
+        "node-paused",
+        "node-crashed",
+        "node-partitioned",
+    ] {
         assert!(faults.get(f).copied().unwrap_or(0) > 0, "fault {f} never injected");
     }
 }
@@ -86,7 +106,9 @@ fn every_tooth_is_caught() {
     let mut missed = Vec::new();
     for tooth in Tooth::ALL {
         match catch(tooth, TOOTH_BUDGET) {
-            Some((n, r)) => println!("{tooth:?}: caught after {n} seeds by [{}] {}", r.violations[0].rule, r.violations[0].detail),
+            Some((n, r)) => {
+                println!("{tooth:?}: caught after {n} seeds by [{}] {}", r.violations[0].rule, r.violations[0].detail)
+            }
             None => missed.push(tooth),
         }
     }
@@ -107,9 +129,9 @@ fn a_seed_replays_exactly() {
 fn one_seed() {
     let Ok(seed) = std::env::var("SIM_SEED") else { return };
     let seed: u64 = seed.parse().expect("SIM_SEED is a number");
-    let tooth = std::env::var("SIM_TOOTH").ok().map(|name| {
-        *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant")
-    });
+    let tooth = std::env::var("SIM_TOOTH")
+        .ok()
+        .map(|name| *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant"));
     let (r, trace) = workload::run_seed_traced(seed, &Params { tooth, ..Params::default() }, true);
     for line in trace {
         println!("{line}");

@@ -125,7 +125,9 @@ pub struct SimStore {
 }
 
 fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {
-    let body = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>");
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>"
+    );
     HttpResponse { status, etag: None, body: body.into_bytes() }
 }
 
@@ -196,20 +198,27 @@ impl SimStore {
         etag
     }
 
-    /// The object key a request addresses (path style, `http://host/<bucket>/<key>`), or why not.
+    /// The object key a request addresses, path style (`http://host/<bucket>/<key>`) or virtual-hosted
+    /// (`http://<bucket>.host/<key>`), or why not.
     fn key_of(&self, url: &str) -> Result<String, String> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
             .ok_or_else(|| format!("not an http(s) URL: {url}"))?;
-        let path = rest.find('/').map(|i| &rest[i + 1..]).ok_or_else(|| format!("no path: {url}"))?;
+        let (host, path) = rest.split_once('/').ok_or_else(|| format!("no path: {url}"))?;
         if path.contains('?') || path.contains('#') {
             return Err(format!("unexpected query: {url}"));
         }
-        let (bucket, raw_key) = path.split_once('/').ok_or_else(|| format!("no key: {url}"))?;
-        if bucket != self.bucket {
-            return Err(format!("wrong bucket {bucket:?}: {url}"));
-        }
+        let raw_key = match host.strip_prefix(&format!("{}.", self.bucket)) {
+            Some(_) => path,
+            None => {
+                let (bucket, raw_key) = path.split_once('/').ok_or_else(|| format!("no key: {url}"))?;
+                if bucket != self.bucket {
+                    return Err(format!("wrong bucket {bucket:?}: {url}"));
+                }
+                raw_key
+            }
+        };
         let key = decode_path(raw_key).ok_or_else(|| format!("bad percent-encoding: {url}"))?;
         if encode_key(&key) != raw_key {
             return Err(format!("key not encoded exactly once: {raw_key:?} (expected {:?})", encode_key(&key)));
@@ -233,7 +242,9 @@ impl SimStore {
         let current = self.current(&key).map(|v| v.etag.clone());
         match req.method {
             "GET" => match self.current(&key) {
-                Some(v) => HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default() },
+                Some(v) => {
+                    HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default() }
+                }
                 None => xml_error(404, "NoSuchKey", "The specified key does not exist."),
             },
             "PUT" => {
@@ -242,13 +253,21 @@ impl SimStore {
                 match (none_match, if_match) {
                     (Some("*"), None) => {
                         if current.is_some() {
-                            return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+                            return xml_error(
+                                412,
+                                "PreconditionFailed",
+                                "At least one of the pre-conditions you specified did not hold",
+                            );
                         }
                     }
                     (None, Some(tag)) => match &current {
                         None => return xml_error(404, "NoSuchKey", "The specified key does not exist."),
                         Some(cur) if cur != tag => {
-                            return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+                            return xml_error(
+                                412,
+                                "PreconditionFailed",
+                                "At least one of the pre-conditions you specified did not hold",
+                            )
                         }
                         Some(_) => {}
                     },
@@ -263,7 +282,11 @@ impl SimStore {
             "DELETE" => {
                 if let Some(tag) = req.header("if-match") {
                     if current.as_deref() != Some(tag) {
-                        return xml_error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+                        return xml_error(
+                            412,
+                            "PreconditionFailed",
+                            "At least one of the pre-conditions you specified did not hold",
+                        );
                     }
                 }
                 if current.is_some() {
@@ -280,12 +303,23 @@ impl SimStore {
 
     /// Serves one request under this seed's faults: the answer (`None` when it is lost on the way back)
     /// and the latency of the way back.
-    pub fn serve(&mut self, req: &HttpRequest, writer: Tag, at: u64, rng: &mut Rng, mix: &FaultMix) -> (Option<HttpResponse>, u64) {
+    pub fn serve(
+        &mut self,
+        req: &HttpRequest,
+        writer: Tag,
+        at: u64,
+        rng: &mut Rng,
+        mix: &FaultMix,
+    ) -> (Option<HttpResponse>, u64) {
         let is_put = req.method == "PUT";
         let conditional = req.header("if-match").is_some() || req.header("if-none-match").is_some();
         let mut resp = if is_put && conditional && rng.chance(mix.conflict) {
             self.count(Fault::Conflict409);
-            xml_error(409, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource.")
+            xml_error(
+                409,
+                "ConditionalRequestConflict",
+                "A conflicting conditional operation is currently in progress against this resource.",
+            )
         } else if rng.chance(mix.error_before) {
             self.count(Fault::ServerErrorNotApplied);
             server_error(rng)
@@ -396,6 +430,9 @@ mod tests {
         let mut unsigned = req("GET", "k", None, "");
         unsigned.headers.clear();
         assert_eq!(s.handle(&unsigned, W, 3).status, 403);
+        let mut vhost = req("GET", "k", None, "");
+        vhost.url = "http://b.s/k".to_owned();
+        assert_eq!(s.handle(&vhost, W, 2).status, 200, "virtual-hosted style addresses the same key");
         let mut wrong = req("GET", "k", None, "");
         wrong.url = "http://s/other/k".to_owned();
         assert_eq!(s.handle(&wrong, W, 4).status, 400);
@@ -426,7 +463,8 @@ mod tests {
         let mut s = SimStore::new("b");
         let (r, _) = put(&mut s, &mut rng, &FaultMix { lose_response: 1.0, ..FaultMix::default() });
         assert!(r.is_none() && s.current("k").is_some(), "lost answer, landed write");
-        let (r, _) = s.serve(&req("GET", "k", None, ""), W, 2, &mut rng, &FaultMix { garbage: 1.0, ..FaultMix::default() });
+        let (r, _) =
+            s.serve(&req("GET", "k", None, ""), W, 2, &mut rng, &FaultMix { garbage: 1.0, ..FaultMix::default() });
         assert_ne!(r.unwrap().body, b"v");
         assert_eq!((s.faults[&Fault::ResponseLost], s.faults[&Fault::GarbageBody]), (1, 1));
     }

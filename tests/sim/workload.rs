@@ -6,8 +6,9 @@
 //! It must never decide correctness itself (that is the checker's job) and never reach the store except
 //! through the driver's requests.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::rc::Rc;
 
 use celld_edge::env::Env;
@@ -17,7 +18,7 @@ use celld_edge::ownership::{ClaimOutcome, Config, S3Ownership};
 use celld_edge::Error;
 
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
-use crate::exec::{self, Chaos, Rng, SimEnv, World};
+use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
 
 pub const BUCKET: &str = "sim-bucket";
@@ -60,10 +61,15 @@ struct Ctx {
     seed: u64,
     names: Vec<String>,
     cells: Vec<String>,
+    prefix: &'static str,
+    path_style: bool,
+    /// Renew from a loop of its own beside the operations (`startRenewing`), not between them.
+    background_renewal: bool,
+    probe: bool,
     ledger: RefCell<Ledger>,
     /// Each node's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
-    next_gen: std::cell::Cell<u64>,
+    next_gen: Cell<u64>,
 }
 
 struct NodeSlot {
@@ -74,7 +80,7 @@ struct NodeSlot {
 
 impl Ctx {
     fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
-        let id = self.world.begin_op(node);
+        let id = self.world.new_op();
         let now = self.world.now();
         let rec = OpRecord { id, node, incarnation, gen, kind, start: now, end: now, result: OpResult::Unfinished };
         self.ledger.borrow_mut().ops.insert(id, rec);
@@ -132,6 +138,13 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks.clone(), mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
+    // Drawn last, so that adding them kept every earlier seed's scenario.
+    let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
+    let path_style = rng.chance(0.5);
+    let background_renewal = rng.chance(0.5);
+    // The store probe (SPEC §6) runs before an instance's first write unless opted out; a quarter of
+    // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
+    let probe = rng.chance(0.25);
     if trace {
         world.enable_trace();
     }
@@ -142,9 +155,13 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         seed,
         names: nodes.clone(),
         cells: cells.clone(),
+        prefix,
+        path_style,
+        background_renewal,
+        probe,
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..n).map(|_| None).collect()),
-        next_gen: std::cell::Cell::new(0),
+        next_gen: Cell::new(0),
     });
 
     let factory_ctx = ctx.clone();
@@ -162,11 +179,21 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let ledger = ctx.ledger.into_inner();
     drop(ctx.world);
     let store = world.into_store();
-    let facts = Facts { nodes: &nodes, cells: &cells, clocks: &clocks, lease_ttl_ms: params.ttl_ms, max_clock_skew_ms: params.skew_ms };
+    let facts = Facts {
+        nodes: &nodes,
+        cells: &cells,
+        clocks: &clocks,
+        prefix,
+        lease_ttl_ms: params.ttl_ms,
+        max_clock_skew_ms: params.skew_ms,
+    };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         for op in ledger.ops.values() {
-            lines.push(format!("op {} {} life {} gen {} {:?} [{}..{}] -> {:?}", op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result));
+            lines.push(format!(
+                "op {} {} life {} gen {} {:?} [{}..{}] -> {:?}",
+                op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result
+            ));
         }
         for (key, hist) in &store.objects {
             for v in hist {
@@ -199,14 +226,60 @@ fn observe(ctx: &Ctx) {
     }
 }
 
+/// One life of one node's lease bookkeeping, shared by its operation loop and its renewal loop.
+struct Life {
+    ctx: Rc<Ctx>,
+    node: usize,
+    incarnation: u32,
+    own: Rc<S3Ownership<SimEnv>>,
+    beliefs: Rc<RefCell<BTreeMap<String, u64>>>,
+    leased: Cell<bool>,
+    gen: Cell<u64>,
+    last_renew: Cell<u64>,
+}
+
+impl Life {
+    /// Runs one driver call as a ledger operation: begun now, its requests tagged, its result recorded.
+    async fn op<T: std::fmt::Debug, F: Future<Output = T>>(
+        &self,
+        kind: OpKind,
+        call: F,
+        result: impl FnOnce(&T) -> OpResult,
+    ) -> T {
+        let op = self.ctx.begin(self.node, self.incarnation, self.gen.get(), kind);
+        let out = exec::tagged(&self.ctx.world, self.node, op, call).await;
+        self.ctx.world.note(|| format!("op {op} of {} returned {out:?}", self.ctx.names[self.node]));
+        self.ctx.end(op, result(&out));
+        out
+    }
+
+    async fn sleep(&self, rng: &mut Rng, hi: u64) {
+        self.own.env().sleep(rng.range(0, hi) as u32).await
+    }
+
+    async fn renew(&self, rng: &mut Rng) {
+        let r = self
+            .op(OpKind::Renew, self.own.renew_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
+            .await;
+        match r {
+            Ok(()) => self.last_renew.set(self.ctx.world.now()),
+            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
+            Err(_) => self.sleep(rng, 100).await,
+        }
+    }
+}
+
 /// One life of one node: a fresh `S3Ownership` under the node's id, looping over operations until the
-/// run ends (or the executor drops it in a crash).
+/// run ends (or the executor drops it in a crash), with renewals inline or from a loop of their own.
 async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     let p = &ctx.params;
     let mut cfg = Config::new(ENDPOINT, BUCKET, &ctx.names[node], "AKIDSIMULATION", "sim-secret");
     cfg.lease_ttl_ms = p.ttl_ms;
     cfg.max_clock_skew_ms = p.skew_ms;
     cfg.addr = format!("10.0.0.{node}:7000");
+    cfg.prefix = ctx.prefix.to_owned();
+    cfg.path_style = ctx.path_style;
+    cfg.probe = ctx.probe;
     let env = SimEnv::new(ctx.world.clone(), node, incarnation);
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
@@ -215,112 +288,140 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     });
     let beliefs: Rc<RefCell<BTreeMap<String, u64>>> = Rc::default();
     ctx.live.borrow_mut()[node] = Some(NodeSlot { incarnation, own: own.clone(), beliefs: beliefs.clone() });
-    let mut rng = Rng::new(ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20) ^ 0x5eed);
-    let renew_every = p.ttl_ms / 3;
-    let mut gen = 0;
-    let mut last_renew = 0;
-    let mut leased = false;
-    let pause = |rng: &mut Rng, hi: u64| {
-        let ms = rng.range(0, hi) as u32;
-        let own = own.clone();
-        async move { own.env().sleep(ms).await }
-    };
+    let life = Rc::new(Life {
+        ctx: ctx.clone(),
+        node,
+        incarnation,
+        own,
+        beliefs,
+        leased: Cell::new(false),
+        gen: Cell::new(0),
+        last_renew: Cell::new(0),
+    });
+    let seed = ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20);
+    if ctx.background_renewal {
+        Both(
+            Some(Box::pin(operations(life.clone(), Rng::new(seed ^ 0x5eed)))),
+            Some(Box::pin(renewals(life, Rng::new(seed ^ 0x4e4e)))),
+        )
+        .await
+    } else {
+        operations(life, Rng::new(seed ^ 0x5eed)).await
+    }
+}
 
+/// The renewal loop of `startRenewing`: every ttl/3, renew the held lease (also after a freeze).
+async fn renewals(life: Rc<Life>, mut rng: Rng) {
+    let every = life.ctx.params.ttl_ms / 3;
+    while life.ctx.world.now() < life.ctx.params.run_ms {
+        life.own.env().sleep(every as u32).await;
+        if life.leased.get() {
+            life.renew(&mut rng).await;
+        }
+    }
+}
+
+async fn operations(life: Rc<Life>, mut rng: Rng) {
+    let ctx = &life.ctx;
+    let p = &ctx.params;
+    let own = &life.own;
+    let beliefs = &life.beliefs;
+    let renew_every = p.ttl_ms / 3;
     while ctx.world.now() < p.run_ms {
-        if !leased {
+        if !life.leased.get() {
             // A new lease generation: nothing claimed before it counts any more.
             beliefs.borrow_mut().clear();
-            gen = ctx.next_gen.get() + 1;
-            ctx.next_gen.set(gen);
-            let op = ctx.begin(node, incarnation, gen, OpKind::Acquire);
-            let r = own.acquire_lease().await;
-            ctx.end(op, r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk));
-            leased = r.is_ok();
-            last_renew = ctx.world.now();
-            if !leased {
-                pause(&mut rng, 500).await;
+            life.gen.set(ctx.next_gen.get() + 1);
+            ctx.next_gen.set(life.gen.get());
+            let r = life
+                .op(OpKind::Acquire, own.acquire_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
+                .await;
+            life.leased.set(r.is_ok());
+            life.last_renew.set(ctx.world.now());
+            if r.is_err() {
+                life.sleep(&mut rng, 500).await;
             }
             continue;
         }
         // A renewal loop does not know it was frozen: after a pause it simply renews (the driver must
         // refuse to restore a lapsed lease), so a lapsed lease is renewed before it is re-acquired.
-        if ctx.world.now() - last_renew >= renew_every || !own.lease_valid() {
-            let op = ctx.begin(node, incarnation, gen, OpKind::Renew);
-            let r = own.renew_lease().await;
-            ctx.end(op, r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk));
-            match r {
-                Ok(()) => last_renew = ctx.world.now(),
-                Err(Error::Fenced(_) | Error::NotLeased(_)) => leased = false,
-                Err(_) => pause(&mut rng, 100).await,
-            }
+        if !ctx.background_renewal && (ctx.world.now() - life.last_renew.get() >= renew_every || !own.lease_valid()) {
+            life.renew(&mut rng).await;
             continue;
         }
         let believed: Vec<(String, u64)> = beliefs.borrow().iter().map(|(c, &e)| (c.clone(), e)).collect();
         let pick = rng.range(0, 99);
         let random_cell = ctx.cells[rng.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+        let read =
+            |o: &Result<Option<(String, u64)>, Error>| o.as_ref().map_or_else(failed, |o| OpResult::Read(o.clone()));
         match pick {
             0..=44 => {
-                let op = ctx.begin(node, incarnation, gen, OpKind::Claim(random_cell.clone()));
-                let r = own.claim(&random_cell).await;
-                let result = match &r {
-                    Ok(ClaimOutcome::Applied { epoch, .. }) => {
-                        beliefs.borrow_mut().insert(random_cell.clone(), *epoch);
-                        OpResult::Claimed { epoch: *epoch }
-                    }
-                    Ok(ClaimOutcome::Rejected { owner }) => {
-                        OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
-                    }
-                    Err(e) => {
-                        if matches!(e, Error::Fenced(_) | Error::NotLeased(_)) {
-                            leased = false;
+                let r = life
+                    .op(OpKind::Claim(random_cell.clone()), own.claim(&random_cell), |r| match r {
+                        Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
+                            epoch: *epoch,
+                            took_over: *took_over,
+                            prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
+                        },
+                        Ok(ClaimOutcome::Rejected { owner }) => {
+                            OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
                         }
-                        failed(e)
+                        Err(e) => failed(e),
+                    })
+                    .await;
+                match r {
+                    Ok(ClaimOutcome::Applied { epoch, .. }) => {
+                        beliefs.borrow_mut().insert(random_cell, epoch);
                     }
-                };
-                ctx.end(op, result);
+                    Err(Error::Fenced(_) | Error::NotLeased(_)) => life.leased.set(false),
+                    _ => {}
+                }
             }
             45..=54 if !believed.is_empty() => {
                 let (cell, _) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
                 // Stop acting before asking to release: the release may land before its answer does.
                 beliefs.borrow_mut().remove(cell);
-                let op = ctx.begin(node, incarnation, gen, OpKind::Release(cell.clone()));
-                let r = own.release(cell).await;
-                ctx.end(
-                    op,
-                    match &r {
+                let _ = life
+                    .op(OpKind::Release(cell.clone()), own.release(cell), |r| match r {
                         Ok(CasOutcome::Applied) => OpResult::Released,
                         Ok(CasOutcome::Rejected) => OpResult::ReleaseRejected,
                         Err(e) => failed(e),
-                    },
-                );
+                    })
+                    .await;
             }
             55..=74 if !believed.is_empty() => {
                 let (cell, epoch) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
-                let op = ctx.begin(node, incarnation, gen, OpKind::Verify(cell.clone(), *epoch));
-                let r = own.verify(cell, *epoch).await;
+                let r = life
+                    .op(OpKind::Verify(cell.clone(), *epoch), own.verify(cell, *epoch), |r| {
+                        r.as_ref().map_or_else(failed, |&b| OpResult::Verified(b))
+                    })
+                    .await;
                 if r == Ok(false) && beliefs.borrow().get(cell) == Some(epoch) {
                     beliefs.borrow_mut().remove(cell);
                 }
-                ctx.end(op, r.as_ref().map_or_else(failed, |&b| OpResult::Verified(b)));
             }
             75..=84 => {
-                let op = ctx.begin(node, incarnation, gen, OpKind::Owner(random_cell.clone()));
-                let r = own.owner(&random_cell).await;
-                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+                let call = async { own.owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch, o.live))) };
+                let _ = life
+                    .op(OpKind::Owner(random_cell.clone()), call, |o| {
+                        o.as_ref().map_or_else(failed, |o| OpResult::OwnerSeen(o.clone()))
+                    })
+                    .await;
             }
             85..=89 => {
-                let op = ctx.begin(node, incarnation, gen, OpKind::ReadOwner(random_cell.clone()));
-                let r = own.read_owner(&random_cell).await;
-                ctx.end(op, r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch)))));
+                let call = async { own.read_owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
+                let _ = life.op(OpKind::ReadOwner(random_cell.clone()), call, read).await;
             }
             90..=94 => {
                 let peer = rng.range(0, ctx.names.len() as u64 - 1) as usize;
-                let op = ctx.begin(node, incarnation, gen, OpKind::ReadLease(peer));
-                let r = own.read_node_lease(&ctx.names[peer]).await;
-                ctx.end(op, r.as_ref().map_or_else(failed, |l| OpResult::LeaseRead(l.as_ref().map(|l| l.expires_ms))));
+                let _ = life
+                    .op(OpKind::ReadLease(peer), own.read_node_lease(&ctx.names[peer]), |r| {
+                        r.as_ref().map_or_else(failed, |l| OpResult::LeaseRead(l.as_ref().map(|l| l.expires_ms)))
+                    })
+                    .await;
             }
             _ => {}
         }
-        pause(&mut rng, p.ttl_ms / 6).await;
+        life.sleep(&mut rng, p.ttl_ms / 6).await;
     }
 }

@@ -21,6 +21,8 @@ pub enum Fault {
     LandWithoutEtag,
     /// Do not apply it; another writer's body lands at the same key; answer this.
     DropAndPlant(&'static str, TransportError),
+    /// Answer plainly, but with the body cut in half (a truncated transfer).
+    Garble,
     /// The request takes this long (both clocks advance), then is answered plainly.
     Slow(f64),
 }
@@ -177,6 +179,12 @@ impl Env for MemEnv {
             Some(Fault::LandWithoutEtag) => {
                 let mut resp = m.apply(&req);
                 resp.etag = None;
+                Ok(resp)
+            }
+            Some(Fault::Garble) => {
+                let mut resp = m.apply(&req);
+                let half = resp.body.len() / 2;
+                resp.body.truncate(half);
                 Ok(resp)
             }
             Some(Fault::Slow(ms)) => {

@@ -1,0 +1,15 @@
+import { S3Ownership } from "celld-edge"; // deno.json: { "imports": { "celld-edge": "npm:celld-edge" } }
+
+const own = new S3Ownership({
+  endpoint: Deno.env.get("S3_ENDPOINT"), bucket: Deno.env.get("S3_BUCKET"), region: Deno.env.get("S3_REGION"),
+  accessKeyId: Deno.env.get("AWS_ACCESS_KEY_ID"), secretAccessKey: Deno.env.get("AWS_SECRET_ACCESS_KEY"),
+  node: `deno-${crypto.randomUUID()}`,
+});
+await own.acquireLease();
+own.startRenewing((e) => console.error("lease:", e.code)); // fenced: stop acting for the cell
+const claim = await own.claim("cell-1");
+console.log(claim.outcome === "applied" ? `mine at epoch ${claim.epoch}` : `owned by ${claim.owner.node}`);
+Deno.addSignalListener("SIGINT", async () => {
+  await own.release("cell-1"); // the next owner claims it at once instead of waiting out the lease
+  Deno.exit(0);
+});

@@ -1,0 +1,72 @@
+// Shared by the workerd tests: bundles a Worker with `wrangler deploy --dry-run` (as a user's deploy would,
+// resolving "celld-edge" through its "workerd" export condition) and starts bundles in workerd with
+// Miniflare. Everything started is disposed of, and every bundle deleted, by disposeAll().
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
+
+export const root = fileURLToPath(new URL("../..", import.meta.url));
+const started = [];
+const bundles = [];
+
+/**
+ * `wrangler deploy --dry-run` of a config. Returns { dir, main, bytes, gzipBytes, report } where the sizes
+ * are of every file wrangler would upload and `report` is wrangler's own "Total Upload" line.
+ */
+export function bundleWorker(config) {
+  const dir = mkdtempSync(join(tmpdir(), "celld-workerd-"));
+  bundles.push(dir);
+  const out = execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", dir, "--config", config], {
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+  });
+  const files = readdirSync(dir).filter((f) => /\.(js|mjs|wasm)$/.test(f));
+  let bytes = 0;
+  let gzipBytes = 0;
+  for (const f of files) {
+    const data = readFileSync(join(dir, f));
+    bytes += data.length;
+    gzipBytes += gzipSync(data, { level: 9 }).length;
+  }
+  const report = out.split("\n").find((l) => l.includes("Total Upload")) ?? "";
+  return { dir, main: files.find((f) => f.endsWith(".js")), bytes, gzipBytes, report: report.trim() };
+}
+
+/** Starts a bundle (from bundleWorker) in workerd with these bindings (vars and secrets alike). */
+export async function startBundle(bundle, bindings) {
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: join(bundle.dir, bundle.main),
+    modulesRoot: bundle.dir,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2026-04-01",
+    bindings,
+  });
+  await mf.ready;
+  started.push(mf);
+  return mf;
+}
+
+/** Bundles a config and starts it. */
+export const startWorker = (config, bindings) => startBundle(bundleWorker(config), bindings);
+
+/** Stops one Worker started here (the others keep running). */
+export async function stopWorker(mf) {
+  const i = started.indexOf(mf);
+  if (i >= 0) started.splice(i, 1);
+  await mf.dispose();
+}
+
+export async function disposeAll() {
+  for (const mf of started.splice(0)) await mf.dispose();
+  for (const dir of bundles.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
