@@ -1,10 +1,8 @@
 //! The wasm-bindgen shell: the only place where Rust meets JS values. Each submodule exposes one JS-facing
-//! surface (`sign`: signRequest/presignUrl; the ownership surface sits beside it; `heap` is the wasm
-//! allocator) as low-level functions
+//! surface (`sign`: signRequest/presignUrl; `ownership`: the S3Ownership core) as low-level functions
 //! that `js/api.js` wraps. This layer converts and checks inputs and turns `crate::Error` into JS errors;
 //! it must never hold protocol logic, and never panic on anything JS hands it (a panic kills the instance).
 
-mod heap;
 mod ownership;
 mod sign;
 

@@ -309,7 +309,7 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
             Some(rec) => {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
-                    let wait = (rec.expires_ms + self.config.max_clock_skew_ms).saturating_sub(now);
+                    let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
                     return Err(Error::NotLeased(format!(
                         "{key} holds a live lease from another process using node id {} (dead in {wait} ms); \
                          node ids must be unique per running instance",
