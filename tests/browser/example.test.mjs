@@ -10,18 +10,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { S3Ownership } from "celld-edge";
 import { launchChromium, serveRepo } from "./harness.mjs";
+import { atomicStore } from "../common/ownership.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const env = process.env;
 if (!env.CELLD_TEST_ATOMIC_BROWSER_ENDPOINT) throw new Error("CELLD_TEST_ATOMIC_BROWSER_ENDPOINT is not set: run through scripts/test");
-const store = {
-  endpoint: env.CELLD_TEST_ATOMIC_ENDPOINT,
-  bucket: env.CELLD_TEST_ATOMIC_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_ATOMIC_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
-  prefix: `browser-example-${Date.now()}/`,
-};
+const store = { ...atomicStore(env), prefix: `browser-example-${Date.now()}/` };
 // Serves examples/browser/, js/ and pkg/ from the repo, like any static server.
 const site = await serveRepo(/^\/(js|pkg|examples\/browser)\//);
 const browser = await launchChromium();

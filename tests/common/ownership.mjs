@@ -34,6 +34,13 @@ async function rejectsWith(promise, code, what, mention) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const unique = () => Math.random().toString(36).slice(2, 10);
 
+/** The atomic server (ministack) as S3Ownership options, from the environment scripts/test exports. */
+export function atomicStore(env) {
+  const [atomic] = ownershipServers(env);
+  const { endpoint, bucket, accessKeyId, secretAccessKey } = atomic;
+  return { endpoint, bucket, region: "us-east-1", accessKeyId, secretAccessKey };
+}
+
 /** Server coordinates from the environment scripts/test exports. */
 export function ownershipServers(env) {
   const pick = (kind, atomic) => {

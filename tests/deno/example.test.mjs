@@ -3,16 +3,10 @@
 // and exit 0. Checked from the store: the data objects it acknowledged exist under the epoch's keys, the
 // owner record is released, and a second run claims the released cell at the next epoch.
 import { S3Ownership, signRequest } from "celld-edge";
+import { atomicStore } from "../common/ownership.mjs";
 
 const env = Deno.env.toObject();
-if (!env.CELLD_TEST_ATOMIC_ENDPOINT) throw new Error("CELLD_TEST_ATOMIC_ENDPOINT is not set: run through scripts/test");
-const store = {
-  endpoint: env.CELLD_TEST_ATOMIC_ENDPOINT,
-  bucket: env.CELLD_TEST_ATOMIC_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_ATOMIC_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
-};
+const store = atomicStore(env);
 const script = new URL("../../examples/deno/cell-worker.js", import.meta.url).pathname;
 const config = new URL("../../examples/deno/deno.json", import.meta.url).pathname;
 

@@ -8,17 +8,10 @@ import { deepEqual, equal, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { S3Ownership } from "celld-edge";
 import { bundleWorker, root, startBundle, stopWorker } from "./miniflare.mjs";
+import { atomicStore } from "../common/ownership.mjs";
 
 const env = process.env;
-if (!env.CELLD_TEST_ATOMIC_ENDPOINT) throw new Error("CELLD_TEST_ATOMIC_ENDPOINT is not set: run through scripts/test");
-const store = {
-  endpoint: env.CELLD_TEST_ATOMIC_ENDPOINT,
-  bucket: env.CELLD_TEST_ATOMIC_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_ATOMIC_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
-  prefix: `worker-example-${Date.now()}/`,
-};
+const store = { ...atomicStore(env), prefix: `worker-example-${Date.now()}/` };
 // Short leases so the takeover comes quickly, yet long enough that a loaded 2-core machine does not let
 // edge-a's lease lapse before the "still live" checks.
 const TTL = 2400;
