@@ -3,6 +3,7 @@
 // CORS pass-throughs. Results come back from the page and become node:test subtests.
 import { test } from "node:test";
 import { ownershipServers } from "../common/ownership.mjs";
+import { asSubtests } from "../common/checks.mjs";
 import { resultsFromChromium } from "./harness.mjs";
 
 const servers = ownershipServers(process.env).map((s) => {
@@ -14,20 +15,10 @@ const servers = ownershipServers(process.env).map((s) => {
 test("ownership checks inside Chromium", async (t) => {
   const results = await resultsFromChromium(`
     import * as api from "/js/browser.js";
+    import { runChecks } from "/tests/common/checks.mjs";
     import { ownershipChecks } from "/tests/common/ownership.mjs";
-    const results = [];
-    for (const server of ${JSON.stringify(servers)}) {
-      for (const [name, fn] of ownershipChecks({ api, server, runtime: "chromium" })) {
-        try { await fn(); results.push({ name, ok: true }); }
-        catch (e) { results.push({ name, ok: false, error: String(e && e.stack ? e.stack : e) }); }
-      }
-    }
-    window.results = results;
+    const servers = ${JSON.stringify(servers)};
+    window.results = await runChecks(servers.flatMap((server) => ownershipChecks({ api, server, runtime: "chromium" })));
   `);
-  if (results.length === 0) throw new Error("the page ran no checks");
-  for (const r of results) {
-    await t.test(r.name, () => {
-      if (!r.ok) throw new Error(r.error);
-    });
-  }
+  await asSubtests(t, results, "the page");
 });

@@ -3,6 +3,7 @@
 // the strict servers reached through their CORS pass-throughs.
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
+import { asSubtests } from "../common/checks.mjs";
 import { resultsFromChromium } from "./harness.mjs";
 import { presignServer, strictServer } from "../common/signing.mjs";
 import { loadVectors } from "../common/vectors-fs.mjs";
@@ -25,18 +26,10 @@ const vectors = loadVectors((p) => readFileSync(p, "utf8"), process.env);
 test("signing checks inside Chromium (browser entry)", async (t) => {
   const results = await resultsFromChromium(`
     import * as api from "/js/browser.js";
+    import { runChecks } from "/tests/common/checks.mjs";
     import { signingChecks } from "/tests/common/signing.mjs";
-    const results = [];
-    for (const [name, fn] of signingChecks({ api, vectors: ${JSON.stringify(vectors)}, env: ${JSON.stringify(env)}, runtime: "chromium" })) {
-      try { await fn(); results.push({ name, ok: true }); }
-      catch (e) { results.push({ name, ok: false, error: String(e && e.stack ? e.stack : e) }); }
-    }
-    window.results = results;
+    const vectors = ${JSON.stringify(vectors)};
+    window.results = await runChecks(signingChecks({ api, vectors, env: ${JSON.stringify(env)}, runtime: "chromium" }));
   `);
-  if (results.length === 0) throw new Error("the page ran no checks");
-  for (const r of results) {
-    await t.test(r.name, () => {
-      if (!r.ok) throw new Error(r.error);
-    });
-  }
+  await asSubtests(t, results, "the page");
 });

@@ -7,6 +7,7 @@
 import { after, test } from "node:test";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { asSubtests } from "../common/checks.mjs";
 import { loadVectors } from "../common/vectors-fs.mjs";
 import { disposeAll, root, startWorker } from "./miniflare.mjs";
 
@@ -24,13 +25,7 @@ for (const suite of suites) {
       VECTORS: JSON.stringify(loadVectors((p) => readFileSync(p, "utf8"), process.env)),
     });
     const res = await mf.dispatchFetch("http://worker/");
-    const results = await res.json();
-    if (results.length === 0) throw new Error("the Worker ran no checks");
-    for (const r of results) {
-      await t.test(r.name, () => {
-        if (!r.ok) throw new Error(r.error);
-      });
-    }
+    await asSubtests(t, await res.json(), "the Worker");
   });
 }
 

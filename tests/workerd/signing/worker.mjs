@@ -2,20 +2,12 @@
 // package's "workerd" export condition), runs the shared signing checks inside workerd, and answers
 // GET / with [{ name, ok, error }] as JSON. The runner passes vectors and server coordinates as bindings.
 import * as api from "celld-edge";
+import { runChecks } from "../../common/checks.mjs";
 import { signingChecks } from "../../common/signing.mjs";
 
 export default {
   async fetch(request, env) {
     const vectors = JSON.parse(env.VECTORS);
-    const results = [];
-    for (const [name, fn] of signingChecks({ api, vectors, env, runtime: "workerd" })) {
-      try {
-        await fn();
-        results.push({ name, ok: true });
-      } catch (e) {
-        results.push({ name, ok: false, error: String(e && e.stack ? e.stack : e) });
-      }
-    }
-    return Response.json(results);
+    return Response.json(await runChecks(signingChecks({ api, vectors, env, runtime: "workerd" })));
   },
 };

@@ -1,0 +1,26 @@
+// Runs shared [name, fn] checks where no test runner exists (a Worker, a browser page) and carries the
+// outcomes back to the harness as [{ name, ok, error }], which `asSubtests` turns into node:test subtests.
+// Runtime-neutral: no fs, no node: imports.
+
+export async function runChecks(pairs) {
+  const results = [];
+  for (const [name, fn] of pairs) {
+    try {
+      await fn();
+      results.push({ name, ok: true });
+    } catch (e) {
+      results.push({ name, ok: false, error: String(e && e.stack ? e.stack : e) });
+    }
+  }
+  return results;
+}
+
+/** One node:test subtest per result of `runChecks`; `where` names what ran them, for an empty run. */
+export async function asSubtests(t, results, where) {
+  if (results.length === 0) throw new Error(`${where} ran no checks`);
+  for (const r of results) {
+    await t.test(r.name, () => {
+      if (!r.ok) throw new Error(r.error);
+    });
+  }
+}
