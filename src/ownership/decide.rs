@@ -1,5 +1,6 @@
 //! The claim decision (SPEC §4 `claim`), pure: given the owner record just read and, when another node
-//! holds it, that node's lease, say what to write — or whom to route to.
+//! holds it, that node's lease, say what to write — or whom to route to. Also which versions seen earlier
+//! (not read now) a claim may write over without reading first: only those it would never need a lease for.
 
 use crate::error::{Error, Result};
 use crate::ownership::lease::peer_dead;
@@ -23,6 +24,16 @@ pub fn claim_step(me: &str, current: Option<&OwnerRecord>) -> Result<Step> {
         return Ok(Step::Write { guard: CasGuard::Match(rec.etag.clone()), epoch: next_epoch(rec)?, took_over: false });
     }
     Ok(Step::ReadPeerLease { node: rec.node.clone() })
+}
+
+/// The write to try on a version seen earlier instead of one read now (the guard makes the store check that
+/// it is still current): the same write `claim_step` would make, or `None` when that version names another
+/// node, whose lease is judged only after a fresh read, or cannot advance (the fresh read will say why).
+pub fn step_on_known(me: &str, known: Option<&OwnerRecord>) -> Option<Step> {
+    match claim_step(me, known) {
+        Ok(step @ Step::Write { .. }) => Some(step),
+        Ok(Step::ReadPeerLease { .. }) | Err(_) => None,
+    }
 }
 
 /// The decision once the holder's lease is known: dead (absent, or `expires_ms + skew <= now`) → take
@@ -86,6 +97,15 @@ mod tests {
         );
         // No lease record at all: the holder is dead.
         assert!(after_peer_lease(&held, None, skew, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_version_seen_earlier_is_written_over_only_when_no_lease_is_needed() {
+        for known in [None, Some(rec("", 4)), Some(rec("a", 7))] {
+            assert_eq!(step_on_known("a", known.as_ref()), Some(claim_step("a", known.as_ref()).unwrap()));
+        }
+        assert_eq!(step_on_known("a", Some(&rec("b", 2))), None, "a peer's record: read it and its lease now");
+        assert_eq!(step_on_known("a", Some(&rec("a", MAX_EPOCH))), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `S3Ownership`: the protocol run over an `Env` (SPEC §4-§5). It sequences reads and conditional writes
 //! and keeps this node's lease state; every decision comes from the pure modules (`decide`, `lease`,
 //! `records`) and every request goes through the bucket layer (`cas`). It must never act on a claim made
-//! under a lease that has since lapsed: claims live only as long as the lease they were made under.
+//! under a lease that has since lapsed: claims live only as long as the lease they were made under. What it
+//! remembers of owner records (`known`) only ever picks a write's guard; the store checks it.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -10,8 +11,9 @@ use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
-use crate::ownership::decide::{after_peer_lease, claim_step, Step};
+use crate::ownership::decide::{after_peer_lease, claim_step, step_on_known, Step};
 use crate::ownership::ids::{check_id, check_prefix};
+use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::records::{
@@ -74,6 +76,15 @@ pub struct OwnerInfo {
     pub live: bool,
 }
 
+/// How `claim_with` starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClaimOptions {
+    /// The caller expects the cell to have no record yet: send the create (`If-None-Match: *`) first, one
+    /// request when right. When a record exists, the store refuses the create (412) and the claim reads and
+    /// decides as usual: one request more than reading first.
+    pub expect_new: bool,
+}
+
 /// What `claim` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
@@ -97,6 +108,8 @@ struct State {
     lease_nonces: VecDeque<String>,
     /// Cells claimed under the current lease: epoch and the token our claim left.
     claims: Claims,
+    /// The owner-record versions this instance last read or wrote, whatever the lease.
+    known: Known,
     /// The store probe's verdict, once known (a refusal is kept too: the store will not change its mind).
     probed: Option<Result<ProbeReport>>,
 }
@@ -202,7 +215,26 @@ impl<E: Env> S3Ownership<E> {
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
         check_id("cell", cell)?;
-        self.read_decoded(&self.owner_key(cell), decode_owner).await
+        let read = self.read_decoded(&self.owner_key(cell), decode_owner).await;
+        let mut state = self.state.borrow_mut();
+        match &read {
+            Ok(version) => state.known.set(cell, version.clone()),
+            Err(_) => state.known.forget(cell),
+        }
+        read
+    }
+
+    /// Remembers the version an owner-record write of `{node, epoch}` left, or forgets the cell when the
+    /// write did not apply (whatever is there now, this instance has not seen it).
+    fn wrote_owner(&self, cell: &str, node: &str, epoch: u64, settled: &Result<Settled>) {
+        let mut state = self.state.borrow_mut();
+        match settled {
+            Ok(Settled::Applied { etag }) => {
+                let rec = OwnerRecord { node: node.to_owned(), epoch, etag: etag.clone(), nonce: None };
+                state.known.set(cell, Some(rec));
+            }
+            _ => state.known.forget(cell),
+        }
     }
 
     /// GETs and decodes a record. A body that does not decode is read once more before it is called
@@ -227,7 +259,9 @@ impl<E: Env> S3Ownership<E> {
         self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let node = &self.config.node;
-        let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
+        let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
+        self.wrote_owner(cell, node, epoch, &settled);
+        let settled = settled?;
         if let Settled::Applied { etag } = &settled {
             self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag.clone()));
         }
@@ -248,7 +282,9 @@ impl<E: Env> S3Ownership<E> {
     async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
         self.ensure_probed().await?;
         let key = self.owner_key(cell);
-        let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await?;
+        let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await;
+        self.wrote_owner(cell, "", epoch, &settled);
+        let settled = settled?;
         let mut state = self.state.borrow_mut();
         if state.claims.get(cell).is_some_and(|(e, _)| *e == epoch) {
             state.claims.remove(cell);
@@ -441,37 +477,36 @@ impl<E: Env> S3Ownership<E> {
     /// Claims `cell` at a new epoch when it is absent, released, this node's, or held by a node whose
     /// lease is dead; otherwise returns the live owner as a routing hint.
     pub async fn claim(&self, cell: &str) -> Result<ClaimOutcome> {
+        self.claim_with(cell, ClaimOptions::default()).await
+    }
+
+    /// `claim`, starting without a read when it can: with `expect_new`, by creating the record; else when
+    /// this instance saw the cell's latest version absent, released or its own, by writing over that
+    /// version. The write's guard makes the store check that the version is still current; a refused guard
+    /// sends the claim back to reading (one extra round, not counted against contention).
+    pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
         check_id("cell", cell)?;
         self.require_lease()?;
         let started = self.store.env.mono_ms();
         let key = self.owner_key(cell);
+        let mut unread = self.unread_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
-        for _ in 0..CLAIM_ROUNDS {
-            let current = self.read_owner(cell).await?;
-            let step = match claim_step(&self.config.node, current.as_ref())? {
-                Step::ReadPeerLease { node } => {
-                    let rec = current.as_ref().expect("a peer is named only by a record that exists");
-                    // Judge the lease at the instant the read was sent: the record is at least that fresh,
-                    // while a slow answer may carry a lease the holder has renewed since.
-                    let now = self.store.env.wall_ms();
-                    let lease = self.read_node_lease(&node).await?;
-                    match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
-                        Some(step) => step,
-                        None => {
-                            let addr = lease.map(|l| l.addr).unwrap_or_default();
-                            let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
-                            return Ok(self.claim_rejected(cell, owner, started));
-                        }
-                    }
-                }
-                step => step,
+        for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
+            let round = match unread.take() {
+                Some(round) => round,
+                None => self.read_round(cell, started).await?,
             };
-            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
+            let (current, step) = match round {
+                Round::Write(current, step) => (current, step),
+                Round::Rejected(outcome) => return Ok(outcome),
+            };
+            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved before writing") };
             // Time passed while reading: the lease must still hold when the claim is written.
             self.require_lease()?;
             let node = &self.config.node;
-            let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner(node, epoch, n), self.budget()).await?;
-            match settled {
+            let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
+            self.wrote_owner(cell, node, epoch, &settled);
+            match settled? {
                 Settled::Applied { etag } => {
                     if !self.lease_valid() {
                         // Landed, but our authority ran out meanwhile: a claim we may not act on.
@@ -501,6 +536,39 @@ impl<E: Env> S3Ownership<E> {
                 detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {})", seen(last_seen.as_ref())),
             }),
         }
+    }
+
+    /// Where a claim may start without reading: the create (`expect_new`), or the write it would make over
+    /// the version this instance last saw — never when that version names a peer (see `step_on_known`).
+    fn unread_start(&self, cell: &str, options: ClaimOptions) -> Option<Round> {
+        let version = if options.expect_new { None } else { self.state.borrow().known.get(cell)?.clone() };
+        let step = step_on_known(&self.config.node, version.as_ref())?;
+        Some(Round::Write(version, step))
+    }
+
+    /// One claim round's read and decision: the record now, and what to write over it (after judging the
+    /// holder's lease when another node holds it), or the rejection that routes to a live holder.
+    async fn read_round(&self, cell: &str, started: f64) -> Result<Round> {
+        let current = self.read_owner(cell).await?;
+        let step = match claim_step(&self.config.node, current.as_ref())? {
+            Step::ReadPeerLease { node } => {
+                let rec = current.as_ref().expect("a peer is named only by a record that exists");
+                // Judge the lease at the instant the read was sent: the record is at least that fresh,
+                // while a slow answer may carry a lease the holder has renewed since.
+                let now = self.store.env.wall_ms();
+                let lease = self.read_node_lease(&node).await?;
+                match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
+                    Some(step) => step,
+                    None => {
+                        let addr = lease.map(|l| l.addr).unwrap_or_default();
+                        let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
+                        return Ok(Round::Rejected(self.claim_rejected(cell, owner, started)));
+                    }
+                }
+            }
+            step => step,
+        };
+        Ok(Round::Write(current, step))
     }
 
     fn claim_rejected(&self, cell: &str, owner: OwnerInfo, started: f64) -> ClaimOutcome {
@@ -560,6 +628,14 @@ impl<E: Env> S3Ownership<E> {
     pub fn claimed(&self) -> Vec<(String, u64)> {
         self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
     }
+}
+
+/// What one claim round decided before writing.
+enum Round {
+    /// Write over this version (`None`: absent); the step is a `Step::Write`.
+    Write(Option<OwnerRecord>, Step),
+    /// A live node holds the cell.
+    Rejected(ClaimOutcome),
 }
 
 /// The owner a lost claim last saw, for its error message.

@@ -9,12 +9,13 @@ pub mod decide;
 mod driver;
 pub mod ids;
 pub mod json;
+mod known;
 pub mod lease;
 pub mod probe;
 pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 
-pub use driver::{ClaimOutcome, Config, OwnerInfo, S3Ownership};
+pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, S3Ownership};
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

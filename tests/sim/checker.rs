@@ -82,6 +82,8 @@ pub struct OpRecord {
 pub struct Ledger {
     pub ops: BTreeMap<u64, OpRecord>,
     pub acts: BTreeMap<(usize, u32, String, u64), (u64, u64)>,
+    /// Claims made with `expect_new` (they create before reading).
+    pub expect_new: BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -116,6 +118,11 @@ pub struct Coverage {
     pub releases: u64,
     pub acts: u64,
     pub rejected_claims: u64,
+    /// Claims that started with a write, not a read: with `expect_new`, or over a version seen earlier.
+    pub fresh_starts: u64,
+    pub known_starts: u64,
+    /// Of those, the ones that went on to read (a refused guard's fallback, or settling an ambiguous write).
+    pub unread_then_read: u64,
     /// Operations that ended in an error, by error code (ambiguous, fenced, transport, ...).
     pub failures: BTreeMap<&'static str, u64>,
 }
@@ -289,6 +296,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     for op in ledger.ops.values() {
         let me = name(op.node);
         let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
+        if let (OpKind::Claim(_), Some(&("PUT", sent))) = (&op.kind, store.sent_by_op.get(&op.id)) {
+            if ledger.expect_new.contains(&op.id) {
+                cov.fresh_starts += 1;
+            } else {
+                cov.known_starts += 1;
+            }
+            cov.unread_then_read += u64::from(sent > 1);
+        }
         if let OpResult::Failed(code) = op.result {
             *cov.failures.entry(code).or_default() += 1;
             if code == "store-violation" {

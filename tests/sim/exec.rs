@@ -258,6 +258,7 @@ impl World {
         if let Some(t) = timeout_ms {
             inner.schedule(now + t as u64, Event::Timeout(id));
         }
+        inner.store.note_sent(tag.op, req.method);
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);
         if let Some(t) = &mut inner.trace {

@@ -44,12 +44,16 @@ fn correct_protocol_survives_2000_seeds() {
     let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
     let mut errors: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut ops, mut takeovers, mut acts, mut rejected) = (0, 0, 0, 0);
+    let (mut fresh_starts, mut known_starts, mut unread_then_read) = (0, 0, 0);
     let mut failures = String::new();
     for r in &reports {
         ops += r.ops;
         takeovers += r.coverage.takeovers;
         acts += r.coverage.acts;
         rejected += r.coverage.rejected_claims;
+        fresh_starts += r.coverage.fresh_starts;
+        known_starts += r.coverage.known_starts;
+        unread_then_read += r.coverage.unread_then_read;
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
@@ -64,11 +68,19 @@ fn correct_protocol_survives_2000_seeds() {
         "{} seeds, {ops} ops, {takeovers} takeovers, {acts} acting spans, {rejected} rejected claims",
         reports.len()
     );
+    println!(
+        "claims that wrote first: {fresh_starts} with expect_new, {known_starts} over a version seen earlier; \
+         {unread_then_read} of them went on to read"
+    );
     println!("faults: {faults:?}");
     println!("operations that ended in an error, by code: {errors:?}");
     assert!(failures.is_empty(), "violations under the correct protocol:\n{failures}");
     // The run must exercise what it claims to check.
     assert!(takeovers > 1_000 && acts > 10_000 && rejected > 1_000, "too little contention to prove anything");
+    assert!(
+        fresh_starts > 1_000 && known_starts > 1_000 && unread_then_read > 1_000,
+        "the claims that skip the read were not exercised"
+    );
     for f in [
         "request-lost",
         "response-lost",

@@ -122,6 +122,9 @@ pub struct SimStore {
     pub faults: BTreeMap<Fault, u64>,
     /// Requests that break the wire contract (unconditional writes, double encoding, ...).
     pub anomalies: Vec<String>,
+    /// Per workload operation: the method of the first request it sent, and how many it sent (lost ones
+    /// included). Coverage only: it shows which claims started without a read.
+    pub sent_by_op: BTreeMap<u64, (&'static str, u32)>,
 }
 
 fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {
@@ -174,6 +177,11 @@ fn decode_path(raw: &str) -> Option<String> {
 impl SimStore {
     pub fn new(bucket: &str) -> Self {
         SimStore { bucket: bucket.to_owned(), ..SimStore::default() }
+    }
+
+    /// Notes a request sent on behalf of operation `op`.
+    pub fn note_sent(&mut self, op: u64, method: &'static str) {
+        self.sent_by_op.entry(op).or_insert((method, 0)).1 += 1;
     }
 
     pub fn count(&mut self, fault: Fault) {

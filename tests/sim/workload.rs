@@ -14,7 +14,7 @@ use std::rc::Rc;
 use celld_edge::env::Env;
 use celld_edge::ownership::teeth::Tooth;
 use celld_edge::ownership::CasOutcome;
-use celld_edge::ownership::{ClaimOutcome, Config, S3Ownership};
+use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, S3Ownership};
 use celld_edge::Error;
 
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
@@ -246,7 +246,21 @@ impl Life {
         call: F,
         result: impl FnOnce(&T) -> OpResult,
     ) -> T {
+        self.op_noting(kind, call, false, result).await
+    }
+
+    /// `op`, noting in the ledger whether it was a claim with `expect_new`.
+    async fn op_noting<T: std::fmt::Debug, F: Future<Output = T>>(
+        &self,
+        kind: OpKind,
+        call: F,
+        expect_new: bool,
+        result: impl FnOnce(&T) -> OpResult,
+    ) -> T {
         let op = self.ctx.begin(self.node, self.incarnation, self.gen.get(), kind);
+        if expect_new {
+            self.ctx.ledger.borrow_mut().expect_new.insert(op);
+        }
         let out = exec::tagged(&self.ctx.world, self.node, op, call).await;
         self.ctx.world.note(|| format!("op {op} of {} returned {out:?}", self.ctx.names[self.node]));
         self.ctx.end(op, result(&out));
@@ -356,8 +370,12 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
             |o: &Result<Option<(String, u64)>, Error>| o.as_ref().map_or_else(failed, |o| OpResult::Read(o.clone()));
         match pick {
             0..=44 => {
+                // A third of the claims expect a new cell (create first): right on the first claim of a
+                // cell, wrong (a refused create, then the usual read) on every later one.
+                let options = ClaimOptions { expect_new: rng.chance(0.33) };
+                let kind = OpKind::Claim(random_cell.clone());
                 let r = life
-                    .op(OpKind::Claim(random_cell.clone()), own.claim(&random_cell), |r| match r {
+                    .op_noting(kind, own.claim_with(&random_cell, options), options.expect_new, |r| match r {
                         Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
                             epoch: *epoch,
                             took_over: *took_over,
