@@ -4,7 +4,7 @@
 mod support;
 
 use celld_edge::env::TransportError;
-use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, S3Ownership};
+use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
 
 const TTL: u64 = 10_000;
@@ -105,6 +105,172 @@ fn release_keeps_the_epoch_and_a_stale_release_changes_nothing() {
     assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Rejected);
     assert_eq!(env.body("cells/c/own.json"), before, "a stale release wrote nothing");
     assert!(block_on(b.verify("c", 2)).unwrap());
+}
+
+const NEW: ClaimOptions = ClaimOptions { expect_new: true };
+const OWN: &str = "cells/c/own.json";
+
+/// What a call sent, as `METHOD key [condition]`.
+fn wire_of<T>(env: &MemEnv, call: impl std::future::Future<Output = T>) -> (T, Vec<String>) {
+    let from = env.sent_count();
+    let out = block_on(call);
+    (out, env.wire_since(from))
+}
+
+#[test]
+fn expect_new_on_a_new_cell_is_one_create() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    let (out, wire) = wire_of(&env, a.claim_with("c", NEW));
+    match out.unwrap() {
+        ClaimOutcome::Applied { epoch, took_over, prior } => assert_eq!((epoch, took_over, prior), (1, false, None)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("PUT {OWN} if-none-match")]);
+    assert!(block_on(a.verify("c", 1)).unwrap());
+}
+
+#[test]
+fn expect_new_on_an_existing_cell_falls_back_to_reading_after_the_412() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    block_on(b.claim("c")).unwrap();
+    // Held by a live peer: the refused create, then the usual read of the record and the holder's lease.
+    let (out, wire) = wire_of(&env, a.claim_with("c", NEW));
+    match out.unwrap() {
+        ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", 1, true)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("PUT {OWN} if-none-match"), format!("GET {OWN}"), "GET nodes/b.json".into()]);
+    // Released: the refused create, the read, and the claim over the released version.
+    block_on(b.release("c")).unwrap();
+    let (out, wire) = wire_of(&env, a.claim_with("c", NEW));
+    match out.unwrap() {
+        ClaimOutcome::Applied { epoch, prior, .. } => {
+            assert_eq!((epoch, prior.map(|p| (p.node, p.epoch))), (2, Some((String::new(), 1))))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("PUT {OWN} if-none-match"), format!("GET {OWN}"), format!("PUT {OWN} if-match")]);
+}
+
+#[test]
+fn an_ambiguous_create_first_is_settled_by_readback_never_resent_blindly() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    // It landed; the answer was a 500: the readback finds our nonce.
+    env.push(Fault::LandThen(Ok((500, "InternalError"))));
+    let (out, wire) = wire_of(&env, a.claim_with("c", NEW));
+    assert_eq!(applied_epoch(out.unwrap()), 1);
+    assert_eq!(wire, [format!("PUT {OWN} if-none-match"), format!("GET {OWN}")]);
+    // It did not land (timed out): the readback finds the cell still absent, so the create goes again.
+    env.push(Fault::Drop(Err(TransportError::TimedOut)));
+    let (out, wire) = wire_of(&env, a.claim_with("d", NEW));
+    assert_eq!(applied_epoch(out.unwrap()), 1);
+    let d = "cells/d/own.json";
+    assert_eq!(wire, [format!("PUT {d} if-none-match"), format!("GET {d}"), format!("PUT {d} if-none-match")]);
+    // Lost, while another node's record landed: not ours, and the claim goes on from a fresh read.
+    env.put_raw("nodes/b.json", &format!(r#"{{"node":"b","expires_ms":{},"addr":""}}"#, 1_900_000_000_000u64));
+    env.push(Fault::DropAndPlant(r#"{"node":"b","epoch":1}"#, TransportError::TimedOut));
+    match block_on(a.claim_with("e", NEW)).unwrap() {
+        ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.epoch), ("b", 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(env.0.borrow().writes.iter().filter(|(k, _)| k == "cells/e/own.json").count(), 0);
+}
+
+#[test]
+fn reclaiming_after_our_own_release_is_one_write_over_the_released_version() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    block_on(a.release("c")).unwrap();
+    let (out, wire) = wire_of(&env, a.claim("c"));
+    match out.unwrap() {
+        ClaimOutcome::Applied { epoch, prior, .. } => {
+            assert_eq!((epoch, prior.map(|p| (p.node, p.epoch))), (2, Some((String::new(), 1))))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("PUT {OWN} if-match")]);
+    // Re-claiming a cell we hold: one write too, and the epoch still advances.
+    let (out, wire) = wire_of(&env, a.claim("c"));
+    assert_eq!(applied_epoch(out.unwrap()), 3);
+    assert_eq!(wire, [format!("PUT {OWN} if-match")]);
+    assert!(!block_on(a.verify("c", 2)).unwrap());
+    assert!(block_on(a.verify("c", 3)).unwrap());
+}
+
+#[test]
+fn a_claim_after_a_read_found_the_cell_absent_is_one_create() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert_eq!(block_on(a.owner("c")).unwrap(), None);
+    let (out, wire) = wire_of(&env, a.claim("c"));
+    assert_eq!(applied_epoch(out.unwrap()), 1);
+    assert_eq!(wire, [format!("PUT {OWN} if-none-match")]);
+}
+
+#[test]
+fn a_stale_version_costs_a_refused_write_then_the_usual_read_and_never_a_wrong_answer() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    block_on(a.claim("c")).unwrap();
+    block_on(a.release("c")).unwrap();
+    // b claims the released cell behind a's back: a's remembered version is stale.
+    assert_eq!(applied_epoch(block_on(b.claim("c")).unwrap()), 2);
+    let (out, wire) = wire_of(&env, a.claim("c"));
+    match out.unwrap() {
+        ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", 2, true)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("PUT {OWN} if-match"), format!("GET {OWN}"), "GET nodes/b.json".into()]);
+    assert!(block_on(b.verify("c", 2)).unwrap(), "the refused write changed nothing");
+    // Stale "absent": someone created the record since a read found none.
+    assert_eq!(block_on(a.read_owner("d")).unwrap(), None);
+    block_on(b.claim("d")).unwrap();
+    block_on(b.release("d")).unwrap();
+    let (out, wire) = wire_of(&env, a.claim("d"));
+    assert_eq!(applied_epoch(out.unwrap()), 2);
+    let d = "cells/d/own.json";
+    assert_eq!(wire, [format!("PUT {d} if-none-match"), format!("GET {d}"), format!("PUT {d} if-match")]);
+}
+
+#[test]
+fn a_peer_held_version_seen_earlier_is_never_taken_over_without_reading_it_and_the_lease_now() {
+    let env = MemEnv::new();
+    let holder = leased(&env, "holder");
+    block_on(holder.claim("c")).unwrap();
+    let b = leased(&env, "b");
+    assert_eq!(block_on(b.owner("c")).unwrap().map(|o| o.live), Some(true));
+    env.advance(TTL + SKEW);
+    let b = leased(&env, "b2");
+    assert_eq!(block_on(b.owner("c")).unwrap().map(|o| o.live), Some(false), "b2 has seen the holder dead");
+    let (out, wire) = wire_of(&env, b.claim("c"));
+    match out.unwrap() {
+        ClaimOutcome::Applied { epoch, took_over, .. } => assert_eq!((epoch, took_over), (2, true)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wire, [format!("GET {OWN}"), "GET nodes/holder.json".into(), format!("PUT {OWN} if-match")]);
+}
+
+#[test]
+fn what_an_instance_remembers_is_bounded_and_its_own() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    block_on(a.claim("c")).unwrap();
+    block_on(a.release("c")).unwrap();
+    // Another instance knows nothing of a's release: it reads first.
+    let (_, wire) = wire_of(&env, b.claim("c"));
+    assert_eq!(wire[0], format!("GET {OWN}"));
+    block_on(b.release("c")).unwrap();
+    // a reads 200 other cells: its memory of "c" is gone, so it reads again.
+    for i in 0..200 {
+        block_on(a.read_owner(&format!("x{i}"))).unwrap();
+    }
+    let (out, wire) = wire_of(&env, a.claim("c"));
+    assert_eq!(applied_epoch(out.unwrap()), 3);
+    assert_eq!(wire, [format!("GET {OWN}"), format!("PUT {OWN} if-match")]);
 }
 
 #[test]

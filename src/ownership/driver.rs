@@ -492,6 +492,7 @@ impl<E: Env> S3Ownership<E> {
         let mut unread = self.unread_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
+            let unread_round = unread.is_some();
             let round = match unread.take() {
                 Some(round) => round,
                 None => self.read_round(cell, started).await?,
@@ -516,6 +517,10 @@ impl<E: Env> S3Ownership<E> {
                     let ms = self.store.env.mono_ms() - started;
                     self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
                     return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
+                }
+                Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
+                    let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
+                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true } });
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();

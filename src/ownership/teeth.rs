@@ -17,15 +17,18 @@ pub enum Tooth {
     InstallLateRenewal,
     /// Assume an ambiguous conditional write applied, without reading back.
     SkipReadback,
+    /// Answer a refused claim that started without a read from the version seen earlier, without reading.
+    AnswerFromKnown,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 6] = [
+    pub const ALL: [Tooth; 7] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
         Tooth::AnchorAfterWrite,
         Tooth::InstallLateRenewal,
         Tooth::SkipReadback,
+        Tooth::AnswerFromKnown,
     ];
 }

@@ -37,6 +37,8 @@ pub struct Mem {
     pub script: VecDeque<Fault>,
     /// (method, key, timeout) of every request sent.
     pub sent: Vec<(&'static str, String, Option<u32>)>,
+    /// The request line and condition of every request sent: `GET k`, `PUT k if-none-match`, `PUT k if-match`.
+    pub wire: Vec<String>,
     pub bucket_prefix: String,
     /// Behave like a store that accepts conditional headers and ignores them.
     pub ignore_conditions: bool,
@@ -60,6 +62,7 @@ impl MemEnv {
             rng: 0x9e37_79b9_7f4a_7c15,
             script: VecDeque::new(),
             sent: Vec::new(),
+            wire: Vec::new(),
             bucket_prefix: format!("{ENDPOINT}/{BUCKET}/"),
             ignore_conditions: false,
             if_match_missing: 404,
@@ -79,6 +82,10 @@ impl MemEnv {
     pub fn put_raw(&self, key: &str, body: &str) {
         let etag = etag_of(body.as_bytes());
         self.0.borrow_mut().objects.insert(key.to_owned(), (body.as_bytes().to_vec(), etag));
+    }
+    /// `wire` from request `from` on.
+    pub fn wire_since(&self, from: usize) -> Vec<String> {
+        self.0.borrow().wire[from..].to_vec()
     }
     pub fn sent_count(&self) -> usize {
         self.0.borrow().sent.len()
@@ -164,6 +171,8 @@ impl Env for MemEnv {
         assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
         let key = req.url.strip_prefix(&m.bucket_prefix).map(decode).unwrap_or_default();
         m.sent.push((req.method, key.clone(), timeout_ms));
+        let condition = ["if-none-match", "if-match"].into_iter().find(|h| req.header(h).is_some());
+        m.wire.push(format!("{} {key}{}", req.method, condition.map(|h| format!(" {h}")).unwrap_or_default()));
         match m.script.pop_front() {
             None => Ok(m.apply(&req)),
             Some(Fault::LandThen(answer)) => {
