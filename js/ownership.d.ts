@@ -68,6 +68,17 @@ export interface OwnerInfo {
   live: boolean;
 }
 
+/** Options of `claim`. */
+export interface ClaimOptions {
+  /**
+   * The cell is probably new (never claimed): send the create (`If-None-Match: *`) first, one request
+   * instead of a read and a create. When a record exists the store refuses the create (412) and the claim
+   * reads and decides as usual, one request more than without the option (and the refused PUT is a
+   * class-A request on S3 and R2). Never less safe: the store checks the condition. Default false.
+   */
+  expectNew?: boolean;
+}
+
 export type ClaimResult =
   | { outcome: "applied"; epoch: number; tookOver: boolean; prior: OwnerRecord | null }
   | { outcome: "rejected"; owner: OwnerInfo };
@@ -108,8 +119,12 @@ export declare class S3Ownership {
   /** Renews every ttl/3 until stopRenewing(); failures go to `onError` (`fenced`/`not-leased` stop the loop). */
   startRenewing(onError?: (error: import("./index.js").CelldEdgeError) => void): void;
   stopRenewing(): void;
-  /** Claims the cell at a new epoch when absent, released, this node's, or held by a dead node. */
-  claim(cell: string): Promise<ClaimResult>;
+  /**
+   * Claims the cell at a new epoch when absent, released, this node's, or held by a dead node. Starts
+   * with a write instead of a read when it can: with `expectNew`, or when this instance last saw the
+   * cell absent, released or its own (a refused guard costs one request more, then it reads).
+   */
+  claim(cell: string, options?: ClaimOptions): Promise<ClaimResult>;
   /** Releases a cell this node claimed, at its epoch. */
   release(cell: string): Promise<CasOutcome>;
   /** Who owns the cell and whether that owner's lease is live; `null` when the record is absent. */

@@ -101,7 +101,18 @@ function num(v, name) {
 }
 
 /** The core's operation numbers (src/bindings/ownership.rs): one wasm entry point serves them all. */
-const OP = { readOwner: 0, casOwner: 1, releaseOwner: 2, readNodeLease: 3, casNodeLease: 4, acquireLease: 5, renewLease: 6, claim: 7, release: 8, owner: 9, verify: 10, probe: 11 };
+const OP = { readOwner: 0, casOwner: 1, releaseOwner: 2, readNodeLease: 3, casNodeLease: 4, acquireLease: 5, renewLease: 6, claim: 7, release: 8, owner: 9, verify: 10, probe: 11, claimNew: 12 };
+
+/** `claim`'s options: undefined, or an object whose only key is `expectNew` (a boolean). */
+function expectNew(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== "object") throw invalid("claim options must be an object");
+  for (const [k, v] of Object.entries(options)) {
+    if (k !== "expectNew") throw invalid(`unknown claim option ${JSON.stringify(k)}`);
+    if (v !== undefined && typeof v !== "boolean") throw invalid("expectNew must be a boolean");
+  }
+  return options.expectNew === true;
+}
 
 export class S3Ownership {
   #core;
@@ -131,7 +142,7 @@ export class S3Ownership {
   async renewLease() { await this.#call(OP.renewLease); }
   leaseValid() { return this.#core.leaseValid(); }
   async probe() { return this.#call(OP.probe); }
-  async claim(cell) { return this.#call(OP.claim, text(cell, "cell")); }
+  async claim(cell, options) { return this.#call(expectNew(options) ? OP.claimNew : OP.claim, text(cell, "cell")); }
   async release(cell) { return this.#call(OP.release, text(cell, "cell")); }
   async owner(cell) { return this.#call(OP.owner, text(cell, "cell")); }
   async verify(cell, epoch) { return this.#call(OP.verify, text(cell, "cell"), undefined, num(epoch, "epoch")); }

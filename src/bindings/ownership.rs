@@ -12,7 +12,7 @@ use super::js_error;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
 use crate::error::Error;
 use crate::ownership::json::{self, ObjectWriter};
-use crate::ownership::{CasGuard, CasOutcome, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
+use crate::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
 
 #[wasm_bindgen]
 extern "C" {
@@ -217,6 +217,8 @@ const RELEASE: u32 = 8;
 const OWNER: u32 = 9;
 const VERIFY: u32 = 10;
 const PROBE: u32 = 11;
+/// `claim(cell, { expectNew: true })`.
+const CLAIM_NEW: u32 = 12;
 
 /// Runs operation `op` with its arguments (`id`: the cell or node; `etag`: a guard's ETag, none meaning
 /// "absent"; `n`: an epoch or expiry) and answers its result as JSON.
@@ -240,7 +242,7 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<Stri
         },
         ACQUIRE_LEASE => o.acquire_lease().await.map(|()| NULL.into())?,
         RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
-        CLAIM => match o.claim(&id).await? {
+        CLAIM | CLAIM_NEW => match o.claim_with(&id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
             ClaimOutcome::Applied { epoch, took_over, prior } => {
                 let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
                 w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()

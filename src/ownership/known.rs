@@ -4,8 +4,6 @@
 //! sends the claim back to reading. It must never answer a read, never stand for a peer's lease, and never
 //! decide a takeover: a version seen earlier says nothing about whether its owner is alive now.
 
-use std::collections::VecDeque;
-
 use crate::ownership::records::OwnerRecord;
 
 /// Cells remembered per instance: enough for a node's working set, small enough to scan.
@@ -15,7 +13,7 @@ pub const KNOWN_CELLS: usize = 128;
 pub type Version = Option<OwnerRecord>;
 
 #[derive(Default)]
-pub struct Known(VecDeque<(String, Version)>);
+pub struct Known(Vec<(String, Version)>);
 
 impl Known {
     pub fn get(&self, cell: &str) -> Option<&Version> {
@@ -26,13 +24,15 @@ impl Known {
     pub fn set(&mut self, cell: &str, version: Version) {
         self.forget(cell);
         if self.0.len() == KNOWN_CELLS {
-            self.0.pop_front();
+            self.0.remove(0);
         }
-        self.0.push_back((cell.to_owned(), version));
+        self.0.push((cell.to_owned(), version));
     }
 
     pub fn forget(&mut self, cell: &str) {
-        self.0.retain(|(c, _)| c != cell);
+        if let Some(i) = self.0.iter().position(|(c, _)| c == cell) {
+            self.0.remove(i);
+        }
     }
 }
 

@@ -262,6 +262,40 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(dropped.acquireLease(), "transport", "acquire through a dropped connection");
   });
 
+  check("claims start with a write when they can (expectNew, a remembered version); a refused guard reads", async ({ leased, cell }) => {
+    let wire = [];
+    const counting = async (url, init) => {
+      const h = init?.headers ?? {};
+      const cond = h["if-none-match"] ? " if-none-match" : h["if-match"] ? " if-match" : "";
+      wire.push(`${init?.method ?? "GET"} ${String(url).endsWith("own.json") ? "own" : "lease"}${cond}`);
+      return fetch(url, init);
+    };
+    const [a, b] = [await leased("rt-a", { fetch: counting }), await leased("rt-b")];
+    const c = cell("rt");
+    const sent = async (what, op, expected) => {
+      wire = [];
+      const result = await op();
+      eq(wire, expected, `requests of ${what}`);
+      return result;
+    };
+    const won = await sent("claim with expectNew of a new cell", () => a.claim(c, { expectNew: true }), ["PUT own if-none-match"]);
+    eq([won.outcome, won.epoch, won.prior], ["applied", 1, null], "expectNew claim");
+    eq(await sent("release with the claim's token", () => a.release(c), ["PUT own if-match"]), "applied", "release");
+    const again = await sent("re-claim after our own release", () => a.claim(c), ["PUT own if-match"]);
+    eq([again.outcome, again.epoch, again.prior?.node, again.prior?.epoch], ["applied", 2, null, 1], "re-claim");
+    await a.release(c);
+    eq((await b.claim(c)).epoch, 3, "another node claims the released cell");
+    const owner = { node: `${runtime}-rt-b`, epoch: 3, addr: "rt-b.test:1", live: true };
+    const stale = await sent("a claim over a stale remembered version", () => a.claim(c), ["PUT own if-match", "GET own", "GET lease"]);
+    eq(stale, { outcome: "rejected", owner }, "stale version: the refused write, then the usual read");
+    const held = await sent("expectNew on an existing cell", () => a.claim(c, { expectNew: true }), ["PUT own if-none-match", "GET own", "GET lease"]);
+    eq(held, { outcome: "rejected", owner }, "expectNew on a held cell");
+    eq(await b.verify(c, 3), true, "the refused writes changed nothing");
+    await rejectsWith(a.claim(c, { expectNew: "yes" }), "invalid-input", "expectNew not a boolean");
+    await rejectsWith(a.claim(c, { fresh: true }), "invalid-input", "unknown claim option");
+    await rejectsWith(a.claim(c, 1), "invalid-input", "claim options not an object");
+  });
+
   check("a 409 ConditionalRequestConflict is re-read, never taken as someone else's claim", async ({ base, make, leased, cell, plant, raw }) => {
     let conflicts = 0;
     const conflicting = async (url, init) => {
