@@ -11,7 +11,7 @@ use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
-use crate::ownership::decide::{after_peer_lease, claim_step, step_on_known, Step};
+use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, Step};
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
@@ -493,15 +493,30 @@ impl<E: Env> S3Ownership<E> {
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
             let unread_round = unread.is_some();
-            let round = match unread.take() {
-                Some(round) => round,
-                None => self.read_round(cell, started).await?,
+            let current = match unread.take() {
+                Some(version) => version,
+                None => self.read_owner(cell).await?,
             };
-            let (current, step) = match round {
-                Round::Write(current, step) => (current, step),
-                Round::Rejected(outcome) => return Ok(outcome),
+            // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
+            let step = match claim_step(&self.config.node, current.as_ref())? {
+                Step::ReadPeerLease { node } => {
+                    let rec = current.as_ref().expect("a peer is named only by a record that exists");
+                    // Judge the lease at the instant the read was sent: the record is at least that fresh,
+                    // while a slow answer may carry a lease the holder has renewed since.
+                    let now = self.store.env.wall_ms();
+                    let lease = self.read_node_lease(&node).await?;
+                    match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
+                        Some(step) => step,
+                        None => {
+                            let addr = lease.map(|l| l.addr).unwrap_or_default();
+                            let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
+                            return Ok(self.claim_rejected(cell, owner, started));
+                        }
+                    }
+                }
+                step => step,
             };
-            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved before writing") };
+            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
             // Time passed while reading: the lease must still hold when the claim is written.
             self.require_lease()?;
             let node = &self.config.node;
@@ -545,35 +560,12 @@ impl<E: Env> S3Ownership<E> {
 
     /// Where a claim may start without reading: the create (`expect_new`), or the write it would make over
     /// the version this instance last saw — never when that version names a peer (see `step_on_known`).
-    fn unread_start(&self, cell: &str, options: ClaimOptions) -> Option<Round> {
-        let version = if options.expect_new { None } else { self.state.borrow().known.get(cell)?.clone() };
-        let step = step_on_known(&self.config.node, version.as_ref())?;
-        Some(Round::Write(version, step))
-    }
-
-    /// One claim round's read and decision: the record now, and what to write over it (after judging the
-    /// holder's lease when another node holds it), or the rejection that routes to a live holder.
-    async fn read_round(&self, cell: &str, started: f64) -> Result<Round> {
-        let current = self.read_owner(cell).await?;
-        let step = match claim_step(&self.config.node, current.as_ref())? {
-            Step::ReadPeerLease { node } => {
-                let rec = current.as_ref().expect("a peer is named only by a record that exists");
-                // Judge the lease at the instant the read was sent: the record is at least that fresh,
-                // while a slow answer may carry a lease the holder has renewed since.
-                let now = self.store.env.wall_ms();
-                let lease = self.read_node_lease(&node).await?;
-                match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
-                    Some(step) => step,
-                    None => {
-                        let addr = lease.map(|l| l.addr).unwrap_or_default();
-                        let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
-                        return Ok(Round::Rejected(self.claim_rejected(cell, owner, started)));
-                    }
-                }
-            }
-            step => step,
-        };
-        Ok(Round::Write(current, step))
+    fn unread_start(&self, cell: &str, options: ClaimOptions) -> Option<Option<OwnerRecord>> {
+        if options.expect_new {
+            return Some(None);
+        }
+        let version = self.state.borrow().known.get(cell)?.clone();
+        writes_over_known(&self.config.node, version.as_ref()).then_some(version)
     }
 
     fn claim_rejected(&self, cell: &str, owner: OwnerInfo, started: f64) -> ClaimOutcome {
@@ -633,14 +625,6 @@ impl<E: Env> S3Ownership<E> {
     pub fn claimed(&self) -> Vec<(String, u64)> {
         self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
     }
-}
-
-/// What one claim round decided before writing.
-enum Round {
-    /// Write over this version (`None`: absent); the step is a `Step::Write`.
-    Write(Option<OwnerRecord>, Step),
-    /// A live node holds the cell.
-    Rejected(ClaimOutcome),
 }
 
 /// The owner a lost claim last saw, for its error message.
