@@ -226,7 +226,9 @@ fn a_stale_version_costs_a_refused_write_then_the_usual_read_and_never_a_wrong_a
     }
     assert_eq!(wire, [format!("PUT {OWN} if-match"), format!("GET {OWN}"), "GET nodes/b.json".into()]);
     assert!(block_on(b.verify("c", 2)).unwrap(), "the refused write changed nothing");
-    // Stale "absent": someone created the record since a read found none.
+    // Stale "absent": someone created the record since a read found none (a fresh instance: after its miss
+    // above, `a` has stopped trying remembered versions for a while).
+    let a = leased(&env, "a2");
     assert_eq!(block_on(a.read_owner("d")).unwrap(), None);
     block_on(b.claim("d")).unwrap();
     block_on(b.release("d")).unwrap();
@@ -271,6 +273,37 @@ fn what_an_instance_remembers_is_bounded_and_its_own() {
     let (out, wire) = wire_of(&env, a.claim("c"));
     assert_eq!(applied_epoch(out.unwrap()), 3);
     assert_eq!(wire, [format!("GET {OWN}"), format!("PUT {OWN} if-match")]);
+}
+
+#[test]
+fn remembered_versions_stop_being_tried_while_they_keep_going_stale() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    // Contention: every cell a released is claimed by b before a comes back to it.
+    let stale = |cell: &str| {
+        block_on(a.claim(cell)).unwrap();
+        block_on(a.release(cell)).unwrap();
+        block_on(b.claim(cell)).unwrap();
+        block_on(b.release(cell)).unwrap();
+        let (out, wire) = wire_of(&env, a.claim(cell));
+        assert!(matches!(out.unwrap(), ClaimOutcome::Applied { .. }));
+        wire.len()
+    };
+    let costs: Vec<usize> = (0..4).map(|i| stale(&format!("s{i}"))).collect();
+    // A try that misses costs three requests (the refused write, the read, the write); once fewer than half
+    // of the remembered versions were current lately, a reads first (two).
+    assert_eq!(costs, [3, 2, 2, 2]);
+    // Versions seen current by the reads it makes meanwhile earn the tries back.
+    block_on(a.claim("quiet")).unwrap();
+    let costs: Vec<usize> = (0..4)
+        .map(|_| {
+            block_on(a.release("quiet")).unwrap();
+            let (out, wire) = wire_of(&env, a.claim("quiet"));
+            assert!(matches!(out.unwrap(), ClaimOutcome::Applied { .. }));
+            wire.len()
+        })
+        .collect();
+    assert_eq!(costs, [2, 2, 2, 1]);
 }
 
 #[test]

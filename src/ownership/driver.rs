@@ -482,20 +482,31 @@ impl<E: Env> S3Ownership<E> {
 
     /// `claim`, starting without a read when it can: with `expect_new`, by creating the record; else when
     /// this instance saw the cell's latest version absent, released or its own, by writing over that
-    /// version. The write's guard makes the store check that the version is still current; a refused guard
-    /// sends the claim back to reading (one extra round, not counted against contention).
+    /// version (while such versions have recently been current, see `Known`). The write's guard makes the
+    /// store check that the version is still current; a refused guard sends the claim back to reading (one
+    /// extra round, not counted against contention).
     pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
         check_id("cell", cell)?;
         self.require_lease()?;
         let started = self.store.env.mono_ms();
         let key = self.owner_key(cell);
-        let mut unread = self.unread_start(cell, options);
+        let remembered = if options.expect_new { None } else { self.remembered(cell) };
+        let trying = remembered.is_some() && self.state.borrow().known.worth_trying();
+        let mut unread = if options.expect_new { Some(None) } else { remembered.clone().filter(|_| trying) };
+        // Not tried: the first read still tells whether it would have been current.
+        let mut untried = remembered.filter(|_| !trying);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
             let unread_round = unread.is_some();
             let current = match unread.take() {
                 Some(version) => version,
-                None => self.read_owner(cell).await?,
+                None => {
+                    let current = self.read_owner(cell).await?;
+                    if let Some(version) = untried.take() {
+                        self.state.borrow_mut().known.scored(same_version(&version, &current));
+                    }
+                    current
+                }
             };
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
             let step = match claim_step(&self.config.node, current.as_ref())? {
@@ -522,6 +533,9 @@ impl<E: Env> S3Ownership<E> {
             let node = &self.config.node;
             let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
             self.wrote_owner(cell, node, epoch, &settled);
+            if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
+                self.state.borrow_mut().known.scored(matches!(s, Settled::Applied { .. }));
+            }
             match settled? {
                 Settled::Applied { etag } => {
                     if !self.lease_valid() {
@@ -558,12 +572,9 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// Where a claim may start without reading: the create (`expect_new`), or the write it would make over
-    /// the version this instance last saw — never when that version names a peer (see `step_on_known`).
-    fn unread_start(&self, cell: &str, options: ClaimOptions) -> Option<Option<OwnerRecord>> {
-        if options.expect_new {
-            return Some(None);
-        }
+    /// The version of `cell` this instance last saw, when a claim could write over it without reading:
+    /// absent, released or its own — never one naming a peer (see `writes_over_known`).
+    fn remembered(&self, cell: &str) -> Option<Option<OwnerRecord>> {
         let version = self.state.borrow().known.get(cell)?.clone();
         writes_over_known(&self.config.node, version.as_ref()).then_some(version)
     }
@@ -625,6 +636,12 @@ impl<E: Env> S3Ownership<E> {
     pub fn claimed(&self) -> Vec<(String, u64)> {
         self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
     }
+}
+
+/// Two sightings of a record are the same version when both are absent or carry the same token (records
+/// never repeat: epochs only grow, so no version comes back).
+fn same_version(a: &Option<OwnerRecord>, b: &Option<OwnerRecord>) -> bool {
+    a.as_ref().map(|r| &r.etag) == b.as_ref().map(|r| &r.etag)
 }
 
 /// The owner a lost claim last saw, for its error message.
