@@ -1,7 +1,9 @@
 // Benchmark (not a test): requests per ownership operation against the protocol's minimum, and claims per
 // second with 1, 8 and 32 concurrent nodes against a local atomic store (ministack), celld-edge vs the
 // same protocol in plain JS over aws4fetch (bench/baseline-protocol.mjs), with CPU per claim.
-// Run: bench/claims   (starts ministack itself)   or   node bench/claims.mjs with CELLD_TEST_ATOMIC_* set.
+// Run: bench/claims [seconds] [rounds]   (starts ministack itself)   or   node bench/claims.mjs with
+// CELLD_TEST_ATOMIC_* set. Each node count runs `rounds` times, celld-edge and the baseline taking turns, so
+// a busy machine slows both alike; the summary is the median round.
 import { S3Ownership } from "celld-edge";
 import { BaselineOwnership } from "./baseline-protocol.mjs";
 
@@ -15,11 +17,13 @@ const store = {
 };
 if (!store.endpoint) throw new Error("set CELLD_TEST_ATOMIC_* (or run bench/claims)");
 const seconds = Number(process.argv[2] ?? 4);
+const rounds = Number(process.argv[3] ?? 3);
 
 // ---- round trips: count what goes over the wire for each operation ----
 let sent = [];
 const counting = (url, init) => {
-  sent.push(`${init?.method ?? "GET"}`);
+  const h = init?.headers ?? {};
+  sent.push(`${init?.method ?? "GET"}${h["if-none-match"] ? " if-none-match" : h["if-match"] ? " if-match" : ""}`);
   return fetch(url, init);
 };
 const prefix = `bench-rt-${Date.now()}/`;
@@ -30,20 +34,31 @@ const measure = async (name, minimum, op, expect) => {
   const result = await op();
   if (expect && !expect(result)) throw new Error(`${name}: unexpected result ${JSON.stringify(result)}`);
   const counts = Object.entries(sent.reduce((c, m) => ({ ...c, [m]: (c[m] ?? 0) + 1 }), {}));
-  const wire = sent.length > 8 ? counts.map(([m, n]) => `${n} ${m}`).join(", ") : sent.join(" ");
+  const wire = sent.length > 8 ? counts.map(([m, n]) => `${n} ${m}`).join(", ") : sent.join(", ");
   return { op: name, requests: sent.length, minimum, wire };
 };
+const won = (r) => r.outcome === "applied";
+const lost = (r) => r.outcome === "rejected";
 const rows = [];
 rows.push(await measure("acquire lease (first write: includes the probe)", 2, () => a.acquireLease()));
 await b.acquireLease();
-const won = (r) => r.outcome === "applied";
-rows.push(await measure("claim a fresh cell", 1, () => a.claim("fresh"), won));
+rows.push(await measure("claim a cell never seen", 1, () => a.claim("fresh"), won));
+rows.push(await measure("claim a new cell with { expectNew: true }", 1, () => a.claim("new", { expectNew: true }), won));
 rows.push(await measure("renew", 1, () => a.renewLease()));
 rows.push(await measure("verify", 1, () => a.verify("fresh", 1)));
 rows.push(await measure("owner lookup (owned)", 2, () => b.owner("fresh")));
-rows.push(await measure("release (cached token)", 1, () => a.release("fresh")));
-rows.push(await measure("claim a released cell", 2, () => b.claim("fresh"), won));
+rows.push(await measure("release (the claim's token)", 1, () => a.release("fresh")));
+rows.push(await measure("re-claim after its own release", 1, () => a.claim("fresh"), won));
+await a.release("fresh");
+rows.push(await measure("claim a cell another node released", 2, () => b.claim("fresh"), won));
+rows.push(await measure("owner lookup (absent)", 1, () => b.owner("absent")));
+rows.push(await measure("claim after a lookup found it absent", 1, () => b.claim("absent"), won));
+rows.push(await measure("expectNew on a held cell (wrong hint: +1)", 2, () => a.claim("fresh", { expectNew: true }), lost));
 await b.release("fresh");
+await a.owner("fresh"); // a sees it released ...
+await b.claim("fresh"); // ... but b claims and releases it before a comes back
+await b.release("fresh");
+rows.push(await measure("claim over a stale remembered version (+1)", 2, () => a.claim("fresh"), won));
 await a.renewLease();
 const held = await a.claim("held");
 if (held.outcome !== "applied") throw new Error(`setup: a could not claim "held": ${JSON.stringify(held)}`);
@@ -53,6 +68,14 @@ console.log("requests per operation (celld-edge; the minimum is what the protoco
 for (const r of rows) console.log(`  ${r.op.padEnd(50)} ${String(r.requests).padStart(3)}  (minimum ${r.minimum})${r.requests > r.minimum ? `  [${r.wire}]` : ""}`);
 
 // ---- throughput: N nodes claim and release random cells of a small set for `seconds` ----
+// Every request of either contender goes through this wrapper (celld-edge gets it injected, aws4fetch
+// calls the global), so both pay the same for being counted.
+let requests = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = (url, init) => {
+  requests++;
+  return realFetch(url, init);
+};
 async function throughput(make, nodes) {
   const p = `bench-tp-${Date.now()}-${nodes}/`;
   const owners = await Promise.all(Array.from({ length: nodes }, async (_, i) => {
@@ -63,6 +86,7 @@ async function throughput(make, nodes) {
   const cells = Array.from({ length: Math.max(4, nodes) }, (_, i) => `c${i}`);
   let applied = 0;
   let attempts = 0;
+  requests = 0;
   const cpu0 = process.cpuUsage();
   const end = Date.now() + seconds * 1000;
   await Promise.all(owners.map(async (o) => {
@@ -77,17 +101,34 @@ async function throughput(make, nodes) {
     }
   }));
   const cpu = process.cpuUsage(cpu0);
-  return { applied: applied / seconds, attempts: attempts / seconds, cpuUsPerAttempt: (cpu.user + cpu.system) / attempts };
+  const us = cpu.user + cpu.system;
+  return { claims: applied / seconds, attempts: attempts / seconds, perAttempt: requests / attempts, cpuPerClaim: us / applied, cpuPerRequest: us / requests };
 }
 
-console.log(`\nclaims per second against ministack (${seconds} s each; a claim attempt = claim, plus release when it won):`);
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+const f = (x, w = 5) => x.toFixed(0).padStart(w);
+const line = (r) => `${f(r.claims)} claims/s ${f(r.attempts)} attempts/s ${r.perAttempt.toFixed(2)} req/attempt ${f(r.cpuPerClaim)} µs CPU/claim ${f(r.cpuPerRequest, 4)} µs CPU/req`;
+console.log(`\nclaims per second against ministack (${seconds} s each, ${rounds} rounds taking turns; a claim = a claim that applied, then its release;`);
+console.log("an attempt = a claim call, won or not):");
+const summary = [];
 for (const nodes of [1, 8, 32]) {
-  const ours = await throughput((o) => new S3Ownership({ ...o, probe: false }), nodes);
-  const base = await throughput((o) => new BaselineOwnership(o), nodes);
-  const f = (x) => x.toFixed(0).padStart(6);
+  const ours = [];
+  const base = [];
+  for (let i = 0; i < rounds; i++) {
+    ours.push(await throughput((o) => new S3Ownership({ ...o, probe: false }), nodes));
+    base.push(await throughput((o) => new BaselineOwnership(o), nodes));
+    console.log(`  ${String(nodes).padStart(2)} nodes, round ${i + 1}: celld-edge ${line(ours[i])} | baseline ${line(base[i])}`);
+  }
+  summary.push({ nodes, ours, base });
+}
+console.log("\nmedian round (min..max of claims/s):");
+for (const { nodes, ours, base } of summary) {
+  const m = (rs, k) => median(rs.map((r) => r[k]));
+  const span = (rs) => `${f(Math.min(...rs.map((r) => r.claims)), 0)}..${f(Math.max(...rs.map((r) => r.claims)), 0)}`;
+  const pick = (rs) => ({ claims: m(rs, "claims"), attempts: m(rs, "attempts"), perAttempt: m(rs, "perAttempt"), cpuPerClaim: m(rs, "cpuPerClaim"), cpuPerRequest: m(rs, "cpuPerRequest") });
+  const [o, b] = [pick(ours), pick(base)];
   console.log(
-    `  ${String(nodes).padStart(2)} nodes: celld-edge ${f(ours.applied)} won/s ${f(ours.attempts)} attempts/s ${f(ours.cpuUsPerAttempt)} µs CPU/attempt` +
-      ` | aws4fetch baseline ${f(base.applied)} won/s ${f(base.attempts)} attempts/s ${f(base.cpuUsPerAttempt)} µs CPU/attempt` +
-      ` | ratio ${(ours.attempts / base.attempts).toFixed(2)}x attempts, ${(base.cpuUsPerAttempt / ours.cpuUsPerAttempt).toFixed(2)}x less CPU`,
+    `  ${String(nodes).padStart(2)} nodes: celld-edge ${line(o)} (${span(ours)}) | baseline ${line(b)} (${span(base)})` +
+      ` | ${(o.claims / b.claims).toFixed(2)}x claims/s, ${(b.cpuPerClaim / o.cpuPerClaim).toFixed(2)}x less CPU per claim`,
   );
 }
