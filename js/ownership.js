@@ -1,6 +1,7 @@
 // S3Ownership, the public class: checks option types, builds the host object the wasm core sends
 // through (the injected fetch with an abort timer and `cache: "no-store"`, clocks, randomness, timers),
-// parses the JSON the core answers with, and runs the renewal loop for long-lived runtimes. Every
+// drives the core's operations (start, then poll again whenever a request or timer it waits on has been
+// answered), parses the JSON they end with, and runs the renewal loop for long-lived runtimes. Every
 // protocol decision is made in Rust (src/ownership); nothing here may decide ownership.
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
@@ -36,6 +37,7 @@ function optionsJson(opts) {
 /** Runtimes that do not implement RequestInit.cache throw on it; then send without it. */
 let cacheOption = true;
 
+/** Sends one request; resolves to `[status, etag, body, error, timedOut]` (status 0: no answer), never rejects. */
 async function send(fetchFn, method, url, flat, body, timeoutMs) {
   const headers = {};
   for (let i = 0; i + 1 < flat.length; i += 2) headers[flat[i]] = flat[i + 1];
@@ -63,7 +65,11 @@ async function send(fetchFn, method, url, flat, body, timeoutMs) {
   }
 }
 
-function makeHost(fetchFn, onEvent) {
+/**
+ * The host the core calls (src/bindings/ownership.rs, `Host`). `send` and `sleep` start I/O for a task
+ * and, once it is answered, hand the answer to the core and poll that task again (`runner.answer`).
+ */
+function makeHost(fetchFn, onEvent, runner) {
   // Random words drawn 64 at a time: one getRandomValues call per 16 nonces instead of one per word.
   const words = new Uint32Array(64);
   let used = words.length;
@@ -85,12 +91,51 @@ function makeHost(fetchFn, onEvent) {
         // A throwing observer must not break the protocol.
       }
     },
-    send: (method, url, headers, body, timeoutMs) => send(fetchFn, method, url, headers, body, timeoutMs),
+    send: (task, io, method, url, headers, body, timeoutMs) => {
+      send(fetchFn, method, url, headers, body, timeoutMs).then((a) => runner.answer(task, io, a));
+    },
+    sleep: (task, io, ms) => setTimeout(() => runner.answer(task, io, [0, null, null, null, false]), ms),
     wall: () => Date.now(),
     mono: () => performance.now(),
     random32,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   };
+}
+
+/** Runs core operations to completion: one promise per task, settled when its poll ends it. */
+class Runner {
+  core = undefined;
+  #settle = new Map();
+
+  run(op, id, etag, n) {
+    return new Promise((resolve, reject) => {
+      const task = this.core.start(op, id, etag, n);
+      this.#settle.set(task, [resolve, reject]);
+      // Polled from a fresh microtask, never from inside another task's poll (an onEvent observer).
+      queueMicrotask(() => this.#poll(task));
+    });
+  }
+
+  answer(task, io, [status, etag, body, error, timedOut]) {
+    this.core.resume(io, status, etag ?? undefined, body ?? undefined, error ?? undefined, timedOut);
+    this.#poll(task);
+  }
+
+  #poll(task) {
+    const settle = this.#settle.get(task);
+    if (settle === undefined) return;
+    let json;
+    try {
+      json = this.core.poll(task);
+    } catch (e) {
+      this.#settle.delete(task);
+      settle[1](e);
+      return;
+    }
+    if (json !== undefined) {
+      this.#settle.delete(task);
+      settle[0](JSON.parse(json));
+    }
+  }
 }
 
 function guardEtag(guard) {
@@ -125,6 +170,7 @@ function expectNew(options) {
 
 export class S3Ownership {
   #core;
+  #runner = new Runner();
   #timer = undefined;
   #renewing = false;
 
@@ -133,12 +179,13 @@ export class S3Ownership {
     if (typeof fetchFn !== "function") throw invalid("fetch must be a function (none given and no globalThis.fetch)");
     const onEvent = options?.onEvent;
     if (onEvent !== undefined && typeof onEvent !== "function") throw invalid("onEvent must be a function");
-    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis), onEvent));
+    this.#core = new WasmOwnership(optionsJson(options), makeHost(fetchFn.bind(globalThis), onEvent, this.#runner));
+    this.#runner.core = this.#core;
   }
 
-  /** Runs a core operation and parses the JSON it answers. */
-  async #call(op, id = "", etag = undefined, n = 0) {
-    return JSON.parse(await this.#core.call(op, id, etag, n));
+  /** Runs a core operation; resolves with the JSON it answers, parsed. */
+  #call(op, id = "", etag = undefined, n = 0) {
+    return this.#runner.run(op, id, etag, n);
   }
 
   // Async methods, so bad arguments reject like every other failure instead of throwing synchronously.

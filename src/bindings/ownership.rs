@@ -2,11 +2,19 @@
 //! the small host object `js/ownership.js` builds around the injected `fetch` (plus clocks, randomness,
 //! timers). Results cross as JSON text that the JS wrapper parses; errors as JS `Error`s with `code`.
 //! No protocol logic here, and no panics: every value from JS is checked.
+//!
+//! JS drives the protocol's futures itself, instead of wasm-bindgen-futures turning them into Promises:
+//! `start` makes an operation's future, `poll` advances it, and each request or timer it waits on goes
+//! out through the host with an id that `resume` answers before JS polls again. No closure or Promise
+//! crosses the boundary, which keeps both the wasm and its glue small.
 
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::js_error;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
@@ -19,10 +27,13 @@ extern "C" {
     /// What `js/ownership.js` passes in; see `makeHost` there.
     pub type Host;
 
-    /// Resolves to `[status, etag | null, body: Uint8Array, error: string | null, timedOut: boolean]`;
-    /// status 0 means no answer (then `error` says why). Never rejects.
+    /// Starts request `io` for task `task` and later hands its answer to `resume(io, ...)`, then polls
+    /// `task` again. Returns at once; must not call into wasm before returning.
     #[wasm_bindgen(method)]
-    fn send(this: &Host, method: &str, url: &str, headers: Vec<String>, body: &[u8], timeout_ms: u32) -> js_sys::Promise;
+    fn send(this: &Host, task: u32, io: u32, method: &str, url: &str, headers: Vec<String>, body: &[u8], timeout_ms: u32);
+    /// Like `send`, for a timer of `ms` milliseconds.
+    #[wasm_bindgen(method)]
+    fn sleep(this: &Host, task: u32, io: u32, ms: u32);
     #[wasm_bindgen(method)]
     fn wall(this: &Host) -> f64;
     #[wasm_bindgen(method)]
@@ -30,8 +41,6 @@ extern "C" {
     /// A uniformly random integer in [0, 2^32).
     #[wasm_bindgen(method)]
     fn random32(this: &Host) -> f64;
-    #[wasm_bindgen(method)]
-    fn sleep(this: &Host, ms: u32) -> js_sys::Promise;
     /// True when the caller passed `onEvent`.
     #[wasm_bindgen(method, getter)]
     fn events(this: &Host) -> bool;
@@ -40,49 +49,85 @@ extern "C" {
     fn event(this: &Host, json: &str, ms: f64);
 }
 
-pub struct JsEnv(Host);
+type Answer = Result<HttpResponse, TransportError>;
 
-fn network(detail: impl Into<String>) -> TransportError {
-    TransportError::Network(detail.into())
+/// The I/O in flight: which task is being polled, and the answers JS has handed back that their
+/// futures have not taken yet. Ids are never reused within an instance.
+#[derive(Default)]
+struct Io {
+    task: Cell<u32>,
+    next: Cell<u32>,
+    /// Ids whose future is still waiting; an answer for any other id (a future dropped early) is ignored.
+    waiting: RefCell<Vec<u32>>,
+    answers: RefCell<Vec<(u32, Answer)>>,
+}
+
+impl Io {
+    fn open(&self) -> u32 {
+        let id = self.next.get().wrapping_add(1);
+        self.next.set(id);
+        self.waiting.borrow_mut().push(id);
+        id
+    }
+}
+
+/// Waits for the answer to one `Io` id. Polled only when JS polls its task after a `resume`.
+struct Wait<'a> {
+    io: &'a Io,
+    id: u32,
+}
+
+impl Future for Wait<'_> {
+    type Output = Answer;
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Answer> {
+        let mut answers = self.io.answers.borrow_mut();
+        match answers.iter().position(|(id, _)| *id == self.id) {
+            Some(i) => Poll::Ready(answers.swap_remove(i).1),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Wait<'_> {
+    fn drop(&mut self) {
+        self.io.waiting.borrow_mut().retain(|id| *id != self.id);
+        self.io.answers.borrow_mut().retain(|(id, _)| *id != self.id);
+    }
+}
+
+pub struct JsEnv {
+    host: Host,
+    io: Rc<Io>,
 }
 
 impl Env for JsEnv {
-    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Answer {
+        let id = self.io.open();
         let headers = req.headers.into_iter().flat_map(|(n, v)| [n, v]).collect::<Vec<_>>();
-        let promise = self.0.send(req.method, &req.url, headers, &req.body, timeout_ms.unwrap_or(0));
-        // `send` never rejects; if a host's does, its reason is kept when it is a string (no `{:?}`: JsValue's
-        // Debug pulls a large describe-anything function into the JS glue).
-        let answer = JsFuture::from(promise).await.map_err(|e| network(e.as_string().unwrap_or_else(|| "host send rejected".into())))?;
-        let field = |i: u32| js_sys::Reflect::get_u32(&answer, i).unwrap_or(JsValue::UNDEFINED);
-        if field(4).as_bool() == Some(true) {
-            return Err(TransportError::TimedOut);
-        }
-        let status = field(0).as_f64().unwrap_or(0.0);
-        if !(100.0..=599.0).contains(&status) {
-            return Err(network(field(3).as_string().unwrap_or_else(|| "fetch failed".into())));
-        }
-        let body = field(2).dyn_into::<js_sys::Uint8Array>().map(|b| b.to_vec()).unwrap_or_default();
-        Ok(HttpResponse { status: status as u16, etag: field(1).as_string(), body })
+        self.host.send(self.io.task.get(), id, req.method, &req.url, headers, &req.body, timeout_ms.unwrap_or(0));
+        Wait { io: &self.io, id }.await
     }
     fn wall_ms(&self) -> u64 {
-        let ms = self.0.wall();
+        let ms = self.host.wall();
         if ms.is_finite() && ms > 0.0 { ms as u64 } else { 0 }
     }
     fn mono_ms(&self) -> f64 {
-        self.0.mono()
+        self.host.mono()
     }
     fn random_u64(&self) -> u64 {
-        let word = || self.0.random32() as u64 & 0xffff_ffff;
+        let word = || self.host.random32() as u64 & 0xffff_ffff;
         (word() << 32) | word()
     }
     async fn sleep(&self, ms: u32) {
-        // A timer that fails to fire only shortens a read backoff.
-        let _ = JsFuture::from(self.0.sleep(ms)).await;
+        let id = self.io.open();
+        self.host.sleep(self.io.task.get(), id, ms);
+        // A timer's answer carries nothing; a timer that fails to fire only shortens a read backoff.
+        let _ = Wait { io: &self.io, id }.await;
     }
     fn observe(&self, event: Event<'_>) {
-        if self.0.events() {
+        if self.host.events() {
             let (json, ms) = event_json(&event);
-            self.0.event(&json, ms);
+            self.host.event(&json, ms);
         }
     }
 }
@@ -147,12 +192,17 @@ fn config(options_json: &str) -> Result<Config, Error> {
     Ok(c)
 }
 
-type Shared = Rc<S3Ownership<JsEnv>>;
+type Task = Pin<Box<dyn Future<Output = Result<String, Error>>>>;
 
 /// The wasm half of `S3Ownership`; `js/ownership.js` is the public class.
 #[wasm_bindgen]
 pub struct WasmOwnership {
-    inner: Shared,
+    inner: Rc<S3Ownership<JsEnv>>,
+    io: Rc<Io>,
+    /// Operations in progress, by task id. A task is taken out while it is polled, so that anything
+    /// JS does from inside a poll (an `onEvent` observer starting another operation) finds no borrow held.
+    tasks: RefCell<Vec<(u32, Task)>>,
+    next_task: Cell<u32>,
 }
 
 /// `node` as JSON: `null` when empty (a released record).
@@ -268,19 +318,56 @@ impl WasmOwnership {
     #[wasm_bindgen(constructor)]
     pub fn new(options_json: &str, host: Host) -> Result<WasmOwnership, JsValue> {
         let config = config(options_json).map_err(js_error)?;
-        let inner = S3Ownership::new(config, JsEnv(host)).map_err(js_error)?;
-        Ok(WasmOwnership { inner: Rc::new(inner) })
+        let io = Rc::new(Io::default());
+        let inner = S3Ownership::new(config, JsEnv { host, io: io.clone() }).map_err(js_error)?;
+        Ok(WasmOwnership { inner: Rc::new(inner), io, tasks: RefCell::default(), next_task: Cell::new(0) })
     }
 
-    /// Starts operation `op` (see `dispatch`); resolves with its JSON, or rejects with a coded `Error`.
-    pub fn call(&self, op: u32, id: String, etag: Option<String>, n: f64) -> js_sys::Promise {
+    /// Makes operation `op` (see `dispatch`) a task and answers its id; JS then calls `poll` with it.
+    pub fn start(&self, op: u32, id: String, etag: Option<String>, n: f64) -> u32 {
         let inner = self.inner.clone();
-        future_to_promise(async move {
-            match dispatch(&inner, op, id, etag, n).await {
-                Ok(json) => Ok(JsValue::from_str(&json)),
-                Err(e) => Err(js_error(e)),
+        let task = self.next_task.get().wrapping_add(1);
+        self.next_task.set(task);
+        self.tasks.borrow_mut().push((task, Box::pin(async move { dispatch(&inner, op, id, etag, n).await })));
+        task
+    }
+
+    /// Advances task `task`: its JSON when it finished, `undefined` while it waits on I/O (the host was
+    /// given every request it waits on), a thrown coded `Error` when it failed. Unknown tasks (finished
+    /// ones) answer `undefined`.
+    pub fn poll(&self, task: u32) -> Result<Option<String>, JsValue> {
+        let taken = {
+            let mut tasks = self.tasks.borrow_mut();
+            let i = tasks.iter().position(|(t, _)| *t == task);
+            i.map(|i| tasks.swap_remove(i).1)
+        };
+        let Some(mut fut) = taken else { return Ok(None) };
+        self.io.task.set(task);
+        match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(Ok(json)) => Ok(Some(json)),
+            Poll::Ready(Err(e)) => Err(js_error(e)),
+            Poll::Pending => {
+                self.tasks.borrow_mut().push((task, fut));
+                Ok(None)
             }
-        })
+        }
+    }
+
+    /// The answer to request `io`: an HTTP status (100..=599) with its ETag and body, or status 0 with
+    /// `error` saying why there was none (`timed_out` when our own timer aborted it). Timers answer 0.
+    pub fn resume(&self, io: u32, status: f64, etag: Option<String>, body: Option<Vec<u8>>, error: Option<String>, timed_out: bool) {
+        if !self.io.waiting.borrow().contains(&io) {
+            return;
+        }
+        let answer = if timed_out {
+            Err(TransportError::TimedOut)
+        } else if (100.0..=599.0).contains(&status) {
+            Ok(HttpResponse { status: status as u16, etag, body: body.unwrap_or_default() })
+        } else {
+            Err(TransportError::Network(error.unwrap_or_else(|| "fetch failed".into())))
+        };
+        self.io.waiting.borrow_mut().retain(|id| *id != io);
+        self.io.answers.borrow_mut().push((io, answer));
     }
 
     #[wasm_bindgen(js_name = leaseValid)]

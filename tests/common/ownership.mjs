@@ -351,6 +351,33 @@ export function ownershipChecks({ api, server, runtime }) {
     if (JSON.stringify(events).includes(server.secretAccessKey)) fail("a secret appeared in an event");
   });
 
+  check("one instance runs operations concurrently, retries reads after a timer, and observers may start operations", async ({ make, cell }) => {
+    // JS drives the core's tasks (js/ownership.js, Runner): answers must reach the task that waits on
+    // them, a backoff timer must wake its task, and an operation started from inside an event must run.
+    let failed = 0;
+    const flaky = async (url, init) => {
+      if ((init?.method ?? "GET") === "GET" && String(url).endsWith("own.json") && failed++ === 0) throw new TypeError("flaky network");
+      return fetch(url, init);
+    };
+    const started = [];
+    const events = [];
+    const a = make("busy", {
+      fetch: flaky,
+      onEvent: (e) => {
+        events.push(e.type);
+        if (e.type === "claim-applied") started.push(a.owner(e.cell).then((o) => [e.cell, o.node, o.epoch]));
+      },
+    });
+    await a.acquireLease();
+    const cells = [1, 2, 3, 4, 5, 6].map((i) => cell(`busy${i}`));
+    const claims = await Promise.all(cells.map((c) => a.claim(c)));
+    eq(claims.map((r) => [r.outcome, r.epoch]), cells.map(() => ["applied", 1]), "concurrent claims");
+    if (!events.includes("read-retried")) fail(`the failed read was not retried: ${JSON.stringify(events)}`);
+    const owners = (await Promise.all(started)).sort();
+    eq(owners, cells.map((c) => [c, `${runtime}-busy`, 1]).sort(), "owner() started by the observer");
+    eq(await Promise.all(cells.map((c) => a.verify(c, 1))), cells.map(() => true), "concurrent verifies");
+  });
+
   if (server.atomic) {
     check("the probe qualifies the store and reports its variants", async ({ make }) => {
       const report = await make("prober").probe();

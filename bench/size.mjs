@@ -1,0 +1,67 @@
+// Benchmark (not a test): gzip size of what a Worker ships from this package, against what a user would
+// ship instead (aws4fetch plus the same protocol in plain JS, bench/baseline-protocol.mjs). Prints the
+// package's files, a minified bundle of each side, and the `wrangler deploy --dry-run` upload of the root
+// example Worker (wrangler.toml). Run after scripts/build: node bench/size.mjs
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { build } from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const gz = (bytes) => gzipSync(bytes, { level: 9 }).length;
+const file = (p) => readFileSync(join(root, p));
+const row = (name, bytes, gzip, note = "") =>
+  console.log(`  ${name.padEnd(44)} ${String(bytes).padStart(8)} B ${String(gzip).padStart(7)} B gzip ${note}`);
+
+/** Bundles `code` (an entry importing from the package or aws4fetch) minified for workerd, as wrangler
+ *  would; returns the JS text and the wasm files it imports. */
+async function bundle(code) {
+  const dir = mkdtempSync(join(root, "bench/.size-"));
+  try {
+    writeFileSync(join(dir, "entry.mjs"), code);
+    const out = await build({
+      entryPoints: [join(dir, "entry.mjs")], bundle: true, minify: true, format: "esm", write: false,
+      conditions: ["workerd", "worker"], platform: "neutral", external: ["*.wasm"], absWorkingDir: root,
+    });
+    return out.outputFiles[0].contents;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log("gzip -9 sizes");
+console.log("package files:");
+const wasm = file("pkg/celld_edge_bg.wasm");
+const glue = file("pkg/celld_edge.js");
+const ours = readdirSync(join(root, "js")).filter((f) => f.endsWith(".js")).map((f) => file(`js/${f}`));
+row("pkg/celld_edge_bg.wasm", wasm.length, gz(wasm));
+row("pkg/celld_edge.js (wasm-bindgen glue)", glue.length, gz(glue));
+row("js/*.js (all entries, unminified)", ours.reduce((s, b) => s + b.length, 0), gz(Buffer.concat(ours)));
+
+console.log("minified bundle of everything a Worker imports:");
+const ourBundle = await bundle(`export { S3Ownership, signRequest, presignUrl } from "celld-edge";`);
+const ourTotal = gz(ourBundle) + gz(wasm);
+row("celld-edge JS (workerd entry, glue, API)", ourBundle.length, gz(ourBundle));
+row("celld-edge JS + wasm", ourBundle.length + wasm.length, ourTotal, "(goal < 40,960)");
+const theirBundle = await bundle(`export { AwsClient } from "aws4fetch"; export { BaselineOwnership } from "../baseline-protocol.mjs";`);
+row("aws4fetch + plain-JS protocol (baseline)", theirBundle.length, gz(theirBundle), "(skips nonces, readbacks, probe)");
+const signOnly = await bundle(`export { AwsClient } from "aws4fetch";`);
+row("aws4fetch alone", signOnly.length, gz(signOnly));
+
+console.log("root example Worker, wrangler deploy --dry-run (wrangler's own figures):");
+for (const minify of [false, true]) {
+  const dir = mkdtempSync(join(root, "bench/.size-"));
+  try {
+    const args = ["deploy", "--dry-run", "--outdir", dir, ...(minify ? ["--minify"] : [])];
+    const log = execFileSync(join(root, "node_modules/.bin/wrangler"), args, {
+      cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, encoding: "utf8",
+    });
+    const upload = log.match(/Total Upload: (.*)/)?.[1] ?? "(no figure printed)";
+    console.log(`  wrangler deploy --dry-run${minify ? " --minify" : "         "}          ${upload}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+console.log(`celld-edge / (aws4fetch + baseline protocol) = ${(ourTotal / gz(theirBundle)).toFixed(1)}x`);
