@@ -98,7 +98,7 @@ function retryable(e: CelldEdgeError): boolean {
 async function fencedWrite(cell: string): Promise<OwnerInfo | number> {
   await own.acquireLease();
   own.startRenewing((e) => console.log(e.code satisfies ErrorCode, own.leaseValid()));
-  const result: ClaimResult = await own.claim(cell);
+  const result: ClaimResult = await own.claim(cell, { expectNew: cell.startsWith("new-") });
   if (result.outcome === "rejected") return result.owner; // the routing hint
   const { epoch, tookOver, prior } = result;
   const key = `cells/${cell}/data/e${epoch}/0001.json`;
@@ -133,6 +133,8 @@ new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAc
 new S3Ownership({ ...options, leaseTtlMs: "10s" });
 // @ts-expect-error unknown options are refused (the runtime refuses them too)
 new S3Ownership({ ...options, ttl: 5 });
+// @ts-expect-error claim options are { expectNew?: boolean } (the runtime refuses others too)
+own.claim("c", { fresh: true });
 // @ts-expect-error a guard is "absent" or { match }
 own.casOwner("c", "present", 1);
 own.claim("c").then((r) => {
