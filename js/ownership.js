@@ -45,7 +45,9 @@ async function send(fetchFn, method, url, flat, body, timeoutMs) {
   let timedOut = false;
   const timer = timeoutMs > 0 ? setTimeout(() => { timedOut = true; ctrl.abort(); }, timeoutMs) : undefined;
   const init = { method, headers, signal: ctrl.signal };
-  if (body.length > 0) init.body = body;
+  // `body` is a view of the core's memory: a fetch that reads it after an await (a wrapper, a retry)
+  // would find it reused, or empty once the memory grew. Send a copy.
+  if (body.length > 0) init.body = body.slice();
   try {
     let res;
     try {

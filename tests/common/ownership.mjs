@@ -296,6 +296,35 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(a.claim(c, 1), "invalid-input", "claim options not an object");
   });
 
+  check("an injected fetch that reads the body later still sends the body that was signed", async ({ leased, cell }) => {
+    // A fetch wrapper that waits before forwarding (a rate limiter, a logger that awaits): meanwhile the
+    // instance runs other operations, so the request body must not be a view of memory the core reuses.
+    let grown = false;
+    const mismatches = [];
+    const later = async (url, init) => {
+      await sleep(20);
+      if (!grown) {
+        // Grow the wasm memory meanwhile (a large signature): views of the old memory go empty.
+        grown = true;
+        signRequest({ method: "PUT", url: "https://h.test/b/k", body: new Uint8Array(24 << 20), region: "us-east-1", accessKeyId: "a", secretAccessKey: "s" });
+      }
+      if (init.body !== undefined) {
+        const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", init.body));
+        const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+        if (hex !== init.headers["x-amz-content-sha256"]) mismatches.push(`${init.method} ${url}: ${init.body.length} bytes`);
+      }
+      return fetch(url, init);
+    };
+    const a = await leased("later", { fetch: later });
+    const cells = [cell("later-1"), cell("later-2"), cell("later-3"), cell("later-4")];
+    const claims = await Promise.all(cells.map((c) => a.claim(c)));
+    eq(claims.map((r) => [r.outcome, r.epoch]), cells.map(() => ["applied", 1]), "concurrent claims through a deferring fetch");
+    const records = await Promise.all(cells.map((c) => a.readOwner(c)));
+    eq(records.map((r) => [r.node, r.epoch]), cells.map(() => [`${runtime}-later`, 1]), "the records as written");
+    eq(await Promise.all(cells.map((c) => a.release(c))), cells.map(() => "applied"), "releases through it");
+    eq(mismatches, [], "bodies that no longer match their signed hash");
+  });
+
   check("a 409 ConditionalRequestConflict is re-read, never taken as someone else's claim", async ({ base, make, leased, cell, plant, raw }) => {
     let conflicts = 0;
     const conflicting = async (url, init) => {
