@@ -490,11 +490,7 @@ impl<E: Env> S3Ownership<E> {
         self.require_lease()?;
         let started = self.store.env.mono_ms();
         let key = self.owner_key(cell);
-        let remembered = if options.expect_new { None } else { self.remembered(cell) };
-        let trying = remembered.is_some() && self.state.borrow().known.worth_trying();
-        let mut unread = if options.expect_new { Some(None) } else { remembered.clone().filter(|_| trying) };
-        // Not tried: the first read still tells whether it would have been current.
-        let mut untried = remembered.filter(|_| !trying);
+        let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
             let unread_round = unread.is_some();
@@ -502,8 +498,9 @@ impl<E: Env> S3Ownership<E> {
                 Some(version) => version,
                 None => {
                     let current = self.read_owner(cell).await?;
-                    if let Some(version) = untried.take() {
-                        self.state.borrow_mut().known.scored(same_version(&version, &current));
+                    if let Some(token) = untried.take() {
+                        let hit = token.as_deref() == current.as_ref().map(|r| r.etag.as_str());
+                        self.state.borrow_mut().known.scored(hit);
                     }
                     current
                 }
@@ -572,11 +569,21 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// The version of `cell` this instance last saw, when a claim could write over it without reading:
-    /// absent, released or its own — never one naming a peer (see `writes_over_known`).
-    fn remembered(&self, cell: &str) -> Option<Option<OwnerRecord>> {
-        let version = self.state.borrow().known.get(cell)?.clone();
-        writes_over_known(&self.config.node, version.as_ref()).then_some(version)
+    /// How a claim starts: with `expect_new`, by creating; else over the version of `cell` this instance
+    /// last saw, if a claim could write over it without reading (absent, released or its own — never one
+    /// naming a peer, see `writes_over_known`) and such versions have lately been current.
+    fn claim_start(&self, cell: &str, options: ClaimOptions) -> ClaimStart {
+        if options.expect_new {
+            return ClaimStart { unread: Some(None), trying: false, untried: None };
+        }
+        let known = &self.state.borrow().known;
+        let remembered = known.get(cell).filter(|v| writes_over_known(&self.config.node, v.as_ref()));
+        match remembered {
+            Some(version) if known.worth_trying() => ClaimStart { unread: Some(version.clone()), trying: true, untried: None },
+            // Not tried: the first read still tells whether it would have been current.
+            Some(version) => ClaimStart { unread: None, trying: false, untried: Some(version.as_ref().map(|r| r.etag.clone())) },
+            None => ClaimStart { unread: None, trying: false, untried: None },
+        }
     }
 
     fn claim_rejected(&self, cell: &str, owner: OwnerInfo, started: f64) -> ClaimOutcome {
@@ -638,10 +645,15 @@ impl<E: Env> S3Ownership<E> {
     }
 }
 
-/// Two sightings of a record are the same version when both are absent or carry the same token (records
-/// never repeat: epochs only grow, so no version comes back).
-fn same_version(a: &Option<OwnerRecord>, b: &Option<OwnerRecord>) -> bool {
-    a.as_ref().map(|r| &r.etag) == b.as_ref().map(|r| &r.etag)
+/// How a claim starts (`claim_start`).
+struct ClaimStart {
+    /// The version the first round writes over without reading (`Some(None)`: absent).
+    unread: Option<Option<OwnerRecord>>,
+    /// `unread` is a remembered version, to be scored by whether the write lands.
+    trying: bool,
+    /// A remembered version not tried, by its token (`None`: absent), to be scored against the first read.
+    /// Records never repeat (epochs only grow), so an equal token means the same version.
+    untried: Option<Option<String>>,
 }
 
 /// The owner a lost claim last saw, for its error message.
