@@ -1,0 +1,11 @@
+// The Deno part of `node bench/sign.mjs` (run by it, not by hand): celld-edge (the package's deno entry,
+// through ./deno.json) and aws4fetch timed in interleaved rounds in this Deno process. Prints one JSON
+// line: { version, rates: { case: { name: signatures/s } } }.
+import { signRequest } from "celld-edge";
+import { AwsClient } from "aws4fetch";
+import { checkAgreement, interleaved, signers } from "../sign-cases.mjs";
+
+const [rounds, roundMs] = Deno.args.map(Number);
+await checkAgreement({ signRequest, AwsClient });
+const rates = await interleaved(signers({ signRequest, AwsClient }), rounds, roundMs);
+console.log(JSON.stringify({ version: Deno.version.deno, rates }));
