@@ -21,9 +21,12 @@ export const cases = {
  * { put: { name: () => authorization }, get: {...} }: one closure per signer and case, each built the
  * way that library is used (celld-edge: one options object per call; aws4fetch: one AwsClient; aws4: a
  * request object per call, since it writes into it). Every closure is a distinct function, so the timing
- * loop that calls it sees one target only.
+ * loop that calls it sees one target only. celld-edge's options are an object literal: in Node 20 (V8
+ * 11.3), `{ ...creds, more }` alone costs the caller ~5 us per call (a spread followed by more properties
+ * falls off V8's fast path; ~40 ns in Deno's newer V8), a third of a signature, and none of the signer's.
  */
 export function signers({ signRequest, AwsClient, aws4 }) {
+  const { accessKeyId, secretAccessKey } = creds;
   const client = new AwsClient({ ...creds, service: "s3", region: "auto" });
   const out = {};
   for (const [name, c] of Object.entries(cases)) {
@@ -31,8 +34,8 @@ export function signers({ signRequest, AwsClient, aws4 }) {
     const init = c.body === undefined ? { method, headers } : { method, headers, body: c.body };
     out[name] = {
       "celld-edge": c.body === undefined
-        ? () => signRequest({ ...creds, region: "auto", method, url: c.url, headers }).headers.authorization
-        : () => signRequest({ ...creds, region: "auto", method, url: c.url, headers, body: c.body }).headers.authorization,
+        ? () => signRequest({ accessKeyId, secretAccessKey, region: "auto", method, url: c.url, headers }).headers.authorization
+        : () => signRequest({ accessKeyId, secretAccessKey, region: "auto", method, url: c.url, headers, body: c.body }).headers.authorization,
       aws4fetch: async () => (await client.sign(c.url, init)).headers.get("authorization"),
     };
     if (aws4) {

@@ -1,7 +1,10 @@
-//! JS entry points of the SigV4 signer, shaped for speed: `js/api.js` reads and type-checks the options
-//! object, then UTF-8-encodes every string field, NUL-separated, followed by the body, into ONE byte array
-//! (one copy into wasm instead of one per field, and no per-character JS loop); the result comes back as
-//! one NUL-separated string that JS splits.
+//! JS entry points of the SigV4 signer, shaped for speed. Requests and answers cross the boundary through
+//! one I/O buffer that Rust owns in wasm memory: `js/api.js` learns its address (`ioBuffer`) and writes
+//! every string field, UTF-8, NUL-separated, followed by the body, straight into it with
+//! `TextEncoder.encodeInto`; the signer reads it there and writes its answer (one NUL-separated string)
+//! back into the same buffer for JS to decode. No per-call allocation or copy in wasm-bindgen's glue.
+//! The buffer's length only grows (except that a buffer grown past `IO_KEEP` is cut back after use), so
+//! every byte JS may write is memory this `Vec` already holds initialized: no `unsafe` anywhere.
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
 //! `invalid-input` error. The derived-key cache lives in a thread-local `Signer` shared by all calls.
 //! Never panics, and never signs something other than what it was given: a stray NUL in any field shows up
@@ -19,9 +22,19 @@ thread_local! {
     /// One signer per wasm instance, so repeat calls with the same secret/date/region/service reuse the
     /// derived signing key.
     static SIGNER: RefCell<Signer> = RefCell::new(Signer::new());
+    /// The I/O buffer shared with JS (see the module comment).
+    static IO: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The last request's header pairs and answer, kept so that their allocations are reused.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Field separator of the packed strings; JS uses the same character.
+#[derive(Default)]
+struct Scratch {
+    headers: Vec<(String, String)>,
+    answer: String,
+}
+
+/// Field separator of the packed strings (NUL); JS uses the same character.
 const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
 /// session token ("" = none), datetime ("" = use the `unix_ms` argument).
@@ -30,6 +43,9 @@ const FIXED: usize = 8;
 const MAX_EXPIRES_IN: f64 = 604_800.0;
 /// Year 10000 in Unix ms: an `AmzDate` has four year digits.
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
+/// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
+/// `js/api.js` knows the same number (it must ask for the address again after such a request).
+const IO_KEEP: usize = 64 * 1024;
 
 /// The packed request fields, split and checked.
 struct Fields<'a> {
@@ -41,15 +57,6 @@ struct Fields<'a> {
     secret_access_key: &'a str,
     session_token: &'a str,
     datetime: &'a str,
-    headers: Vec<(String, String)>,
-}
-
-/// Splits `input` at `fields_len` into the UTF-8 fields and the body bytes.
-fn unpack(input: &[u8], fields_len: u32) -> Result<(&str, &[u8])> {
-    let (fields, body) = input
-        .split_at_checked(fields_len as usize)
-        .ok_or_else(|| Error::invalid("packed request is shorter than its fields"))?;
-    Ok((utf8(fields)?, body))
 }
 
 fn utf8(fields: &[u8]) -> Result<&str> {
@@ -57,17 +64,27 @@ fn utf8(fields: &[u8]) -> Result<&str> {
 }
 
 impl<'a> Fields<'a> {
-    fn split(packed: &'a str, header_count: u32) -> Result<Self> {
-        let mut parts = packed.split(SEP);
+    /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
+    fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
+        let mut parts = NulSplit { rest: Some(packed) };
         let mut fixed = [""; FIXED];
         for slot in fixed.iter_mut() {
             *slot = parts.next().ok_or_else(nul_inside)?;
         }
-        let mut headers = Vec::with_capacity(header_count as usize);
-        for _ in 0..header_count {
+        let count = header_count as usize;
+        headers.truncate(count);
+        for i in 0..count {
             let name = parts.next().ok_or_else(nul_inside)?;
             let value = parts.next().ok_or_else(nul_inside)?;
-            headers.push((name.to_owned(), value.to_owned()));
+            match headers.get_mut(i) {
+                Some((n, v)) => {
+                    n.clear();
+                    n.push_str(name);
+                    v.clear();
+                    v.push_str(value);
+                }
+                None => headers.push((name.to_owned(), value.to_owned())),
+            }
         }
         if parts.next().is_some() {
             return Err(nul_inside());
@@ -83,7 +100,6 @@ impl<'a> Fields<'a> {
             secret_access_key,
             session_token,
             datetime,
-            headers,
         })
     }
 
@@ -107,35 +123,109 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// `str::split('\0')` by byte search: the `char` pattern is a slow per-character loop at opt-level "z".
+struct NulSplit<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> Iterator for NulSplit<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        match rest.bytes().position(|b| b == 0) {
+            // A NUL byte is a whole character, so both sides are on character boundaries.
+            Some(at) => {
+                self.rest = rest.get(at + 1..);
+                rest.get(..at)
+            }
+            None => self.rest.take(),
+        }
+    }
+}
+
 fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-/// Signs with header auth. `input` is the packed fields (`fields_len` bytes) followed by the body.
-/// Returns `url NUL name NUL value ...` (lower-case header names).
-#[wasm_bindgen(js_name = signPacked)]
-pub fn sign_packed(
-    input: &[u8],
-    fields_len: u32,
+/// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
+/// request there (valid until the next call of this function or of `signIo`/`presignIo`).
+#[wasm_bindgen(js_name = ioBuffer)]
+pub fn io_buffer(len: usize) -> usize {
+    IO.with(|io| {
+        let mut io = io.borrow_mut();
+        if io.len() < len {
+            io.resize(len, 0);
+        }
+        io.as_ptr() as usize
+    })
+}
+
+/// The wasm memory that `ioBuffer`'s address points into.
+#[wasm_bindgen(js_name = ioMemory)]
+pub fn io_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+/// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
+/// into the buffer and returns its length in bytes.
+fn with_io(len: usize, f: impl FnOnce(&[u8], &mut Scratch) -> Result<()>) -> Result<usize, JsValue> {
+    IO.with(|io| {
+        SCRATCH.with(|scratch| {
+            let mut io = io.borrow_mut();
+            let scratch = &mut *scratch.borrow_mut();
+            scratch.answer.clear();
+            let input = io
+                .get(..len)
+                .ok_or_else(|| Error::invalid("packed request is longer than the I/O buffer"));
+            let done = input.and_then(|input| f(input, scratch));
+            let answer = scratch.answer.as_bytes();
+            if done.is_ok() && io.len() < answer.len() {
+                io.resize(answer.len(), 0);
+            }
+            if io.len() > IO_KEEP {
+                io.truncate(IO_KEEP.max(answer.len()));
+                io.shrink_to_fit();
+            }
+            done.map_err(js_error)?;
+            io[..answer.len()].copy_from_slice(answer);
+            Ok(answer.len())
+        })
+    })
+}
+
+/// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed by the
+/// body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case header names) into the buffer
+/// and returns its length.
+#[wasm_bindgen(js_name = signIo)]
+pub fn sign_io(
+    fields_len: usize,
+    body_len: usize,
     header_count: u32,
     unsigned_payload: bool,
     unix_ms: f64,
-) -> Result<String, JsValue> {
-    let signed = unpack(input, fields_len).and_then(|(packed, body)| {
-        let fields = Fields::split(packed, header_count)?;
+) -> Result<usize, JsValue> {
+    with_io(fields_len.saturating_add(body_len), |input, scratch| {
+        let (packed, body) = input.split_at(fields_len.min(input.len()));
+        let fields = Fields::split(utf8(packed)?, header_count, &mut scratch.headers)?;
         let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
-        sign(&fields, payload, unix_ms)
-    });
-    signed.map_err(js_error)
+        sign(&fields, &scratch.headers, payload, unix_ms, &mut scratch.answer)
+    })
 }
 
-fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<String> {
+fn sign(
+    fields: &Fields<'_>,
+    headers: &[(String, String)],
+    payload: Payload<'_>,
+    unix_ms: f64,
+    out: &mut String,
+) -> Result<()> {
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
     let input = SignInput {
         method: fields.method,
         url: fields.url,
-        headers: &fields.headers,
+        headers,
         payload,
         region: fields.region,
         service: fields.service,
@@ -143,8 +233,6 @@ fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<Strin
         datetime: &datetime,
     };
     let signed = SIGNER.with(|s| s.borrow_mut().sign(&input))?;
-    let len = signed.url.len() + signed.headers.iter().map(|(n, v)| n.len() + v.len() + 2).sum::<usize>();
-    let mut out = String::with_capacity(len);
     out.push_str(&signed.url);
     for (name, value) in &signed.headers {
         out.push(SEP);
@@ -152,18 +240,23 @@ fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<Strin
         out.push(SEP);
         out.push_str(value);
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Presigns a URL (query-string auth). `input` holds only the packed fields. `expires_in` arrives as a JS
-/// number and must be a whole number of seconds in 1..=604800. Returns the URL.
-#[wasm_bindgen(js_name = presignPacked)]
-pub fn presign_packed(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String, JsValue> {
-    presign(input, header_count, expires_in, unix_ms).map_err(js_error)
+/// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len` bytes).
+/// `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800. Writes the
+/// URL into the buffer and returns its length.
+#[wasm_bindgen(js_name = presignIo)]
+pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
+    with_io(fields_len, |input, scratch| {
+        let fields = Fields::split(utf8(input)?, header_count, &mut scratch.headers)?;
+        let url = presign(&fields, &scratch.headers, expires_in, unix_ms)?;
+        scratch.answer.push_str(&url);
+        Ok(())
+    })
 }
 
-fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String> {
-    let fields = Fields::split(utf8(input)?, header_count)?;
+fn presign(fields: &Fields<'_>, headers: &[(String, String)], expires_in: f64, unix_ms: f64) -> Result<String> {
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
         // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
         let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
@@ -183,7 +276,7 @@ fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Re
         credentials: &credentials,
         datetime: &datetime,
         expires_in: expires_in as u64,
-        signed_headers: &fields.headers,
+        signed_headers: headers,
     };
     SIGNER.with(|s| s.borrow_mut().presign(&input))
 }

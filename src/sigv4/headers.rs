@@ -36,8 +36,18 @@ pub(crate) fn is_token_byte(b: u8) -> bool {
 }
 
 /// Trims spaces/tabs and folds inner runs of them into one space.
-/// Word by word rather than char by char: `String::push` is slow where it is not inlined (opt-level "z").
+/// A value that needs neither (the usual case) is appended in one piece; otherwise word by word rather
+/// than char by char (`String::push` is slow where it is not inlined, at opt-level "z").
 fn push_trimmed(out: &mut String, value: &str) {
+    let b = value.as_bytes();
+    let clean = !b.contains(&b'\t')
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !b.windows(2).any(|w| w == b"  ");
+    if clean {
+        out.push_str(value);
+        return;
+    }
     for (i, word) in value.split([' ', '\t']).filter(|w| !w.is_empty()).enumerate() {
         if i > 0 {
             out.push(' ');

@@ -34,7 +34,11 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     } else {
         return Err(bad(url, "scheme must be http or https"));
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
+    let authority_end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     if authority.contains('@') {
         // Not echoed: the URL would carry the password into logs.
@@ -46,8 +50,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     if !valid_hostname(hostname) {
         return Err(bad(url, "missing or invalid host"));
     }
-    let mut host = String::with_capacity(authority.len());
-    host.extend(hostname.chars().map(|c| c.to_ascii_lowercase()));
+    let mut host = hostname.to_ascii_lowercase();
     if let Some(port) = port.filter(|&p| p != default_port) {
         host.push(':');
         host.push_str(&port.to_string());
