@@ -23,13 +23,15 @@ thread_local! {
     /// derived signing key.
     static SIGNER: RefCell<Signer> = RefCell::new(Signer::new());
     /// The I/O buffer shared with JS (see the module comment).
-    static IO: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// The last request's header pairs and answer, kept so that their allocations are reused.
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static IO: RefCell<Io> = const {
+        RefCell::new(Io { buf: Vec::new(), headers: Vec::new(), answer: String::new() })
+    };
 }
 
-#[derive(Default)]
-struct Scratch {
+/// The I/O buffer, and the last request's header pairs and answer, kept so that their allocations are
+/// reused.
+struct Io {
+    buf: Vec<u8>,
     headers: Vec<(String, String)>,
     answer: String,
 }
@@ -65,6 +67,8 @@ fn utf8(fields: &[u8]) -> Result<&str> {
 
 impl<'a> Fields<'a> {
     /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
+    /// Not inlined: both entry points call it, and one copy keeps the wasm smaller.
+    #[inline(never)]
     fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
         let mut parts = NulSplit { rest: Some(packed) };
         let mut fixed = [""; FIXED];
@@ -153,11 +157,11 @@ fn nul_inside() -> Error {
 #[wasm_bindgen(js_name = ioBuffer)]
 pub fn io_buffer(len: usize) -> usize {
     IO.with(|io| {
-        let mut io = io.borrow_mut();
-        if io.len() < len {
-            io.resize(len, 0);
+        let buf = &mut io.borrow_mut().buf;
+        if buf.len() < len {
+            buf.resize(len, 0);
         }
-        io.as_ptr() as usize
+        buf.as_ptr() as usize
     })
 }
 
@@ -167,30 +171,29 @@ pub fn io_memory() -> JsValue {
     wasm_bindgen::memory()
 }
 
+/// What `with_io` runs: the request bytes, header pairs to fill, the answer to write.
+type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String) -> Result<()>;
+
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
-/// into the buffer and returns its length in bytes.
-fn with_io(len: usize, f: impl FnOnce(&[u8], &mut Scratch) -> Result<()>) -> Result<usize, JsValue> {
+/// into the buffer and returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
+fn with_io(len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
     IO.with(|io| {
-        SCRATCH.with(|scratch| {
-            let mut io = io.borrow_mut();
-            let scratch = &mut *scratch.borrow_mut();
-            scratch.answer.clear();
-            let input = io
-                .get(..len)
-                .ok_or_else(|| Error::invalid("packed request is longer than the I/O buffer"));
-            let done = input.and_then(|input| f(input, scratch));
-            let answer = scratch.answer.as_bytes();
-            if done.is_ok() && io.len() < answer.len() {
-                io.resize(answer.len(), 0);
-            }
-            if io.len() > IO_KEEP {
-                io.truncate(IO_KEEP.max(answer.len()));
-                io.shrink_to_fit();
-            }
-            done.map_err(js_error)?;
-            io[..answer.len()].copy_from_slice(answer);
-            Ok(answer.len())
-        })
+        let Io { buf, headers, answer } = &mut *io.borrow_mut();
+        answer.clear();
+        let done = match buf.get(..len) {
+            Some(input) => f(input, headers, answer),
+            None => Err(Error::invalid("packed request is longer than the I/O buffer")),
+        };
+        if done.is_ok() && buf.len() < answer.len() {
+            buf.resize(answer.len(), 0);
+        }
+        if buf.len() > IO_KEEP {
+            buf.truncate(IO_KEEP.max(answer.len()));
+            buf.shrink_to_fit();
+        }
+        done.map_err(js_error)?;
+        buf[..answer.len()].copy_from_slice(answer.as_bytes());
+        Ok(answer.len())
     })
 }
 
@@ -205,11 +208,11 @@ pub fn sign_io(
     unsigned_payload: bool,
     unix_ms: f64,
 ) -> Result<usize, JsValue> {
-    with_io(fields_len.saturating_add(body_len), |input, scratch| {
+    with_io(fields_len.saturating_add(body_len), &mut |input, headers, answer| {
         let (packed, body) = input.split_at(fields_len.min(input.len()));
-        let fields = Fields::split(utf8(packed)?, header_count, &mut scratch.headers)?;
+        let fields = Fields::split(utf8(packed)?, header_count, headers)?;
         let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
-        sign(&fields, &scratch.headers, payload, unix_ms, &mut scratch.answer)
+        sign(&fields, headers, payload, unix_ms, answer)
     })
 }
 
@@ -248,10 +251,9 @@ fn sign(
 /// URL into the buffer and returns its length.
 #[wasm_bindgen(js_name = presignIo)]
 pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
-    with_io(fields_len, |input, scratch| {
-        let fields = Fields::split(utf8(input)?, header_count, &mut scratch.headers)?;
-        let url = presign(&fields, &scratch.headers, expires_in, unix_ms)?;
-        scratch.answer.push_str(&url);
+    with_io(fields_len, &mut |input, headers, answer| {
+        let fields = Fields::split(utf8(input)?, header_count, headers)?;
+        answer.push_str(&presign(&fields, headers, expires_in, unix_ms)?);
         Ok(())
     })
 }
