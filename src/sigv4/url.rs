@@ -40,7 +40,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         .position(|b| matches!(b, b'/' | b'?' | b'#'))
         .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    if authority.contains('@') {
+    if authority.bytes().any(|b| b == b'@') {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
             "url holds user credentials (user:password@), which are not supported",
@@ -55,14 +55,21 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         host.push(':');
         host.push_str(&port.to_string());
     }
-    let tail = tail.split_once('#').map_or(tail, |(before, _)| before);
-    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let tail = split_once_byte(tail, b'#').map_or(tail, |(before, _)| before);
+    let (path, query) = split_once_byte(tail, b'?').unwrap_or((tail, ""));
     Ok(Url {
         scheme,
         host,
         path,
         query,
     })
+}
+
+/// `s.split_once(ascii)` by byte search (a `char` pattern is a slow per-character loop at opt-level "z").
+/// An ASCII byte is a whole character, so both sides are on character boundaries.
+fn split_once_byte(s: &str, ascii: u8) -> Option<(&str, &str)> {
+    let at = s.bytes().position(|b| b == ascii)?;
+    Some((s.get(..at)?, s.get(at + 1..)?))
 }
 
 /// Splits `host[:port]` / `[v6][:port]`; `None` when the port is present but not 1..=65535 digits.
@@ -75,7 +82,7 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
             _ => return None,
         }
     } else {
-        match authority.rfind(':') {
+        match authority.bytes().rposition(|b| b == b':') {
             Some(i) => i,
             None => return Some((authority, None)),
         }
