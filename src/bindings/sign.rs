@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 use super::js_error;
 use crate::error::{Error, Result};
-use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
+use crate::sigv4::{find_byte, AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
 thread_local! {
     /// One signer per wasm instance, so repeat calls with the same secret/date/region/service reuse the
@@ -137,7 +137,7 @@ impl<'a> Iterator for NulSplit<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let rest = self.rest?;
-        match rest.bytes().position(|b| b == 0) {
+        match find_byte(rest.as_bytes(), |b| b == 0) {
             // A NUL byte is a whole character, so both sides are on character boundaries.
             Some(at) => {
                 self.rest = rest.get(at + 1..);

@@ -3,6 +3,7 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
+use super::all_bytes;
 use crate::error::{Error, Quoted, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
@@ -58,7 +59,7 @@ fn push_trimmed(out: &mut String, value: &str) {
 
 /// Lower-cased name of a valid header, or why it is not one.
 pub(crate) fn checked_name(name: &str) -> Result<String> {
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
+    if name.is_empty() || !all_bytes(name, is_token_byte) {
         return Err(Error::invalid(format!(
             "header name {} is not a valid HTTP token",
             Quoted(name)
@@ -70,9 +71,7 @@ pub(crate) fn checked_name(name: &str) -> Result<String> {
 /// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
 /// control characters except tab (CR/LF would split the header).
 pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
-    if value
-        .bytes()
-        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    if all_bytes(value, |b| b == b'\t' || (b' '..=b'~').contains(&b))
     {
         Ok(())
     } else {

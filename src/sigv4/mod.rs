@@ -279,6 +279,29 @@ pub(crate) fn sort_small<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
     }
 }
 
+/// Whether every byte of `s` passes `f`. A plain loop: at opt-level "z" the iterator adapters
+/// (`bytes().all(..)` and kin) stay out-of-line `try_fold` calls, measurably slower on the signing path.
+#[inline]
+pub(crate) fn all_bytes(s: &str, f: impl Fn(u8) -> bool) -> bool {
+    for &b in s.as_bytes() {
+        if !f(b) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Index of the first byte of `s` that passes `f` (a plain loop, as `all_bytes`).
+#[inline]
+pub(crate) fn find_byte(s: &[u8], f: impl Fn(u8) -> bool) -> Option<usize> {
+    for (i, &b) in s.iter().enumerate() {
+        if f(b) {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// `hay.split_once(needle)` by plain byte comparison: `str` patterns would bring the Two-Way searcher
 /// (~2.5 KB of wasm) for the few short, fixed needles the crate looks for.
 pub(crate) fn split_once_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {

@@ -6,6 +6,7 @@
 //!
 //! Must never normalize an S3 path, and never decode a generic one.
 
+use super::all_bytes;
 use super::encode::{is_unreserved, push_encoded, push_reencoded};
 
 /// Appends the S3 canonical (and wire) path; an empty path is `/`.
@@ -15,7 +16,7 @@ pub(crate) fn push_s3(out: &mut String, raw: &str) {
         return;
     }
     // The usual key needs no escape at all: then the path is its own encoding, appended in one piece.
-    if raw.bytes().all(|b| b == b'/' || is_unreserved(b)) {
+    if all_bytes(raw, |b| b == b'/' || is_unreserved(b)) {
         out.push_str(raw);
         return;
     }

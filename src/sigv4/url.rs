@@ -3,6 +3,7 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
+use super::{all_bytes, find_byte};
 use crate::error::{Error, Quoted, Result};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -22,7 +23,7 @@ fn bad(url: &str, why: &str) -> Error {
 }
 
 pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
-    if url.bytes().any(|b| b.is_ascii_control()) {
+    if !all_bytes(url, |b| !b.is_ascii_control()) {
         return Err(bad(url, "contains a control character (percent-encode it)"));
     }
     let (scheme, rest) = super::split_once_str(url, "://")
@@ -35,12 +36,9 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         return Err(bad(url, "scheme must be http or https"));
     };
     // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
-    let authority_end = rest
-        .bytes()
-        .position(|b| matches!(b, b'/' | b'?' | b'#'))
-        .unwrap_or(rest.len());
+    let authority_end = find_byte(rest.as_bytes(), |b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    if authority.bytes().any(|b| b == b'@') {
+    if find_byte(authority.as_bytes(), |b| b == b'@').is_some() {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
             "url holds user credentials (user:password@), which are not supported",
@@ -68,7 +66,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
 /// `s.split_once(ascii)` by byte search (a `char` pattern is a slow per-character loop at opt-level "z").
 /// An ASCII byte is a whole character, so both sides are on character boundaries.
 fn split_once_byte(s: &str, ascii: u8) -> Option<(&str, &str)> {
-    let at = s.bytes().position(|b| b == ascii)?;
+    let at = find_byte(s.as_bytes(), |b| b == ascii)?;
     Some((s.get(..at)?, s.get(at + 1..)?))
 }
 
@@ -88,7 +86,7 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
         }
     };
     let digits = authority.get(colon + 1..)?;
-    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if digits.is_empty() || digits.len() > 5 || !all_bytes(digits, |b| b.is_ascii_digit()) {
         return None;
     }
     let port: u32 = digits.parse().ok()?;
@@ -101,13 +99,10 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
 fn valid_hostname(h: &str) -> bool {
     if let Some(inner) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
         return !inner.is_empty()
-            && inner
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+            && all_bytes(inner, |b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
     }
     !h.is_empty()
-        && h.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        && all_bytes(h, |b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
 }
 
 #[cfg(test)]
