@@ -147,16 +147,6 @@ function datetimeMs(v) {
   return v instanceof Date ? v.getTime() : v === undefined || v === null ? Date.now() : 0;
 }
 
-function headersObject(parts) {
-  const headers = {};
-  for (let i = 1; i < parts.length; i += 2) {
-    // defineProperty keeps a header literally named "__proto__" an ordinary entry.
-    if (parts[i] === "__proto__") Object.defineProperty(headers, parts[i], { value: parts[i + 1], enumerable: true, writable: true, configurable: true });
-    else headers[parts[i]] = parts[i + 1];
-  }
-  return headers;
-}
-
 /**
  * Signs a request with SigV4 header auth. Returns `{ method, url, headers }` with lower-case header names.
  */
@@ -193,10 +183,25 @@ export function signRequest(opts) {
   return signed(method, signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
 }
 
-/** The result object of signRequest, from the signer's answer. */
+/**
+ * The result object of signRequest, from the signer's answer `url NUL name NUL value ...`. Sliced in one
+ * pass with indexOf rather than split into an array first (measurably cheaper, and no array to collect).
+ */
 function signed(method, len) {
-  const parts = answer(len).split(SEP);
-  return { method, url: parts[0], headers: headersObject(parts) };
+  const s = answer(len);
+  let at = s.indexOf(SEP);
+  const url = at < 0 ? s : s.slice(0, at);
+  const headers = {};
+  while (at >= 0) {
+    const v = s.indexOf(SEP, at + 1);
+    const name = s.slice(at + 1, v);
+    at = s.indexOf(SEP, v + 1);
+    const value = at < 0 ? s.slice(v + 1) : s.slice(v + 1, at);
+    // defineProperty keeps a header literally named "__proto__" an ordinary entry.
+    if (name === "__proto__") Object.defineProperty(headers, name, { value, enumerable: true, writable: true, configurable: true });
+    else headers[name] = value;
+  }
+  return { method, url, headers };
 }
 
 /** Presigns a URL (query-string auth, UNSIGNED-PAYLOAD). `expiresIn` is in seconds, 1..=604800. */
