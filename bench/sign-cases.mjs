@@ -65,34 +65,38 @@ export async function checkAgreement({ signRequest, AwsClient }) {
 }
 
 /**
- * Node and Deno: signatures per second of `fn` over one `roundMs` round. Each call gets its own compiled
- * loop (new Function), so no call site sees several signers and goes megamorphic (a shared loop measurably
- * slowed all of them). Synchronous signers are not awaited: an await per call would add a microtask turn
- * to each and compress the ratios. Not usable in workerd, which forbids new Function.
+ * Node and Deno: signatures per CPU-second of `fn` over one round of about `roundMs` wall time. CPU time
+ * (`cpuMicros`: the whole process's user + system time, so work on helper threads such as WebCrypto's
+ * counts too) rather than wall time, because a machine shared with other jobs stretches wall time by
+ * whatever else ran; CPU time is also what a signature costs a server or a Worker's CPU limit. Each call
+ * gets its own compiled loop (new Function), so no call site sees several signers and goes megamorphic (a
+ * shared loop measurably slowed all of them). Synchronous signers are not awaited: an await per call would
+ * add a microtask turn to each and compress the ratios. Not usable in workerd, which forbids new Function.
  */
-export function roundTimer(fn, roundMs) {
+export function roundTimer(fn, roundMs, cpuMicros) {
   const sync = !(fn() instanceof Promise);
   const loop = sync ? "for (let i = 0; i < 100; i++) fn();" : "for (let i = 0; i < 100; i++) await fn();";
   const AsyncFunction = (async () => {}).constructor;
   return new AsyncFunction(
     "fn",
     "roundMs",
+    "cpuMicros",
     `let n = 0;
      const start = performance.now();
+     const cpu0 = cpuMicros();
      while (performance.now() < start + roundMs) { ${loop} n += 100; }
-     return n / ((performance.now() - start) / 1000);`,
-  ).bind(null, fn, roundMs);
+     return n / ((cpuMicros() - cpu0) / 1e6);`,
+  ).bind(null, fn, roundMs, cpuMicros);
 }
 
 /**
  * Interleaved rounds: every signer of every case runs one round in turn, `rounds` times, after one
- * warm-up round each (JIT, key caches). Returns { case: { name: median signatures/s } }. A busy machine
- * thus slows all contenders alike.
+ * warm-up round each (JIT, key caches). Returns { case: { name: median signatures per CPU-second } }.
  */
-export async function interleaved(table, rounds, roundMs) {
+export async function interleaved(table, rounds, roundMs, cpuMicros) {
   const timers = [];
   for (const [c, byName] of Object.entries(table)) {
-    for (const [name, fn] of Object.entries(byName)) timers.push({ c, name, timer: roundTimer(fn, roundMs), samples: [] });
+    for (const [name, fn] of Object.entries(byName)) timers.push({ c, name, timer: roundTimer(fn, roundMs, cpuMicros), samples: [] });
   }
   for (const t of timers) await t.timer();
   for (let r = 0; r < rounds; r++) for (const t of timers) t.samples.push(await t.timer());

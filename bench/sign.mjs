@@ -1,9 +1,9 @@
-// Benchmark (not a test): signatures per second for a conditional PUT (200-byte JSON body, If-Match,
+// Benchmark (not a test): signatures per CPU-second for a conditional PUT (200-byte JSON body, If-Match,
 // content-type) and a GET, celld-edge vs aws4fetch (one AwsClient, .sign()) in Node, Deno and workerd
 // (Miniflare), and vs aws4 (sync, Node's crypto) in Node; same inputs (bench/sign-cases.mjs), each
-// runtime's contenders in the same process. Prints the rates, the ratios against the goals of issue 7,
-// and the gzip size of what the package ships.
-// Run after scripts/build:  node bench/sign.mjs [rounds, default 9]   (about 2 minutes)
+// runtime's contenders in the same process, in interleaved rounds. Prints the rates, the ratios against
+// the goals of issue 7, and the gzip size of what the package ships. Linux only (workerd's CPU time is
+// read from /proc). Run after scripts/build:  node bench/sign.mjs [rounds, default 9]   (about a minute)
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -19,8 +19,12 @@ const roundMs = 400;
 const results = [];
 
 // Node: this process.
+const cpuMicros = () => {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+};
 await checkAgreement({ signRequest, AwsClient });
-results.push({ runtime: `node ${process.version}`, rates: await interleaved(signers({ signRequest, AwsClient, aws4 }), rounds, roundMs) });
+results.push({ runtime: `node ${process.version}`, rates: await interleaved(signers({ signRequest, AwsClient, aws4 }), rounds, roundMs, cpuMicros) });
 
 // Deno: a child process running the same cases and timer (bench/deno/sign.mjs prints its rates as JSON).
 const deno = JSON.parse(
@@ -31,47 +35,74 @@ const deno = JSON.parse(
 results.push({ runtime: `deno ${deno.version}`, rates: deno.rates });
 
 // workerd: a Worker bundled by wrangler (bench/worker), in Miniflare. Clocks are frozen inside a Worker
-// between I/O, so each round is timed from here: one request that signs n times, minus the median time of
-// a request that signs 0 times (dispatch and Miniflare's round trip), with n set so a round lasts about
-// roundMs. Rounds interleave the contenders as in Node and Deno.
+// between I/O, so each round is measured from here, as the CPU time the workerd process spent (all its
+// threads, from /proc/PID/task/*/schedstat, in ns) on one request that signs n times, minus the median
+// CPU time of a request that signs 0 times (dispatch and the answer). n is set so a round lasts about
+// roundMs; rounds interleave the contenders as in Node and Deno.
+/** The workerd processes Miniflare started (children of this process). */
+function workerdPids() {
+  const pids = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const m = readFileSync(`/proc/${d}/stat`, "utf8").match(/^\d+ \((.*)\) \S (\d+)/);
+      if (m && m[1] === "workerd" && Number(m[2]) === process.pid) pids.push(d);
+    } catch {
+      // The process ended while being listed.
+    }
+  }
+  return pids;
+}
+const workerdCpuNs = (pids) => {
+  let ns = 0;
+  for (const pid of pids) {
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+  }
+  return ns;
+};
 const mf = await startBundle(bundleWorker(join(root, "bench/worker/wrangler.toml")));
 try {
+  const pids = workerdPids();
+  if (pids.length !== 1) throw new Error(`expected one workerd process, found ${pids.length}`);
   const call = async (query) => {
     const res = await mf.dispatchFetch(`http://bench/${query}`);
     const text = await res.text();
     if (!res.ok) throw new Error(`workerd bench ${query}: ${res.status} ${text}`);
     return text;
   };
-  const timed = async (query) => {
-    const t0 = performance.now();
+  /** CPU seconds workerd spent on one request. */
+  const cpuOf = async (query) => {
+    const c0 = workerdCpuNs(pids);
     await call(query);
-    return performance.now() - t0;
+    return (workerdCpuNs(pids) - c0) / 1e9;
   };
   await call("check");
   const idle = [];
-  for (let i = 0; i < 15; i++) idle.push(await timed("?signer=celld-edge&case=get&n=0"));
-  const overheadMs = median(idle);
+  for (let i = 0; i < 15; i++) idle.push(await cpuOf("?signer=celld-edge&case=get&n=0"));
+  const idleCpu = median(idle);
   const runs = [];
   for (const c of ["put", "get"]) {
     for (const signer of ["celld-edge", "aws4fetch"]) {
       const q = (n) => `?signer=${signer}&case=${c}&n=${n}`;
-      await timed(q(2000)); // JIT, key caches
-      const probe = 2000 / ((await timed(q(2000))) - overheadMs) * 1000;
-      runs.push({ c, signer, q: q(Math.max(100, Math.round((probe * roundMs) / 1000))), n: Math.max(100, Math.round((probe * roundMs) / 1000)), samples: [] });
+      await call(q(2000)); // JIT, key caches
+      const t0 = performance.now();
+      await call(q(2000));
+      const n = Math.max(100, Math.round((2000 * roundMs) / (performance.now() - t0)));
+      runs.push({ c, signer, q: q(n), n, samples: [] });
     }
   }
   for (let r = 0; r < rounds; r++) {
-    for (const run of runs) run.samples.push(run.n / ((await timed(run.q)) - overheadMs) * 1000);
+    for (const run of runs) run.samples.push(run.n / ((await cpuOf(run.q)) - idleCpu));
   }
   const rates = {};
   for (const run of runs) (rates[run.c] ??= {})[run.signer] = median(run.samples);
-  results.push({ runtime: `workerd (Miniflare; request overhead ${overheadMs.toFixed(2)} ms subtracted)`, rates });
+  results.push({ runtime: `workerd (Miniflare; ${(idleCpu * 1e3).toFixed(2)} ms CPU of an empty request subtracted)`, rates });
 } finally {
   await disposeAll();
 }
 
 const fmt = (r) => (r === undefined ? "" : Math.round(r).toLocaleString("en"));
-console.log(`signatures/s, median of ${rounds} interleaved rounds of ~${roundMs} ms; PUT = conditional PUT with a 200-byte JSON body`);
+console.log(`signatures per CPU-second, median of ${rounds} interleaved rounds of ~${roundMs} ms; PUT = conditional PUT with a 200-byte JSON body`);
 console.log(`${"runtime / case".padEnd(16)}${"celld-edge".padStart(11)}${"aws4fetch".padStart(11)}${"aws4".padStart(10)}  vs aws4fetch (goal 10x)  vs aws4 (goal 2x)`);
 for (const { runtime, rates } of results) {
   console.log(runtime);
