@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 use super::js_error;
 use crate::error::{Error, Result};
-use crate::sigv4::{find_byte, AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
+use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
 thread_local! {
     /// One signer per wasm instance, so repeat calls with the same secret/date/region/service reuse the
@@ -70,7 +70,7 @@ impl<'a> Fields<'a> {
     /// Not inlined: both entry points call it, and one copy keeps the wasm smaller.
     #[inline(never)]
     fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
-        let mut parts = NulSplit { rest: Some(packed) };
+        let mut parts = packed.split(SEP);
         let mut fixed = [""; FIXED];
         for slot in fixed.iter_mut() {
             *slot = parts.next().ok_or_else(nul_inside)?;
@@ -124,27 +124,6 @@ impl<'a> Fields<'a> {
             return Err(Error::invalid("datetime is not a valid Date between 1970 and 9999"));
         }
         Ok(AmzDate::from_unix_ms(unix_ms as u64))
-    }
-}
-
-/// `str::split('\0')` by byte search: the `char` pattern is a slow per-character loop at opt-level "z".
-struct NulSplit<'a> {
-    rest: Option<&'a str>,
-}
-
-impl<'a> Iterator for NulSplit<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let rest = self.rest?;
-        match find_byte(rest.as_bytes(), |b| b == 0) {
-            // A NUL byte is a whole character, so both sides are on character boundaries.
-            Some(at) => {
-                self.rest = rest.get(at + 1..);
-                rest.get(..at)
-            }
-            None => self.rest.take(),
-        }
     }
 }
 
