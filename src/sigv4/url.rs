@@ -3,6 +3,8 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
+use std::borrow::Cow;
+
 use super::{all_bytes, find_byte};
 use crate::error::{Error, Quoted, Result};
 
@@ -11,7 +13,8 @@ pub(crate) struct Url<'a> {
     /// `http` or `https`, lower-case.
     pub scheme: &'static str,
     /// Lower-case host, plus `:port` unless it is the scheme's default: exactly the Host header value.
-    pub host: String,
+    /// Borrowed from the URL when that is already what it says (the usual case: no copy).
+    pub host: Cow<'a, str>,
     /// As given, from the first `/` up to `?` or `#`; may be empty.
     pub path: &'a str,
     /// As given, between `?` and `#`; empty when absent.
@@ -48,11 +51,17 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     if !valid_hostname(hostname) {
         return Err(bad(url, "missing or invalid host"));
     }
-    let mut host = hostname.to_ascii_lowercase();
-    if let Some(port) = port.filter(|&p| p != default_port) {
-        host.push(':');
-        host.push_str(&port.to_string());
-    }
+    let port = port.filter(|&p| p != default_port);
+    let host = if port.is_none() && all_bytes(hostname, |b| !b.is_ascii_uppercase()) {
+        Cow::Borrowed(hostname)
+    } else {
+        let mut host = hostname.to_ascii_lowercase();
+        if let Some(port) = port {
+            host.push(':');
+            host.push_str(&port.to_string());
+        }
+        Cow::Owned(host)
+    };
     let tail = split_once_byte(tail, b'#').map_or(tail, |(before, _)| before);
     let (path, query) = split_once_byte(tail, b'?').unwrap_or((tail, ""));
     Ok(Url {
