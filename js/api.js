@@ -41,7 +41,8 @@ function ioView(need) {
 
 /** The `len`-byte answer the signer just wrote into the I/O buffer. */
 function answer(len) {
-  // The signer moves the buffer when the answer outgrew it or when it cut a large buffer back.
+  // The signer moves the buffer when the answer outgrew it or when it cut a large buffer back (only ever
+  // on success, so a call that threw leaves this view valid).
   if (len > ioLen || ioLen > IO_KEEP) ioLen = 0;
   return decoder.decode(ioView(len).subarray(0, len));
 }

@@ -154,7 +154,8 @@ pub fn io_memory() -> JsValue {
 type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String) -> Result<()>;
 
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
-/// into the buffer and returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
+/// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
+/// returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
 fn with_io(len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
     IO.with(|io| {
         let Io { buf, headers, answer } = &mut *io.borrow_mut();
@@ -163,14 +164,15 @@ fn with_io(len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
             Some(input) => f(input, headers, answer),
             None => Err(Error::invalid("packed request is longer than the I/O buffer")),
         };
-        if done.is_ok() && buf.len() < answer.len() {
+        // On an error the buffer stays where it is: JS only learns that it moved from an answer.
+        done.map_err(js_error)?;
+        if buf.len() < answer.len() {
             buf.resize(answer.len(), 0);
         }
         if buf.len() > IO_KEEP {
             buf.truncate(IO_KEEP.max(answer.len()));
             buf.shrink_to_fit();
         }
-        done.map_err(js_error)?;
         buf[..answer.len()].copy_from_slice(answer.as_bytes());
         Ok(answer.len())
     })
