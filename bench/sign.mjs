@@ -1,79 +1,122 @@
-// Benchmark (not a test): signatures per second for a typical S3 conditional PUT (200-byte JSON body,
-// If-Match), celld-edge vs aws4fetch (one AwsClient, as people use it) vs aws4 (Node's crypto), same
-// process, same inputs; prints the ratios and the gzip size of what the package ships.
-// Contenders take turns in short rounds and each reports its median round, which keeps the ratios
-// meaningful on a shared, noisy machine.
-// Run after scripts/build:  node bench/sign.mjs [rounds, default 9]
+// Benchmark (not a test): signatures per CPU-second for a conditional PUT (200-byte JSON body, If-Match,
+// content-type) and a GET, celld-edge vs aws4fetch (one AwsClient, .sign()) in Node, Deno and workerd
+// (Miniflare), and vs aws4 (sync, Node's crypto) in Node; same inputs (bench/sign-cases.mjs), each
+// runtime's contenders in the same process, in interleaved rounds. Prints the rates, the ratios against
+// the goals of issue 7, and the gzip size of what the package ships. Linux only (workerd's CPU time is
+// read from /proc). Run after scripts/build:  node bench/sign.mjs [rounds, default 9]   (about a minute)
+import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { signRequest } from "celld-edge";
 import { AwsClient } from "aws4fetch";
 import aws4 from "aws4";
+import { checkAgreement, interleaved, median, signers } from "./sign-cases.mjs";
+import { bundleWorker, disposeAll, root, startBundle } from "../tests/workerd/miniflare.mjs";
 
 const rounds = Number(process.argv[2] ?? 9);
 const roundMs = 400;
-const creds = { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" };
-const host = "cells.0123456789abcdef.r2.cloudflarestorage.com";
-const path = "/cells/cell-42/own.json";
-const url = `https://${host}${path}`;
-const body = JSON.stringify({ node: "edge-7", epoch: 1234567, nonce: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", pad: "x".repeat(83) });
-const headers = { "content-type": "application/json", "if-match": '"5d41402abc4b2a76b9719d911017c592"' };
-if (body.length !== 200) throw new Error(`body is ${body.length} bytes, want 200`);
+const results = [];
 
-const client = new AwsClient({ ...creds, service: "s3", region: "auto" });
-const contenders = {
-  "celld-edge": () => signRequest({ ...creds, region: "auto", method: "PUT", url, headers, body }).headers.authorization,
-  aws4fetch: async () => (await client.sign(url, { method: "PUT", headers, body })).headers.get("authorization"),
-  aws4: () => aws4.sign({ host, path, method: "PUT", service: "s3", region: "auto", headers: { ...headers }, body }, creds).headers.Authorization,
+// Node: this process.
+const cpuMicros = () => {
+  const c = process.cpuUsage();
+  return c.user + c.system;
 };
+await checkAgreement({ signRequest, AwsClient });
+results.push({ runtime: `node ${process.version}`, rates: await interleaved(signers({ signRequest, AwsClient, aws4 }), rounds, roundMs, cpuMicros) });
 
-// Same signature as aws4fetch on a fixed date, for what both sign: aws4fetch never signs content-type and,
-// for S3, sends UNSIGNED-PAYLOAD (it never hashes the body; celld-edge does, in the timed runs). aws4
-// always adds and signs content-length, which celld-edge leaves unsigned, so its signatures differ.
-const datetime = "20260115T101500Z";
-const ifMatch = { "if-match": headers["if-match"] };
-const ours = signRequest({ ...creds, region: "auto", method: "PUT", url, headers: ifMatch, body, datetime, unsignedPayload: true }).headers.authorization;
-const theirs = (await client.sign(url, { method: "PUT", headers: ifMatch, body, aws: { datetime } })).headers.get("authorization");
-if (ours !== theirs) throw new Error(`signatures differ:\n celld-edge ${ours}\n aws4fetch  ${theirs}`);
+// Deno: a child process running the same cases and timer (bench/deno/sign.mjs prints its rates as JSON).
+const deno = JSON.parse(
+  execFileSync(join(root, "node_modules/.bin/deno"), ["run", "-A", "--config", "bench/deno/deno.json", "bench/deno/sign.mjs", String(rounds), String(roundMs)], {
+    cwd: root, env: { ...process.env, DENO_NO_UPDATE_CHECK: "1" }, encoding: "utf8",
+  }),
+);
+results.push({ runtime: `deno ${deno.version}`, rates: deno.rates });
 
-/**
- * A round timer for one contender: signatures per second over `roundMs`. Each contender gets its own
- * compiled copy (new Function), so no call site sees several signers and goes megamorphic; a shared loop
- * measurably slowed all three. Synchronous signers are not awaited (an await per call would add a
- * microtask turn to each and compress the ratios).
- */
-function roundTimer(fn) {
-  const sync = !(fn() instanceof Promise);
-  const loop = sync ? "for (let i = 0; i < 100; i++) fn();" : "for (let i = 0; i < 100; i++) await fn();";
-  const AsyncFunction = (async () => {}).constructor;
-  return new AsyncFunction(
-    "fn",
-    "roundMs",
-    `let n = 0;
-     const start = performance.now();
-     while (performance.now() < start + roundMs) { ${loop} n += 100; }
-     return n / ((performance.now() - start) / 1000);`,
-  ).bind(null, fn, roundMs);
+// workerd: a Worker bundled by wrangler (bench/worker), in Miniflare. Clocks are frozen inside a Worker
+// between I/O, so each round is measured from here, as the CPU time the workerd process spent (all its
+// threads, from /proc/PID/task/*/schedstat, in ns) on one request that signs n times, minus the median
+// CPU time of a request that signs 0 times (dispatch and the answer). n is set so a round lasts about
+// roundMs; rounds interleave the contenders as in Node and Deno.
+/** The workerd processes Miniflare started (children of this process). */
+function workerdPids() {
+  const pids = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const m = readFileSync(`/proc/${d}/stat`, "utf8").match(/^\d+ \((.*)\) \S (\d+)/);
+      if (m && m[1] === "workerd" && Number(m[2]) === process.pid) pids.push(d);
+    } catch {
+      // The process ended while being listed.
+    }
+  }
+  return pids;
+}
+const workerdCpuNs = (pids) => {
+  let ns = 0;
+  for (const pid of pids) {
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+  }
+  return ns;
+};
+const mf = await startBundle(bundleWorker(join(root, "bench/worker/wrangler.toml")));
+try {
+  const pids = workerdPids();
+  if (pids.length !== 1) throw new Error(`expected one workerd process, found ${pids.length}`);
+  const call = async (query) => {
+    const res = await mf.dispatchFetch(`http://bench/${query}`);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`workerd bench ${query}: ${res.status} ${text}`);
+    return text;
+  };
+  /** CPU seconds workerd spent on one request. */
+  const cpuOf = async (query) => {
+    const c0 = workerdCpuNs(pids);
+    await call(query);
+    return (workerdCpuNs(pids) - c0) / 1e9;
+  };
+  await call("check");
+  const idle = [];
+  for (let i = 0; i < 15; i++) idle.push(await cpuOf("?signer=celld-edge&case=get&n=0"));
+  const idleCpu = median(idle);
+  const runs = [];
+  for (const c of ["put", "get"]) {
+    for (const signer of ["celld-edge", "aws4fetch"]) {
+      const q = (n) => `?signer=${signer}&case=${c}&n=${n}`;
+      await call(q(2000)); // JIT, key caches
+      const t0 = performance.now();
+      await call(q(2000));
+      const n = Math.max(100, Math.round((2000 * roundMs) / (performance.now() - t0)));
+      runs.push({ c, signer, q: q(n), n, samples: [] });
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (const run of runs) run.samples.push(run.n / ((await cpuOf(run.q)) - idleCpu));
+  }
+  const rates = {};
+  for (const run of runs) (rates[run.c] ??= {})[run.signer] = median(run.samples);
+  results.push({ runtime: `workerd (Miniflare; ${(idleCpu * 1e3).toFixed(2)} ms CPU of an empty request subtracted)`, rates });
+} finally {
+  await disposeAll();
 }
 
-const samples = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
-const timers = Object.fromEntries(Object.entries(contenders).map(([name, fn]) => [name, roundTimer(fn)]));
-for (const timer of Object.values(timers)) await timer(); // JITs, key caches
-for (let r = 0; r < rounds; r++) {
-  for (const [name, timer] of Object.entries(timers)) samples[name].push(await timer());
+const fmt = (r) => (r === undefined ? "" : Math.round(r).toLocaleString("en"));
+console.log(`signatures per CPU-second, median of ${rounds} interleaved rounds of ~${roundMs} ms; PUT = conditional PUT with a 200-byte JSON body`);
+console.log(`${"runtime / case".padEnd(16)}${"celld-edge".padStart(11)}${"aws4fetch".padStart(11)}${"aws4".padStart(10)}  vs aws4fetch (goal 10x)  vs aws4 (goal 2x)`);
+for (const { runtime, rates } of results) {
+  console.log(runtime);
+  for (const [c, r] of Object.entries(rates)) {
+    const vsFetch = `${(r["celld-edge"] / r.aws4fetch).toFixed(1)}x`;
+    const vsAws4 = r.aws4 === undefined ? "" : `${(r["celld-edge"] / r.aws4).toFixed(2)}x`;
+    console.log(`  ${c.toUpperCase().padEnd(14)}${fmt(r["celld-edge"]).padStart(11)}${fmt(r.aws4fetch).padStart(11)}${fmt(r.aws4).padStart(10)}  ${vsFetch.padStart(22)}  ${vsAws4.padStart(16)}`);
+  }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const rates = Object.fromEntries(Object.entries(samples).map(([name, xs]) => [name, median(xs)]));
-
-console.log(`conditional PUT, ${body.length}-byte body, median of ${rounds} interleaved ${roundMs} ms rounds, node ${process.version}`);
-for (const [name, r] of Object.entries(rates)) console.log(`  ${name.padEnd(11)} ${Math.round(r).toLocaleString("en").padStart(9)} signatures/s`);
-console.log(`  celld-edge / aws4fetch = ${(rates["celld-edge"] / rates.aws4fetch).toFixed(1)}x  (goal >= 10x)`);
-console.log(`  celld-edge / aws4      = ${(rates["celld-edge"] / rates.aws4).toFixed(2)}x  (goal >= 2x)`);
 
 const pkg = new URL("../pkg/", import.meta.url);
 const js = new URL("../js/", import.meta.url);
 const gz = (u) => gzipSync(readFileSync(u), { level: 9 }).length;
 const wasm = gz(new URL("celld_edge_bg.wasm", pkg));
 const glue = gz(new URL("celld_edge.js", pkg));
-const ours_js = readdirSync(js).filter((f) => f.endsWith(".js")).reduce((s, f) => s + gz(new URL(f, js)), 0);
-console.log(`shipped, gzip -9 per file: wasm ${wasm} + wasm-bindgen glue ${glue} + js/*.js ${ours_js} = ${wasm + glue + ours_js} bytes`);
+const ours = readdirSync(js).filter((f) => f.endsWith(".js")).reduce((s, f) => s + gz(new URL(f, js)), 0);
+console.log(`shipped, gzip -9 per file: wasm ${wasm} + wasm-bindgen glue ${glue} + js/*.js ${ours} = ${wasm + glue + ours} bytes`);

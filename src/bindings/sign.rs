@@ -1,7 +1,10 @@
-//! JS entry points of the SigV4 signer, shaped for speed: `js/api.js` reads and type-checks the options
-//! object, then UTF-8-encodes every string field, NUL-separated, followed by the body, into ONE byte array
-//! (one copy into wasm instead of one per field, and no per-character JS loop); the result comes back as
-//! one NUL-separated string that JS splits.
+//! JS entry points of the SigV4 signer, shaped for speed. Requests and answers cross the boundary through
+//! one I/O buffer that Rust owns in wasm memory: `js/api.js` learns its address (`ioBuffer`) and writes
+//! every string field, UTF-8, NUL-separated, followed by the body, straight into it with
+//! `TextEncoder.encodeInto`; the signer reads it there and writes its answer (one NUL-separated string)
+//! back into the same buffer for JS to decode. No per-call allocation or copy in wasm-bindgen's glue.
+//! The buffer's length only grows (except that a buffer grown past `IO_KEEP` is cut back after use), so
+//! every byte JS may write is memory this `Vec` already holds initialized: no `unsafe` anywhere.
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
 //! `invalid-input` error. The derived-key cache lives in a thread-local `Signer` shared by all calls.
 //! Never panics, and never signs something other than what it was given: a stray NUL in any field shows up
@@ -19,9 +22,21 @@ thread_local! {
     /// One signer per wasm instance, so repeat calls with the same secret/date/region/service reuse the
     /// derived signing key.
     static SIGNER: RefCell<Signer> = RefCell::new(Signer::new());
+    /// The I/O buffer shared with JS (see the module comment).
+    static IO: RefCell<Io> = const {
+        RefCell::new(Io { buf: Vec::new(), headers: Vec::new(), answer: String::new() })
+    };
 }
 
-/// Field separator of the packed strings; JS uses the same character.
+/// The I/O buffer, and the last request's header pairs and answer, kept so that their allocations are
+/// reused.
+struct Io {
+    buf: Vec<u8>,
+    headers: Vec<(String, String)>,
+    answer: String,
+}
+
+/// Field separator of the packed strings (NUL); JS uses the same character.
 const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
 /// session token ("" = none), datetime ("" = use the `unix_ms` argument).
@@ -30,6 +45,9 @@ const FIXED: usize = 8;
 const MAX_EXPIRES_IN: f64 = 604_800.0;
 /// Year 10000 in Unix ms: an `AmzDate` has four year digits.
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
+/// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
+/// `js/api.js` knows the same number (it must ask for the address again after such a request).
+const IO_KEEP: usize = 64 * 1024;
 
 /// The packed request fields, split and checked.
 struct Fields<'a> {
@@ -41,15 +59,6 @@ struct Fields<'a> {
     secret_access_key: &'a str,
     session_token: &'a str,
     datetime: &'a str,
-    headers: Vec<(String, String)>,
-}
-
-/// Splits `input` at `fields_len` into the UTF-8 fields and the body bytes.
-fn unpack(input: &[u8], fields_len: u32) -> Result<(&str, &[u8])> {
-    let (fields, body) = input
-        .split_at_checked(fields_len as usize)
-        .ok_or_else(|| Error::invalid("packed request is shorter than its fields"))?;
-    Ok((utf8(fields)?, body))
 }
 
 fn utf8(fields: &[u8]) -> Result<&str> {
@@ -57,17 +66,29 @@ fn utf8(fields: &[u8]) -> Result<&str> {
 }
 
 impl<'a> Fields<'a> {
-    fn split(packed: &'a str, header_count: u32) -> Result<Self> {
+    /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
+    /// Not inlined: both entry points call it, and one copy keeps the wasm smaller.
+    #[inline(never)]
+    fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
         let mut parts = packed.split(SEP);
         let mut fixed = [""; FIXED];
         for slot in fixed.iter_mut() {
             *slot = parts.next().ok_or_else(nul_inside)?;
         }
-        let mut headers = Vec::with_capacity(header_count as usize);
-        for _ in 0..header_count {
+        let count = header_count as usize;
+        headers.truncate(count);
+        for i in 0..count {
             let name = parts.next().ok_or_else(nul_inside)?;
             let value = parts.next().ok_or_else(nul_inside)?;
-            headers.push((name.to_owned(), value.to_owned()));
+            match headers.get_mut(i) {
+                Some((n, v)) => {
+                    n.clear();
+                    n.push_str(name);
+                    v.clear();
+                    v.push_str(value);
+                }
+                None => headers.push((name.to_owned(), value.to_owned())),
+            }
         }
         if parts.next().is_some() {
             return Err(nul_inside());
@@ -83,7 +104,6 @@ impl<'a> Fields<'a> {
             secret_access_key,
             session_token,
             datetime,
-            headers,
         })
     }
 
@@ -111,31 +131,85 @@ fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-/// Signs with header auth. `input` is the packed fields (`fields_len` bytes) followed by the body.
-/// Returns `url NUL name NUL value ...` (lower-case header names).
-#[wasm_bindgen(js_name = signPacked)]
-pub fn sign_packed(
-    input: &[u8],
-    fields_len: u32,
+/// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
+/// request there (valid until the next call of this function or of `signIo`/`presignIo`).
+#[wasm_bindgen(js_name = ioBuffer)]
+pub fn io_buffer(len: usize) -> usize {
+    IO.with(|io| {
+        let buf = &mut io.borrow_mut().buf;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf.as_ptr() as usize
+    })
+}
+
+/// The wasm memory that `ioBuffer`'s address points into.
+#[wasm_bindgen(js_name = ioMemory)]
+pub fn io_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+/// What `with_io` runs: the request bytes, header pairs to fill, the answer to write.
+type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String) -> Result<()>;
+
+/// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
+/// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
+/// returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
+fn with_io(len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
+    IO.with(|io| {
+        let Io { buf, headers, answer } = &mut *io.borrow_mut();
+        answer.clear();
+        let done = match buf.get(..len) {
+            Some(input) => f(input, headers, answer),
+            None => Err(Error::invalid("packed request is longer than the I/O buffer")),
+        };
+        // On an error the buffer stays where it is: JS only learns that it moved from an answer.
+        done.map_err(js_error)?;
+        if buf.len() < answer.len() {
+            buf.resize(answer.len(), 0);
+        }
+        if buf.len() > IO_KEEP {
+            buf.truncate(IO_KEEP.max(answer.len()));
+            buf.shrink_to_fit();
+        }
+        buf[..answer.len()].copy_from_slice(answer.as_bytes());
+        Ok(answer.len())
+    })
+}
+
+/// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed by the
+/// body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case header names) into the buffer
+/// and returns its length.
+#[wasm_bindgen(js_name = signIo)]
+pub fn sign_io(
+    fields_len: usize,
+    body_len: usize,
     header_count: u32,
     unsigned_payload: bool,
     unix_ms: f64,
-) -> Result<String, JsValue> {
-    let signed = unpack(input, fields_len).and_then(|(packed, body)| {
-        let fields = Fields::split(packed, header_count)?;
+) -> Result<usize, JsValue> {
+    with_io(fields_len.saturating_add(body_len), &mut |input, headers, answer| {
+        let (packed, body) = input.split_at(fields_len.min(input.len()));
+        let fields = Fields::split(utf8(packed)?, header_count, headers)?;
         let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
-        sign(&fields, payload, unix_ms)
-    });
-    signed.map_err(js_error)
+        sign(&fields, headers, payload, unix_ms, answer)
+    })
 }
 
-fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<String> {
+fn sign(
+    fields: &Fields<'_>,
+    headers: &[(String, String)],
+    payload: Payload<'_>,
+    unix_ms: f64,
+    out: &mut String,
+) -> Result<()> {
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
     let input = SignInput {
         method: fields.method,
         url: fields.url,
-        headers: &fields.headers,
+        headers,
         payload,
         region: fields.region,
         service: fields.service,
@@ -143,8 +217,6 @@ fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<Strin
         datetime: &datetime,
     };
     let signed = SIGNER.with(|s| s.borrow_mut().sign(&input))?;
-    let len = signed.url.len() + signed.headers.iter().map(|(n, v)| n.len() + v.len() + 2).sum::<usize>();
-    let mut out = String::with_capacity(len);
     out.push_str(&signed.url);
     for (name, value) in &signed.headers {
         out.push(SEP);
@@ -152,18 +224,22 @@ fn sign(fields: &Fields<'_>, payload: Payload<'_>, unix_ms: f64) -> Result<Strin
         out.push(SEP);
         out.push_str(value);
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Presigns a URL (query-string auth). `input` holds only the packed fields. `expires_in` arrives as a JS
-/// number and must be a whole number of seconds in 1..=604800. Returns the URL.
-#[wasm_bindgen(js_name = presignPacked)]
-pub fn presign_packed(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String, JsValue> {
-    presign(input, header_count, expires_in, unix_ms).map_err(js_error)
+/// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len` bytes).
+/// `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800. Writes the
+/// URL into the buffer and returns its length.
+#[wasm_bindgen(js_name = presignIo)]
+pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
+    with_io(fields_len, &mut |input, headers, answer| {
+        let fields = Fields::split(utf8(input)?, header_count, headers)?;
+        answer.push_str(&presign(&fields, headers, expires_in, unix_ms)?);
+        Ok(())
+    })
 }
 
-fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Result<String> {
-    let fields = Fields::split(utf8(input)?, header_count)?;
+fn presign(fields: &Fields<'_>, headers: &[(String, String)], expires_in: f64, unix_ms: f64) -> Result<String> {
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
         // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
         let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
@@ -183,7 +259,7 @@ fn presign(input: &[u8], header_count: u32, expires_in: f64, unix_ms: f64) -> Re
         credentials: &credentials,
         datetime: &datetime,
         expires_in: expires_in as u64,
-        signed_headers: &fields.headers,
+        signed_headers: headers,
     };
     SIGNER.with(|s| s.borrow_mut().presign(&input))
 }

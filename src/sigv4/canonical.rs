@@ -63,8 +63,11 @@ pub(crate) fn push_signature(out: &mut String, mac: &HmacSha256, string_to_sign:
     push_hex(out, &mac.finalize().into_bytes());
 }
 
-/// Hex SHA-256 of a payload.
+/// Hex SHA-256 of a payload (of an empty one, every GET's, without hashing).
 pub(crate) fn payload_sha256(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return EMPTY_SHA256.to_owned();
+    }
     let mut out = String::with_capacity(64);
     push_hex(&mut out, &Sha256::digest(bytes));
     out

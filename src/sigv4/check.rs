@@ -2,11 +2,11 @@
 //! failing with `invalid-input` and a message naming the input. Must never echo a secret or token.
 
 use super::headers::is_token_byte;
-use super::Credentials;
+use super::{all_bytes, Credentials};
 use crate::error::{Error, Quoted, Result};
 
 pub(crate) fn method(method: &str) -> Result<()> {
-    if method.is_empty() || !method.bytes().all(is_token_byte) {
+    if method.is_empty() || !all_bytes(method, is_token_byte) {
         return Err(Error::invalid(format!(
             "method {} is not an HTTP method",
             Quoted(method)
@@ -20,9 +20,7 @@ pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
     if value.is_empty() {
         return Err(Error::invalid(format!("{what} is empty")));
     }
-    if !value
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    if !all_bytes(value, |b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
         return Err(Error::invalid(format!(
             "{what} {} may only hold letters, digits, '-', '_' and '.'",
@@ -38,9 +36,7 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
         return Err(Error::invalid("access key id is empty"));
     }
     // It is written into `Credential=AK/scope`: a `/`, `,` or space would make that ambiguous.
-    if !ak
-        .bytes()
-        .all(|b| b.is_ascii_graphic() && b != b'/' && b != b',')
+    if !all_bytes(ak, |b| b.is_ascii_graphic() && b != b'/' && b != b',')
     {
         return Err(Error::invalid(
             "access key id holds a character that cannot appear in a credential scope",
@@ -53,7 +49,7 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
         if token.is_empty() {
             return Err(Error::invalid("session token is empty (give none instead)"));
         }
-        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        if !all_bytes(token, |b| b.is_ascii_graphic()) {
             return Err(Error::invalid(
                 "session token holds a space, control or non-ASCII character",
             ));
@@ -64,7 +60,7 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
 
 /// A precomputed payload hash or a special value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
 pub(crate) fn payload_hash(hash: &str) -> Result<()> {
-    if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_graphic()) {
+    if hash.is_empty() || !all_bytes(hash, |b| b.is_ascii_graphic()) {
         return Err(Error::invalid(format!(
             "payload hash {} is empty or not visible ASCII",
             Quoted(hash)

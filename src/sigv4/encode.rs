@@ -28,7 +28,7 @@ pub(crate) fn push_encoded(out: &mut String, bytes: &[u8], keep_slash: bool) {
     let mut rest = bytes;
     while !rest.is_empty() {
         // The longest run of bytes that stay as they are, in one piece; then one escape.
-        let run = rest.iter().position(|&b| !raw(b)).unwrap_or(rest.len());
+        let run = super::find_byte(rest, |b| !raw(b)).unwrap_or(rest.len());
         push_ascii(out, &rest[..run]);
         match rest.get(run) {
             Some(&b) => {
@@ -68,7 +68,7 @@ pub(crate) fn push_reencoded(out: &mut String, bytes: &[u8]) {
             }
         }
         // Up to the next `%` (or past a stray one), bytes are encoded as they are.
-        let run = bytes[i + 1..].iter().position(|&b| b == b'%').map_or(bytes.len(), |n| i + 1 + n);
+        let run = super::find_byte(&bytes[i + 1..], |b| b == b'%').map_or(bytes.len(), |n| i + 1 + n);
         push_encoded(out, &bytes[i..run], false);
         i = run;
     }

@@ -3,6 +3,7 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
+use super::all_bytes;
 use crate::error::{Error, Quoted, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
@@ -36,8 +37,18 @@ pub(crate) fn is_token_byte(b: u8) -> bool {
 }
 
 /// Trims spaces/tabs and folds inner runs of them into one space.
-/// Word by word rather than char by char: `String::push` is slow where it is not inlined (opt-level "z").
+/// A value that needs neither (the usual case) is appended in one piece; otherwise word by word rather
+/// than char by char (`String::push` is slow where it is not inlined, at opt-level "z").
 fn push_trimmed(out: &mut String, value: &str) {
+    let b = value.as_bytes();
+    let clean = !b.contains(&b'\t')
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !b.windows(2).any(|w| w == b"  ");
+    if clean {
+        out.push_str(value);
+        return;
+    }
     for (i, word) in value.split([' ', '\t']).filter(|w| !w.is_empty()).enumerate() {
         if i > 0 {
             out.push(' ');
@@ -48,7 +59,7 @@ fn push_trimmed(out: &mut String, value: &str) {
 
 /// Lower-cased name of a valid header, or why it is not one.
 pub(crate) fn checked_name(name: &str) -> Result<String> {
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
+    if name.is_empty() || !all_bytes(name, is_token_byte) {
         return Err(Error::invalid(format!(
             "header name {} is not a valid HTTP token",
             Quoted(name)
@@ -60,9 +71,7 @@ pub(crate) fn checked_name(name: &str) -> Result<String> {
 /// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
 /// control characters except tab (CR/LF would split the header).
 pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
-    if value
-        .bytes()
-        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    if all_bytes(value, |b| b == b'\t' || (b' '..=b'~').contains(&b))
     {
         Ok(())
     } else {

@@ -76,12 +76,15 @@ pub struct Signed {
 }
 
 /// Holds the derived signing key cache, keyed by (secret, date, region, service), and the buffers of the
-/// last canonical request and string to sign (reused between calls, and readable for debugging).
+/// last canonical request and string to sign (reused between calls, and readable for debugging), plus
+/// scratch buffers for the canonical path and the signed header names (reused to save allocations).
 #[derive(Default)]
 pub struct Signer {
     keys: key::KeyCache,
     request: String,
     string_to_sign: String,
+    path: String,
+    names: String,
 }
 
 /// Checks shared by `sign` and `presign`.
@@ -97,16 +100,17 @@ pub(crate) fn check_common(
     check::credentials(credentials)
 }
 
-/// The canonical path and the path to send (identical for S3; for other services the wire path is the
-/// one given, since the canonical one is encoded once more).
-pub(crate) fn paths(raw: &str, s3: bool) -> (String, Option<&str>) {
-    let mut canonical = String::with_capacity(raw.len() + 16);
+/// Writes the canonical path into `canonical` (cleared first) and returns the path to send when it differs
+/// (S3: never; other services: the wire path is the one given, since the canonical one is encoded once
+/// more).
+pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Option<&'r str> {
+    canonical.clear();
     if s3 {
-        path::push_s3(&mut canonical, raw);
-        (canonical, None)
+        path::push_s3(canonical, raw);
+        None
     } else {
-        path::push_generic(&mut canonical, raw);
-        (canonical, Some(if raw.is_empty() { "/" } else { raw }))
+        path::push_generic(canonical, raw);
+        Some(if raw.is_empty() { "/" } else { raw })
     }
 }
 
@@ -198,19 +202,20 @@ impl Signer {
         }
         headers.finish();
 
-        let (canonical_path, wire_path) = paths(url.path, s3);
+        let wire_path = paths(&mut self.path, url.path, s3);
         let params = query::parse(url.query);
-        let mut names = String::with_capacity(headers.signed.len() * 16);
-        headers.push_names(&mut names, &url.host);
+        self.names.clear();
+        headers.push_names(&mut self.names, &url.host);
+        let names = &self.names;
         canonical::write_request(
             &mut self.request,
             &Parts {
                 method: input.method,
-                path: &canonical_path,
+                path: &self.path,
                 params: &params,
                 headers: &headers,
                 host: &url.host,
-                signed_names: &names,
+                signed_names: names,
                 payload_hash: &payload_hash,
             },
         );
@@ -243,11 +248,11 @@ impl Signer {
         authorization.push('/');
         authorization.push_str(&entry.scope);
         authorization.push_str(", SignedHeaders=");
-        authorization.push_str(&names);
+        authorization.push_str(names);
         authorization.push_str(", Signature=");
         canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
 
-        let wire_path = wire_path.unwrap_or(&canonical_path);
+        let wire_path = wire_path.unwrap_or(&self.path);
         let mut out_url = start_url(&url, wire_path, url.query.len() * 3 + 1);
         if !params.is_empty() {
             out_url.push('?');
@@ -277,6 +282,29 @@ pub(crate) fn sort_small<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
             v.swap(j, j + 1);
         }
     }
+}
+
+/// Whether every byte of `s` passes `f`. A plain loop: at opt-level "z" the iterator adapters
+/// (`bytes().all(..)` and kin) stay out-of-line `try_fold` calls, measurably slower on the signing path.
+#[inline]
+pub(crate) fn all_bytes(s: &str, f: impl Fn(u8) -> bool) -> bool {
+    for &b in s.as_bytes() {
+        if !f(b) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Index of the first byte of `s` that passes `f` (a plain loop, as `all_bytes`).
+#[inline]
+pub(crate) fn find_byte(s: &[u8], f: impl Fn(u8) -> bool) -> Option<usize> {
+    for (i, &b) in s.iter().enumerate() {
+        if f(b) {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// `hay.split_once(needle)` by plain byte comparison: `str` patterns would bring the Two-Way searcher

@@ -6,12 +6,18 @@
 //!
 //! Must never normalize an S3 path, and never decode a generic one.
 
-use super::encode::{push_encoded, push_reencoded};
+use super::all_bytes;
+use super::encode::{is_unreserved, push_encoded, push_reencoded};
 
 /// Appends the S3 canonical (and wire) path; an empty path is `/`.
 pub(crate) fn push_s3(out: &mut String, raw: &str) {
     if raw.is_empty() {
         out.push('/');
+        return;
+    }
+    // The usual key needs no escape at all: then the path is its own encoding, appended in one piece.
+    if all_bytes(raw, |b| b == b'/' || is_unreserved(b)) {
+        out.push_str(raw);
         return;
     }
     for (i, segment) in raw.split('/').enumerate() {

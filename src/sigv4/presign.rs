@@ -96,7 +96,8 @@ impl Signer {
             params.push(Param::raw("X-Amz-Security-Token", token));
         }
 
-        let (canonical_path, wire_path) = paths(url.path, s3);
+        let mut canonical_path = String::with_capacity(url.path.len() + 16);
+        let wire_path = paths(&mut canonical_path, url.path, s3);
         canonical::write_request(
             &mut self.request,
             &Parts {

@@ -3,6 +3,9 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
+use std::borrow::Cow;
+
+use super::{all_bytes, find_byte};
 use crate::error::{Error, Quoted, Result};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -10,7 +13,8 @@ pub(crate) struct Url<'a> {
     /// `http` or `https`, lower-case.
     pub scheme: &'static str,
     /// Lower-case host, plus `:port` unless it is the scheme's default: exactly the Host header value.
-    pub host: String,
+    /// Borrowed from the URL when that is already what it says (the usual case: no copy).
+    pub host: Cow<'a, str>,
     /// As given, from the first `/` up to `?` or `#`; may be empty.
     pub path: &'a str,
     /// As given, between `?` and `#`; empty when absent.
@@ -22,7 +26,7 @@ fn bad(url: &str, why: &str) -> Error {
 }
 
 pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
-    if url.bytes().any(|b| b.is_ascii_control()) {
+    if !all_bytes(url, |b| !b.is_ascii_control()) {
         return Err(bad(url, "contains a control character (percent-encode it)"));
     }
     let (scheme, rest) = super::split_once_str(url, "://")
@@ -34,9 +38,10 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     } else {
         return Err(bad(url, "scheme must be http or https"));
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
+    let authority_end = find_byte(rest.as_bytes(), |b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    if authority.contains('@') {
+    if find_byte(authority.as_bytes(), |b| b == b'@').is_some() {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
             "url holds user credentials (user:password@), which are not supported",
@@ -46,20 +51,32 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     if !valid_hostname(hostname) {
         return Err(bad(url, "missing or invalid host"));
     }
-    let mut host = String::with_capacity(authority.len());
-    host.extend(hostname.chars().map(|c| c.to_ascii_lowercase()));
-    if let Some(port) = port.filter(|&p| p != default_port) {
-        host.push(':');
-        host.push_str(&port.to_string());
-    }
-    let tail = tail.split_once('#').map_or(tail, |(before, _)| before);
-    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let port = port.filter(|&p| p != default_port);
+    let host = if port.is_none() && all_bytes(hostname, |b| !b.is_ascii_uppercase()) {
+        Cow::Borrowed(hostname)
+    } else {
+        let mut host = hostname.to_ascii_lowercase();
+        if let Some(port) = port {
+            host.push(':');
+            host.push_str(&port.to_string());
+        }
+        Cow::Owned(host)
+    };
+    let tail = split_once_byte(tail, b'#').map_or(tail, |(before, _)| before);
+    let (path, query) = split_once_byte(tail, b'?').unwrap_or((tail, ""));
     Ok(Url {
         scheme,
         host,
         path,
         query,
     })
+}
+
+/// `s.split_once(ascii)` by byte search (a `char` pattern is a slow per-character loop at opt-level "z").
+/// An ASCII byte is a whole character, so both sides are on character boundaries.
+fn split_once_byte(s: &str, ascii: u8) -> Option<(&str, &str)> {
+    let at = find_byte(s.as_bytes(), |b| b == ascii)?;
+    Some((s.get(..at)?, s.get(at + 1..)?))
 }
 
 /// Splits `host[:port]` / `[v6][:port]`; `None` when the port is present but not 1..=65535 digits.
@@ -72,13 +89,13 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
             _ => return None,
         }
     } else {
-        match authority.rfind(':') {
+        match authority.bytes().rposition(|b| b == b':') {
             Some(i) => i,
             None => return Some((authority, None)),
         }
     };
     let digits = authority.get(colon + 1..)?;
-    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if digits.is_empty() || digits.len() > 5 || !all_bytes(digits, |b| b.is_ascii_digit()) {
         return None;
     }
     let port: u32 = digits.parse().ok()?;
@@ -91,13 +108,10 @@ fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
 fn valid_hostname(h: &str) -> bool {
     if let Some(inner) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
         return !inner.is_empty()
-            && inner
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+            && all_bytes(inner, |b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
     }
     !h.is_empty()
-        && h.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        && all_bytes(h, |b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
 }
 
 #[cfg(test)]

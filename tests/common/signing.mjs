@@ -171,6 +171,35 @@ export function signingChecks(ctx) {
     equal(q.get("X-Amz-SignedHeaders"), "host", "X-Amz-SignedHeaders");
   });
 
+  check("bodies far larger than the signer's I/O buffer hash right, and small requests sign the same after them", async () => {
+    const small = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", headers: { Range: "bytes=0-9" } };
+    const smallAuth = api.signRequest(small).headers.authorization;
+    const url = "https://examplebucket.s3.amazonaws.com/big";
+    const sha256 = async (raw) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", raw))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    // 300 KB of UTF-8 from 100,000 UTF-16 units (3 bytes each), then 200 KB of bytes; the buffer keeps 64 KB.
+    const text = "☃".repeat(100_000);
+    const bytes = new Uint8Array(200_000).map((_, i) => i * 7);
+    const medium = bytes.subarray(0, 100_000);
+    const mediumHash = await sha256(medium);
+    for (const body of [text, bytes, text]) {
+      const raw = typeof body === "string" ? new TextEncoder().encode(body) : body;
+      const hex = await sha256(raw);
+      const signed = api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, body });
+      equal(signed.headers["x-amz-content-sha256"], hex, `payload hash of a ${raw.length}-byte body`);
+      // The same request with the hash given instead of the body must sign identically.
+      const given = api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, headers: { "x-amz-content-sha256": hex } });
+      equal(signed.headers.authorization, given.headers.authorization, `${raw.length}-byte body vs its given hash`);
+      equal(api.signRequest(small).headers.authorization, smallAuth, "a small request after a large one");
+      const presigned = api.presignUrl({ ...S3_EXAMPLE, url: `https://examplebucket.s3.amazonaws.com/${"k".repeat(2000)}` });
+      if (!presigned.includes(`/${"k".repeat(2000)}?X-Amz-Algorithm=AWS4-HMAC-SHA256&`)) fail(`presigned URL after a large body: ${presigned.slice(0, 200)}`);
+      // A large request that fails, then one smaller than it but larger than what the buffer keeps: JS must
+      // not go on writing where the buffer no longer is, or past its end.
+      expectInvalid(() => api.signRequest({ ...S3_EXAMPLE, method: "PUT", url: "ftp://examplebucket/big", body }), "ftp", "large body, bad URL");
+      equal(api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, body: medium }).headers["x-amz-content-sha256"], mediumHash, "a 100 KB body after a larger request failed");
+      equal(api.signRequest(small).headers.authorization, smallAuth, "a small request after a large one that failed");
+    }
+  });
+
   check("session token and unsigned payload", () => {
     const signed = api.signRequest({
       ...S3_EXAMPLE,
