@@ -13,6 +13,7 @@ import { AwsClient } from "aws4fetch";
 import aws4 from "aws4";
 import { checkAgreement, interleaved, median, signers } from "./sign-cases.mjs";
 import { bundleWorker, disposeAll, root, startBundle } from "../tests/workerd/miniflare.mjs";
+import { workerdCpuNs, workerdPids } from "./workerd-cpu.mjs";
 
 const rounds = Number(process.argv[2] ?? 9);
 const roundMs = 400;
@@ -39,27 +40,6 @@ results.push({ runtime: `deno ${deno.version}`, rates: deno.rates });
 // threads, from /proc/PID/task/*/schedstat, in ns) on one request that signs n times, minus the median
 // CPU time of a request that signs 0 times (dispatch and the answer). n is set so a round lasts about
 // roundMs; rounds interleave the contenders as in Node and Deno.
-/** The workerd processes Miniflare started (children of this process). */
-function workerdPids() {
-  const pids = [];
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const m = readFileSync(`/proc/${d}/stat`, "utf8").match(/^\d+ \((.*)\) \S (\d+)/);
-      if (m && m[1] === "workerd" && Number(m[2]) === process.pid) pids.push(d);
-    } catch {
-      // The process ended while being listed.
-    }
-  }
-  return pids;
-}
-const workerdCpuNs = (pids) => {
-  let ns = 0;
-  for (const pid of pids) {
-    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
-  }
-  return ns;
-};
 const mf = await startBundle(bundleWorker(join(root, "bench/worker/wrangler.toml")));
 try {
   const pids = workerdPids();
