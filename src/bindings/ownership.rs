@@ -254,7 +254,7 @@ fn guard(etag: Option<String>) -> CasGuard {
 }
 
 /// The asynchronous operations, numbered as `OP` in `js/ownership.js`. They cross as one entry point,
-/// `call`, instead of one method each: every exported method costs a wasm shim and a JS wrapper.
+/// `start`, instead of one method each: every exported method costs a wasm shim and a JS wrapper.
 const READ_OWNER: u32 = 0;
 const CAS_OWNER: u32 = 1;
 const RELEASE_OWNER: u32 = 2;
