@@ -13,7 +13,7 @@ import { AwsClient } from "aws4fetch";
 import aws4 from "aws4";
 import { checkAgreement, interleaved, median, signers } from "./sign-cases.mjs";
 import { bundleWorker, disposeAll, root, startBundle } from "../tests/workerd/miniflare.mjs";
-import { workerdCpuNs, workerdPids } from "./workerd-cpu.mjs";
+import { onlyWorkerd, workerdCpuNs } from "./workerd-cpu.mjs";
 
 const rounds = Number(process.argv[2] ?? 9);
 const roundMs = 400;
@@ -42,8 +42,7 @@ results.push({ runtime: `deno ${deno.version}`, rates: deno.rates });
 // roundMs; rounds interleave the contenders as in Node and Deno.
 const mf = await startBundle(bundleWorker(join(root, "bench/worker/wrangler.toml")));
 try {
-  const pids = workerdPids();
-  if (pids.length !== 1) throw new Error(`expected one workerd process, found ${pids.length}`);
+  const pids = onlyWorkerd();
   const call = async (query) => {
     const res = await mf.dispatchFetch(`http://bench/${query}`);
     const text = await res.text();

@@ -2,13 +2,11 @@
 // compile + instantiate included) and in a fresh workerd isolate (Miniflare, the bundle wrangler makes),
 // against aws4fetch in the same setting. Run after scripts/build: node bench/startup.mjs [runs, default 7]
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Miniflare } from "miniflare";
-import { workerdCpuNs, workerdPids } from "./workerd-cpu.mjs";
+import { bundleWorker, disposeAll, root, startBundle, stopWorker } from "../tests/workerd/miniflare.mjs";
+import { onlyWorkerd, workerdCpuNs } from "./workerd-cpu.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 const runs = Number(process.argv[2] ?? 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -49,31 +47,20 @@ for (const [name, code] of Object.entries(workers)) {
   const dir = mkdtempSync(join(root, "bench/.startup-"));
   writeFileSync(join(dir, "worker.mjs"), `export default { async fetch() { ${code} return new Response("ok"); } };`);
   writeFileSync(join(dir, "wrangler.toml"), `name = "startup"\nmain = "worker.mjs"\ncompatibility_date = "2026-04-01"\n`);
-  const out = join(dir, "out");
-  execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(dir, "wrangler.toml")], {
-    cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, stdio: "ignore",
-  });
+  const bundle = bundleWorker(join(dir, "wrangler.toml"));
   const walls = [];
   const firsts = [];
   for (let i = 0; i < runs; i++) {
-    const mf = new Miniflare({
-      modules: true,
-      scriptPath: join(out, readdirSync(out).find((f) => f.endsWith(".js"))),
-      modulesRoot: out,
-      modulesRules: [{ type: "ESModule", include: ["**/*.js"] }, { type: "CompiledWasm", include: ["**/*.wasm"] }],
-      compatibilityDate: "2026-04-01",
-    });
+    const mf = await startBundle(bundle);
     try {
-      await mf.ready;
-      const pids = workerdPids();
-      if (pids.length !== 1) throw new Error(`expected one workerd process, found ${pids.length}`);
+      const pids = onlyWorkerd();
       const loaded = workerdCpuNs(pids);
       const t0 = performance.now();
       await (await mf.dispatchFetch("http://startup/")).text();
       walls.push(performance.now() - t0);
       firsts.push((workerdCpuNs(pids) - loaded) / 1e6);
     } finally {
-      await mf.dispose();
+      await stopWorker(mf);
     }
   }
   rmSync(dir, { recursive: true, force: true });
@@ -85,3 +72,4 @@ for (const [name, code] of Object.entries(workers)) {
     console.log(`  workerd  ${name.padEnd(11)} ${(first - base.first).toFixed(1).padStart(6)} ms CPU on the first request     ${median(walls).toFixed(1).padStart(6)} ms wall (dispatch to answer)`);
   }
 }
+await disposeAll();

@@ -17,6 +17,13 @@ export function workerdPids() {
   return pids;
 }
 
+/** The pids of the one workerd process Miniflare started; throws when there is not exactly one. */
+export function onlyWorkerd() {
+  const pids = workerdPids();
+  if (pids.length !== 1) throw new Error(`expected one workerd process, found ${pids.length}`);
+  return pids;
+}
+
 /** CPU time those processes have used so far, all threads, in ns (each task's schedstat under /proc). */
 export function workerdCpuNs(pids) {
   let ns = 0;
