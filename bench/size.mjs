@@ -2,14 +2,12 @@
 // ship instead (aws4fetch plus the same protocol in plain JS, bench/baseline-protocol.mjs). Prints the
 // package's files, a minified bundle of each side, and the `wrangler deploy --dry-run` upload of the root
 // example Worker (wrangler.toml). Run after scripts/build: node bench/size.mjs
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { bundleWorker, disposeAll, root } from "../tests/workerd/miniflare.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 const gz = (bytes) => gzipSync(bytes, { level: 9 }).length;
 const file = (p) => readFileSync(join(root, p));
 const row = (name, bytes, gzip, note = "") =>
@@ -52,16 +50,8 @@ row("aws4fetch alone", signOnly.length, gz(signOnly));
 
 console.log("root example Worker, wrangler deploy --dry-run (wrangler's own figures):");
 for (const minify of [false, true]) {
-  const dir = mkdtempSync(join(root, "bench/.size-"));
-  try {
-    const args = ["deploy", "--dry-run", "--outdir", dir, ...(minify ? ["--minify"] : [])];
-    const log = execFileSync(join(root, "node_modules/.bin/wrangler"), args, {
-      cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, encoding: "utf8",
-    });
-    const upload = log.match(/Total Upload: (.*)/)?.[1] ?? "(no figure printed)";
-    console.log(`  wrangler deploy --dry-run${minify ? " --minify" : "         "}          ${upload}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const { report } = bundleWorker(join(root, "wrangler.toml"), minify ? ["--minify"] : []);
+  console.log(`  wrangler deploy --dry-run${minify ? " --minify" : "         "}          ${report.replace(/^Total Upload: /, "") || "(no figure printed)"}`);
 }
 console.log(`celld-edge / (aws4fetch + baseline protocol) = ${(ourTotal / gz(theirBundle)).toFixed(1)}x`);
+await disposeAll();

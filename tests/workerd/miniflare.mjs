@@ -14,13 +14,13 @@ const started = [];
 const bundles = [];
 
 /**
- * `wrangler deploy --dry-run` of a config. Returns { dir, main, bytes, gzipBytes, report } where the sizes
+ * `wrangler deploy --dry-run` of a config (plus `args`, e.g. `--minify`). Returns { dir, main, bytes, gzipBytes, report } where the sizes
  * are of every file wrangler would upload and `report` is wrangler's own "Total Upload" line.
  */
-export function bundleWorker(config) {
+export function bundleWorker(config, args = []) {
   const dir = mkdtempSync(join(tmpdir(), "celld-workerd-"));
   bundles.push(dir);
-  const out = execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", dir, "--config", config], {
+  const out = execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", dir, "--config", config, ...args], {
     cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
