@@ -28,9 +28,10 @@ extern "C" {
     pub type Host;
 
     /// Starts request `io` for task `task` and later hands its answer to `resume(io, ...)`, then polls
-    /// `task` again. Returns at once; must not call into wasm before returning.
+    /// `task` again. Returns at once; must not call into wasm before returning. `headers` is each name and
+    /// value followed by a newline (neither can contain one): one string instead of an array of them.
     #[wasm_bindgen(method)]
-    fn send(this: &Host, task: u32, io: u32, method: &str, url: &str, headers: Vec<String>, body: &[u8], timeout_ms: u32);
+    fn send(this: &Host, task: u32, io: u32, method: &str, url: &str, headers: &str, body: &[u8], timeout_ms: u32);
     /// Like `send`, for a timer of `ms` milliseconds.
     #[wasm_bindgen(method)]
     fn sleep(this: &Host, task: u32, io: u32, ms: u32);
@@ -103,8 +104,14 @@ pub struct JsEnv {
 impl Env for JsEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Answer {
         let id = self.io.open();
-        let headers = req.headers.into_iter().flat_map(|(n, v)| [n, v]).collect::<Vec<_>>();
-        self.host.send(self.io.task.get(), id, req.method, &req.url, headers, &req.body, timeout_ms.unwrap_or(0));
+        let mut headers = String::new();
+        for (name, value) in &req.headers {
+            for part in [name, value] {
+                headers.push_str(part);
+                headers.push('\n');
+            }
+        }
+        self.host.send(self.io.task.get(), id, req.method, &req.url, &headers, &req.body, timeout_ms.unwrap_or(0));
         Wait { io: &self.io, id }.await
     }
     fn wall_ms(&self) -> u64 {
