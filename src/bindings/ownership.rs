@@ -256,8 +256,8 @@ fn expires(ms: f64) -> Result<u64, Error> {
 }
 
 /// The guard of a conditional write: an ETag to match, or (none) "absent".
-fn guard(etag: Option<String>) -> CasGuard {
-    etag.map_or(CasGuard::Absent, CasGuard::Match)
+fn guard(etag: Option<&str>) -> CasGuard {
+    etag.map_or(CasGuard::Absent, |t| CasGuard::Match(t.to_owned()))
 }
 
 /// The asynchronous operations, numbered as `OP` in `js/ownership.js`. They cross as one entry point,
@@ -278,13 +278,14 @@ const PROBE: u32 = 11;
 const CLAIM_NEW: u32 = 12;
 
 /// Runs operation `op` with its arguments (`id`: the cell or node; `etag`: a guard's ETag, none meaning
-/// "absent"; `n`: an epoch or expiry) and answers its result as JSON.
-async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<String>, n: f64) -> Result<String, Error> {
+/// "absent"; `n`: an epoch or expiry) and answers its result as JSON. Borrows its arguments: owned ones
+/// would be dropped on every early exit of every operation inlined here.
+async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>, n: f64) -> Result<String, Error> {
     Ok(match op {
-        READ_OWNER => o.read_owner(&id).await?.as_ref().map_or(NULL.into(), owner_record_json),
-        CAS_OWNER => outcome_json(o.cas_owner(&id, &guard(etag), epoch(n)?).await?),
-        RELEASE_OWNER => outcome_json(o.release_owner(&id, epoch(n)?).await?),
-        READ_NODE_LEASE => match o.read_node_lease(&id).await? {
+        READ_OWNER => o.read_owner(id).await?.as_ref().map_or(NULL.into(), owner_record_json),
+        CAS_OWNER => outcome_json(o.cas_owner(id, &guard(etag), epoch(n)?).await?),
+        RELEASE_OWNER => outcome_json(o.release_owner(id, epoch(n)?).await?),
+        READ_NODE_LEASE => match o.read_node_lease(id).await? {
             Some(l) => {
                 let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
                 w.str("addr", &l.addr).str("etag", &l.etag).finish()
@@ -299,7 +300,7 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<Stri
         },
         ACQUIRE_LEASE => o.acquire_lease().await.map(|()| NULL.into())?,
         RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
-        CLAIM | CLAIM_NEW => match o.claim_with(&id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
+        CLAIM | CLAIM_NEW => match o.claim_with(id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
             ClaimOutcome::Applied { epoch, took_over, prior } => {
                 let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
                 w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
@@ -308,9 +309,9 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<Stri
                 ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
             }
         },
-        RELEASE => outcome_json(o.release(&id).await?),
-        OWNER => o.owner(&id).await?.as_ref().map_or(NULL.into(), owner_info_json),
-        VERIFY => String::from(if o.verify(&id, epoch(n)?).await? { "true" } else { "false" }),
+        RELEASE => outcome_json(o.release(id).await?),
+        OWNER => o.owner(id).await?.as_ref().map_or(NULL.into(), owner_info_json),
+        VERIFY => String::from(if o.verify(id, epoch(n)?).await? { "true" } else { "false" }),
         PROBE => {
             let r = o.probe().await?;
             let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
@@ -335,7 +336,7 @@ impl WasmOwnership {
         let inner = self.inner.clone();
         let task = self.next_task.get().wrapping_add(1);
         self.next_task.set(task);
-        self.tasks.borrow_mut().push((task, Box::pin(async move { dispatch(&inner, op, id, etag, n).await })));
+        self.tasks.borrow_mut().push((task, Box::pin(async move { dispatch(&inner, op, &id, etag.as_deref(), n).await })));
         task
     }
 
