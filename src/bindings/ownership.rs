@@ -174,23 +174,38 @@ fn event_json(event: &Event<'_>) -> (String, f64) {
 fn config(options_json: &str) -> Result<Config, Error> {
     let mut c = Config::new("", "", "", "", "");
     json::object(options_json.as_bytes(), |name, r| {
+        // Options of one type share one read: each written-out read is another call and drop.
+        let text = match name {
+            "endpoint" => Some(&mut c.endpoint),
+            "bucket" => Some(&mut c.bucket),
+            "region" => Some(&mut c.region),
+            "accessKeyId" => Some(&mut c.access_key_id),
+            "secretAccessKey" => Some(&mut c.secret_access_key),
+            "node" => Some(&mut c.node),
+            "addr" => Some(&mut c.addr),
+            "prefix" => Some(&mut c.prefix),
+            _ => None,
+        };
+        if let Some(slot) = text {
+            *slot = r.string()?;
+            return Ok(());
+        }
+        let flag = match name {
+            "pathStyle" => Some(&mut c.path_style),
+            "probe" => Some(&mut c.probe),
+            _ => None,
+        };
+        if let Some(slot) = flag {
+            *slot = r.boolean()?;
+            return Ok(());
+        }
         match name {
-            "endpoint" => c.endpoint = r.string()?,
-            "bucket" => c.bucket = r.string()?,
-            "region" => c.region = r.string()?,
-            "accessKeyId" => c.access_key_id = r.string()?,
-            "secretAccessKey" => c.secret_access_key = r.string()?,
             "sessionToken" => c.session_token = r.opt_string()?.filter(|t| !t.is_empty()),
-            "node" => c.node = r.string()?,
-            "addr" => c.addr = r.string()?,
-            "prefix" => c.prefix = r.string()?,
             "leaseTtlMs" => c.lease_ttl_ms = r.uint()?,
             "maxClockSkewMs" => c.max_clock_skew_ms = r.uint()?,
-            "pathStyle" => c.path_style = r.boolean()?,
             "requestTimeoutMs" => {
                 c.request_timeout_ms = u32::try_from(r.uint()?).map_err(|_| "requestTimeoutMs is too large".to_owned())?
             }
-            "probe" => c.probe = r.boolean()?,
             _ => return Err(format!("unknown option {name}")),
         }
         Ok(())
