@@ -70,6 +70,21 @@ impl Io {
         self.waiting.borrow_mut().push(id);
         id
     }
+
+    /// Stops waiting on `id` (ids are unique, so order is free to change).
+    fn unwait(&self, id: u32) {
+        let mut waiting = self.waiting.borrow_mut();
+        if let Some(i) = waiting.iter().position(|w| *w == id) {
+            waiting.swap_remove(i);
+        }
+    }
+
+    /// Takes the answer to `id`, if JS has handed it back.
+    fn take(&self, id: u32) -> Option<Answer> {
+        let mut answers = self.answers.borrow_mut();
+        let i = answers.iter().position(|(a, _)| *a == id)?;
+        Some(answers.swap_remove(i).1)
+    }
 }
 
 /// Waits for the answer to one `Io` id. Polled only when JS polls its task after a `resume`.
@@ -81,18 +96,14 @@ struct Wait<'a> {
 impl Future for Wait<'_> {
     type Output = Answer;
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Answer> {
-        let mut answers = self.io.answers.borrow_mut();
-        match answers.iter().position(|(id, _)| *id == self.id) {
-            Some(i) => Poll::Ready(answers.swap_remove(i).1),
-            None => Poll::Pending,
-        }
+        self.io.take(self.id).map_or(Poll::Pending, Poll::Ready)
     }
 }
 
 impl Drop for Wait<'_> {
     fn drop(&mut self) {
-        self.io.waiting.borrow_mut().retain(|id| *id != self.id);
-        self.io.answers.borrow_mut().retain(|(id, _)| *id != self.id);
+        self.io.unwait(self.id);
+        self.io.take(self.id);
     }
 }
 
@@ -389,7 +400,7 @@ impl WasmOwnership {
         } else {
             Err(TransportError::Network(error.unwrap_or_else(|| "fetch failed".into())))
         };
-        self.io.waiting.borrow_mut().retain(|id| *id != io);
+        self.io.unwait(io);
         self.io.answers.borrow_mut().push((io, answer));
     }
 
