@@ -37,8 +37,12 @@ function optionsJson(opts) {
 /** Runtimes that do not implement RequestInit.cache throw on it; then send without it. */
 let cacheOption = true;
 
-/** Sends one request; resolves to `[status, etag, body, error, timedOut]` (status 0: no answer), never rejects. */
-async function send(fetchFn, method, url, flat, body, timeoutMs) {
+/**
+ * Sends one request; resolves to `[status, etag, body, error, timedOut]` (status 0: no answer), never rejects.
+ * `lines` is each header name and value followed by a newline.
+ */
+async function send(fetchFn, method, url, lines, body, timeoutMs) {
+  const flat = lines.split("\n");
   const headers = {};
   for (let i = 0; i + 1 < flat.length; i += 2) headers[flat[i]] = flat[i + 1];
   const ctrl = new AbortController();

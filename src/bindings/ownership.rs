@@ -28,9 +28,10 @@ extern "C" {
     pub type Host;
 
     /// Starts request `io` for task `task` and later hands its answer to `resume(io, ...)`, then polls
-    /// `task` again. Returns at once; must not call into wasm before returning.
+    /// `task` again. Returns at once; must not call into wasm before returning. `headers` is each name and
+    /// value followed by a newline (neither can contain one): one string instead of an array of them.
     #[wasm_bindgen(method)]
-    fn send(this: &Host, task: u32, io: u32, method: &str, url: &str, headers: Vec<String>, body: &[u8], timeout_ms: u32);
+    fn send(this: &Host, task: u32, io: u32, method: &str, url: &str, headers: &str, body: &[u8], timeout_ms: u32);
     /// Like `send`, for a timer of `ms` milliseconds.
     #[wasm_bindgen(method)]
     fn sleep(this: &Host, task: u32, io: u32, ms: u32);
@@ -69,6 +70,21 @@ impl Io {
         self.waiting.borrow_mut().push(id);
         id
     }
+
+    /// Stops waiting on `id` (ids are unique, so order is free to change).
+    fn unwait(&self, id: u32) {
+        let mut waiting = self.waiting.borrow_mut();
+        if let Some(i) = waiting.iter().position(|w| *w == id) {
+            waiting.swap_remove(i);
+        }
+    }
+
+    /// Takes the answer to `id`, if JS has handed it back.
+    fn take(&self, id: u32) -> Option<Answer> {
+        let mut answers = self.answers.borrow_mut();
+        let i = answers.iter().position(|(a, _)| *a == id)?;
+        Some(answers.swap_remove(i).1)
+    }
 }
 
 /// Waits for the answer to one `Io` id. Polled only when JS polls its task after a `resume`.
@@ -80,18 +96,14 @@ struct Wait<'a> {
 impl Future for Wait<'_> {
     type Output = Answer;
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Answer> {
-        let mut answers = self.io.answers.borrow_mut();
-        match answers.iter().position(|(id, _)| *id == self.id) {
-            Some(i) => Poll::Ready(answers.swap_remove(i).1),
-            None => Poll::Pending,
-        }
+        self.io.take(self.id).map_or(Poll::Pending, Poll::Ready)
     }
 }
 
 impl Drop for Wait<'_> {
     fn drop(&mut self) {
-        self.io.waiting.borrow_mut().retain(|id| *id != self.id);
-        self.io.answers.borrow_mut().retain(|(id, _)| *id != self.id);
+        self.io.unwait(self.id);
+        self.io.take(self.id);
     }
 }
 
@@ -103,8 +115,14 @@ pub struct JsEnv {
 impl Env for JsEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Answer {
         let id = self.io.open();
-        let headers = req.headers.into_iter().flat_map(|(n, v)| [n, v]).collect::<Vec<_>>();
-        self.host.send(self.io.task.get(), id, req.method, &req.url, headers, &req.body, timeout_ms.unwrap_or(0));
+        let mut headers = String::new();
+        for (name, value) in &req.headers {
+            for part in [name, value] {
+                headers.push_str(part);
+                headers.push('\n');
+            }
+        }
+        self.host.send(self.io.task.get(), id, req.method, &req.url, &headers, &req.body, timeout_ms.unwrap_or(0));
         Wait { io: &self.io, id }.await
     }
     fn wall_ms(&self) -> u64 {
@@ -167,23 +185,38 @@ fn event_json(event: &Event<'_>) -> (String, f64) {
 fn config(options_json: &str) -> Result<Config, Error> {
     let mut c = Config::new("", "", "", "", "");
     json::object(options_json.as_bytes(), |name, r| {
+        // Options of one type share one read: each written-out read is another call and drop.
+        let text = match name {
+            "endpoint" => Some(&mut c.endpoint),
+            "bucket" => Some(&mut c.bucket),
+            "region" => Some(&mut c.region),
+            "accessKeyId" => Some(&mut c.access_key_id),
+            "secretAccessKey" => Some(&mut c.secret_access_key),
+            "node" => Some(&mut c.node),
+            "addr" => Some(&mut c.addr),
+            "prefix" => Some(&mut c.prefix),
+            _ => None,
+        };
+        if let Some(slot) = text {
+            *slot = r.string()?;
+            return Ok(());
+        }
+        let flag = match name {
+            "pathStyle" => Some(&mut c.path_style),
+            "probe" => Some(&mut c.probe),
+            _ => None,
+        };
+        if let Some(slot) = flag {
+            *slot = r.boolean()?;
+            return Ok(());
+        }
         match name {
-            "endpoint" => c.endpoint = r.string()?,
-            "bucket" => c.bucket = r.string()?,
-            "region" => c.region = r.string()?,
-            "accessKeyId" => c.access_key_id = r.string()?,
-            "secretAccessKey" => c.secret_access_key = r.string()?,
             "sessionToken" => c.session_token = r.opt_string()?.filter(|t| !t.is_empty()),
-            "node" => c.node = r.string()?,
-            "addr" => c.addr = r.string()?,
-            "prefix" => c.prefix = r.string()?,
             "leaseTtlMs" => c.lease_ttl_ms = r.uint()?,
             "maxClockSkewMs" => c.max_clock_skew_ms = r.uint()?,
-            "pathStyle" => c.path_style = r.boolean()?,
             "requestTimeoutMs" => {
                 c.request_timeout_ms = u32::try_from(r.uint()?).map_err(|_| "requestTimeoutMs is too large".to_owned())?
             }
-            "probe" => c.probe = r.boolean()?,
             _ => return Err(format!("unknown option {name}")),
         }
         Ok(())
@@ -249,8 +282,8 @@ fn expires(ms: f64) -> Result<u64, Error> {
 }
 
 /// The guard of a conditional write: an ETag to match, or (none) "absent".
-fn guard(etag: Option<String>) -> CasGuard {
-    etag.map_or(CasGuard::Absent, CasGuard::Match)
+fn guard(etag: Option<&str>) -> CasGuard {
+    etag.map_or(CasGuard::Absent, |t| CasGuard::Match(t.to_owned()))
 }
 
 /// The asynchronous operations, numbered as `OP` in `js/ownership.js`. They cross as one entry point,
@@ -271,13 +304,14 @@ const PROBE: u32 = 11;
 const CLAIM_NEW: u32 = 12;
 
 /// Runs operation `op` with its arguments (`id`: the cell or node; `etag`: a guard's ETag, none meaning
-/// "absent"; `n`: an epoch or expiry) and answers its result as JSON.
-async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<String>, n: f64) -> Result<String, Error> {
+/// "absent"; `n`: an epoch or expiry) and answers its result as JSON. Borrows its arguments: owned ones
+/// would be dropped on every early exit of every operation inlined here.
+async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>, n: f64) -> Result<String, Error> {
     Ok(match op {
-        READ_OWNER => o.read_owner(&id).await?.as_ref().map_or(NULL.into(), owner_record_json),
-        CAS_OWNER => outcome_json(o.cas_owner(&id, &guard(etag), epoch(n)?).await?),
-        RELEASE_OWNER => outcome_json(o.release_owner(&id, epoch(n)?).await?),
-        READ_NODE_LEASE => match o.read_node_lease(&id).await? {
+        READ_OWNER => o.read_owner(id).await?.as_ref().map_or(NULL.into(), owner_record_json),
+        CAS_OWNER => outcome_json(o.cas_owner(id, &guard(etag), epoch(n)?).await?),
+        RELEASE_OWNER => outcome_json(o.release_owner(id, epoch(n)?).await?),
+        READ_NODE_LEASE => match o.read_node_lease(id).await? {
             Some(l) => {
                 let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
                 w.str("addr", &l.addr).str("etag", &l.etag).finish()
@@ -292,7 +326,7 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<Stri
         },
         ACQUIRE_LEASE => o.acquire_lease().await.map(|()| NULL.into())?,
         RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
-        CLAIM | CLAIM_NEW => match o.claim_with(&id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
+        CLAIM | CLAIM_NEW => match o.claim_with(id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
             ClaimOutcome::Applied { epoch, took_over, prior } => {
                 let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
                 w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
@@ -301,9 +335,9 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: String, etag: Option<Stri
                 ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
             }
         },
-        RELEASE => outcome_json(o.release(&id).await?),
-        OWNER => o.owner(&id).await?.as_ref().map_or(NULL.into(), owner_info_json),
-        VERIFY => String::from(if o.verify(&id, epoch(n)?).await? { "true" } else { "false" }),
+        RELEASE => outcome_json(o.release(id).await?),
+        OWNER => o.owner(id).await?.as_ref().map_or(NULL.into(), owner_info_json),
+        VERIFY => String::from(if o.verify(id, epoch(n)?).await? { "true" } else { "false" }),
         PROBE => {
             let r = o.probe().await?;
             let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
@@ -328,7 +362,7 @@ impl WasmOwnership {
         let inner = self.inner.clone();
         let task = self.next_task.get().wrapping_add(1);
         self.next_task.set(task);
-        self.tasks.borrow_mut().push((task, Box::pin(async move { dispatch(&inner, op, id, etag, n).await })));
+        self.tasks.borrow_mut().push((task, Box::pin(async move { dispatch(&inner, op, &id, etag.as_deref(), n).await })));
         task
     }
 
@@ -366,7 +400,7 @@ impl WasmOwnership {
         } else {
             Err(TransportError::Network(error.unwrap_or_else(|| "fetch failed".into())))
         };
-        self.io.waiting.borrow_mut().retain(|id| *id != io);
+        self.io.unwait(io);
         self.io.answers.borrow_mut().push((io, answer));
     }
 

@@ -489,7 +489,6 @@ impl<E: Env> S3Ownership<E> {
         check_id("cell", cell)?;
         self.require_lease()?;
         let started = self.store.env.mono_ms();
-        let key = self.owner_key(cell);
         let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
@@ -528,7 +527,9 @@ impl<E: Env> S3Ownership<E> {
             // Time passed while reading: the lease must still hold when the claim is written.
             self.require_lease()?;
             let node = &self.config.node;
-            let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
+            // The key only for this write: a string live across every await is dropped on every early exit.
+            let settled =
+                self.store.cas_settled(&self.owner_key(cell), &guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
             self.wrote_owner(cell, node, epoch, &settled);
             if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
                 self.state.borrow_mut().known.scored(matches!(s, Settled::Applied { .. }));
@@ -563,7 +564,7 @@ impl<E: Env> S3Ownership<E> {
         match self.owner(cell).await? {
             Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
             None => Err(Error::Transport {
-                key,
+                key: self.owner_key(cell),
                 detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {})", seen(last_seen.as_ref())),
             }),
         }
