@@ -18,7 +18,7 @@ use wasm_bindgen::prelude::*;
 
 use super::js_error;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
-use crate::error::Error;
+use crate::error::{msg, Error};
 use crate::ownership::json::{self, ObjectWriter};
 use crate::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
 
@@ -184,11 +184,11 @@ fn config(options_json: &str) -> Result<Config, Error> {
                 c.request_timeout_ms = u32::try_from(r.uint()?).map_err(|_| "requestTimeoutMs is too large".to_owned())?
             }
             "probe" => c.probe = r.boolean()?,
-            _ => return Err(format!("unknown option {name}")),
+            _ => return Err(msg!("unknown option ", name)),
         }
         Ok(())
     })
-    .map_err(|d| Error::invalid(format!("S3Ownership options: {d}")))?;
+    .map_err(|d| Error::invalid(msg!("S3Ownership options: ", d)))?;
     Ok(c)
 }
 

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 
 use super::js_error;
-use crate::error::{Error, Result};
+use crate::error::{msg, Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
 thread_local! {
@@ -243,11 +243,11 @@ fn presign(fields: &Fields<'_>, headers: &[(String, String)], expires_in: f64, u
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
         // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
         let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
-            format!("{}", expires_in as i64)
+            msg!(expires_in as i64)
         } else {
             "a fraction, a huge number, infinity or NaN".to_owned()
         };
-        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
+        return Err(Error::invalid(msg!("expiresIn must be a whole number of seconds in 1..=604800, got ", got)));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::{all_bytes, find_byte};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Piece, Quoted, Result};
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Url<'a> {
@@ -22,7 +22,7 @@ pub(crate) struct Url<'a> {
 }
 
 fn bad(url: &str, why: &str) -> Error {
-    Error::invalid(format!("url {} cannot be signed: {why}", Quoted(url)))
+    Error::invalid(msg!("url ", Quoted(url), " cannot be signed: ", why))
 }
 
 pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
@@ -58,7 +58,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         let mut host = hostname.to_ascii_lowercase();
         if let Some(port) = port {
             host.push(':');
-            host.push_str(&port.to_string());
+            port.push_to(&mut host);
         }
         Cow::Owned(host)
     };
