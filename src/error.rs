@@ -3,14 +3,15 @@
 //! Messages are built with `msg!` (pushes onto a `String`), never with `format!`/`write!`: `core::fmt`'s
 //! argument plumbing and integer `Display` cost KBs of wasm, and the wasm must not reach them from here.
 
-use std::fmt;
+use crate::prelude::*;
+use core::fmt;
 
 /// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order, each pushed
 /// by `Piece` (strings, unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without
 /// pulling `core::fmt` into the wasm.
 macro_rules! msg {
     ($($piece:expr),+ $(,)?) => {{
-        let mut out = String::new();
+        let mut out = alloc::string::String::new();
         $($crate::error::Piece::push_to(&$piece, &mut out);)+
         out
     }};
@@ -91,7 +92,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}
 
 /// Something `msg!` can append to a message.
 pub(crate) trait Piece {
@@ -199,7 +200,7 @@ fn push_hex(n: u32, out: &mut String) {
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {

@@ -16,3 +16,9 @@ pub(crate) fn js_error(e: crate::Error) -> JsValue {
     let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
     err.into()
 }
+
+/// Whether a number JS passed is whole (`f64::fract` is std-only). Exact for |x| < 2^63; beyond, the
+/// saturating cast makes whole numbers read as not whole, which no caller's range admits anyway.
+pub(crate) fn is_whole(x: f64) -> bool {
+    x == (x as i64) as f64
+}

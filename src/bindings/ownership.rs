@@ -8,11 +8,12 @@
 //! out through the host with an id that `resume` answers before JS polls again. No closure or Promise
 //! crosses the boundary, which keeps both the wasm and its glue small.
 
-use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use crate::prelude::*;
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use alloc::rc::Rc;
+use core::task::{Context, Poll, Waker};
 
 use wasm_bindgen::prelude::*;
 
@@ -231,7 +232,7 @@ const NULL: &str = "null";
 
 /// Epochs cross as JS numbers: positive safe integers only.
 fn epoch(e: f64) -> Result<u64, Error> {
-    if e.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&e) {
+    if super::is_whole(e) && (1.0..=9_007_199_254_740_991.0).contains(&e) {
         Ok(e as u64)
     } else {
         // No `{e}`: formatting an f64 would bring ~15 KB of float printing into the wasm.
@@ -241,7 +242,7 @@ fn epoch(e: f64) -> Result<u64, Error> {
 
 /// A non-negative safe integer (a lease expiry in Unix ms).
 fn expires(ms: f64) -> Result<u64, Error> {
-    if ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
+    if super::is_whole(ms) && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
         Ok(ms as u64)
     } else {
         Err(Error::invalid("expiresMs is not a non-negative safe integer"))

@@ -4,7 +4,8 @@
 //! looking for this write's nonce (at most `MAX_RECONCILES` readbacks). Equal content never counts as
 //! "mine": stores give equal bodies equal ETags.
 
-use std::cell::RefCell;
+use crate::prelude::*;
+use core::cell::RefCell;
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Result};

@@ -2,6 +2,7 @@
 //! holds it, that node's lease, say what to write — or whom to route to. Also which versions seen earlier
 //! (not read now) a claim may write over without reading first: only those it would never need a lease for.
 
+use crate::prelude::*;
 use crate::error::{msg, Error, Result};
 use crate::ownership::lease::peer_dead;
 use crate::ownership::records::{CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};

@@ -4,8 +4,9 @@
 //! under a lease that has since lapsed: claims live only as long as the lease they were made under. What it
 //! remembers of owner records (`known`) only ever picks a write's guard; the store checks it.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
+use crate::prelude::*;
+use core::cell::RefCell;
+use alloc::collections::VecDeque;
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Quoted, Result};

@@ -4,6 +4,7 @@
 //! no trailing commas, no leading zeros, valid UTF-8, paired surrogates) so a malformed record can never
 //! read as a valid one; never panics, and bounds nesting so hostile input cannot exhaust the stack.
 
+use crate::prelude::*;
 use crate::error::{msg, Piece};
 
 /// What went wrong, for the `detail` of the error the caller builds.

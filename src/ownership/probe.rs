@@ -4,9 +4,10 @@
 //! ETag quoting). A violation is `store-violation` naming the step; ambiguity is retried on fresh keys a
 //! few times and then reported as `transport`, never as a pass.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use crate::prelude::*;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 
 use crate::env::Env;
 use crate::error::{msg, Error, Result};
@@ -55,7 +56,7 @@ fn describe(a: &PutAnswer) -> String {
 }
 
 /// Expects the answer to be `Applied` (returning its ETag) or `Rejected`, as `want_applied` says.
-fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Result<Option<String>, Stop> {
+fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> core::result::Result<Option<String>, Stop> {
     match (answer, want_applied) {
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
@@ -107,7 +108,7 @@ fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
 }
 
 /// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
-fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize, Stop> {
+fn count_burst(step: &str, answers: Vec<PutAnswer>) -> core::result::Result<usize, Stop> {
     let (mut applied, mut conflicts) = (0usize, 0usize);
     for a in answers {
         match a {
@@ -128,7 +129,7 @@ fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize
     Ok(applied)
 }
 
-async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::result::Result<ProbeReport, Stop> {
+async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> core::result::Result<ProbeReport, Stop> {
     let key = msg!(base, "-a");
     let body = |tag: &str| msg!("{\"probe\":\"", tag, "\",\"nonce\":\"", store.nonce(), "\"}").into_bytes();
     let first = expect("create", store.put_cas(&key, &CasGuard::Absent, body("create"), budget).await, true)?

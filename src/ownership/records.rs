@@ -2,6 +2,7 @@
 //! they decode (unknown fields ignored; anything else malformed is `corrupt-record`, never "absent"), and
 //! the guard/outcome vocabulary of conditional writes.
 
+use crate::prelude::*;
 use crate::error::{msg, Error, Result};
 use crate::ownership::json::{self, missing, once, ObjectWriter};
 

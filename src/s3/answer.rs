@@ -2,6 +2,7 @@
 //! value of a small enum. Pure and total: every status, header and body — however malformed — maps to
 //! an answer, never a panic.
 
+use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
 use crate::error::{msg, Error};
 use crate::sigv4::split_once_str;

@@ -1,6 +1,7 @@
 //! Requests as data: the signed GET / conditional PUT / DELETE of one object key in one bucket, path-style
 //! or virtual-hosted. Builds and signs; never sends (that is the `Env`'s job).
 
+use crate::prelude::*;
 use crate::env::HttpRequest;
 use crate::error::{msg, Error, Quoted, Result};
 use crate::ownership::CasGuard;

@@ -2,6 +2,7 @@
 //! milliseconds uses a proleptic Gregorian civil-from-days computation (no clock is ever read here).
 //! Must never accept a string whose first 8 bytes are not a valid date: they become the credential scope.
 
+use crate::prelude::*;
 use crate::error::{msg, Error, Quoted, Result};
 
 /// `YYYYMMDDTHHMMSSZ`, validated.

@@ -3,6 +3,7 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
+use crate::prelude::*;
 use super::all_bytes;
 use crate::error::{msg, Error, Quoted, Result};
 
@@ -131,7 +132,7 @@ impl Headers {
         before
             .iter()
             .map(pair)
-            .chain(std::iter::once(("host", host)))
+            .chain(core::iter::once(("host", host)))
             .chain(after.iter().map(pair))
     }
 

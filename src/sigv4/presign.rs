@@ -3,6 +3,7 @@
 //! appended as `X-Amz-Signature`. Must never accept a URL that already carries auth parameters: two
 //! copies would make the server pick one we did not sign.
 
+use crate::prelude::*;
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use super::headers::Headers;
 use super::query::{self, Param};

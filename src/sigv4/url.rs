@@ -3,7 +3,7 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
 
 use super::{all_bytes, find_byte};
 use crate::error::{msg, Error, Piece, Quoted, Result};
