@@ -46,12 +46,12 @@ fn xml_element(text: &str, name: &str) -> String {
     let mut decoded = String::with_capacity(raw.len());
     while let Some((before, rest)) = raw.split_once('&') {
         decoded.push_str(before);
-        let entity = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
+        let (c, after) = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
             .into_iter()
-            .find(|(e, _)| rest.starts_with(e));
-        let (skip, c) = entity.map_or((0, '&'), |(e, c)| (e.len(), c));
+            .find_map(|(e, c)| rest.strip_prefix(e).map(|after| (c, after)))
+            .unwrap_or(('&', rest));
         decoded.push(c);
-        raw = &rest[skip..];
+        raw = after;
     }
     decoded.push_str(raw);
     decoded.chars().take(300).collect()

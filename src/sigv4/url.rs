@@ -40,7 +40,8 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     };
     // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
     let authority_end = find_byte(rest.as_bytes(), |b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
+    // At an ASCII byte or the end, so always a split; checked because slicing's panic path costs wasm.
+    let (authority, tail) = rest.split_at_checked(authority_end).unwrap_or((rest, ""));
     if find_byte(authority.as_bytes(), |b| b == b'@').is_some() {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
