@@ -30,7 +30,7 @@ contents_ok() {
   local want
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
     package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
-    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm; do
+    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
   if grep -Ev '^package/(package\.json|README\.md|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|wasm))$' "$tmp/contents"; then
@@ -46,8 +46,8 @@ cp "$here/app.mjs" "$here/app.ts" "$tmp/app/"
   npm install --silent --no-audit --no-fund "../$tarball") >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; echo "installing the tarball failed"; exit 1; }
 
-check "Node imports the installed package (node condition) and signs" \
-  bash -c "cd '$tmp/app' && node app.mjs js/node.js"
+check "Node imports the installed package (node condition: the bundled entry) and signs" \
+  bash -c "cd '$tmp/app' && node app.mjs pkg/node.js"
 check "Deno imports the installed package (deno condition, only --allow-read) and signs" \
   bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run --allow-read app.mjs js/deno.js"
 check "a bundler targeting browsers resolves the browser entry" \
