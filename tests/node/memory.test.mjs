@@ -4,8 +4,9 @@
 // against ministack several times, and checks that wasm memory stopped growing after the first rounds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as api from "celld-edge";
-// The same module instance the package entry initialised (same URL), for the memory's size.
+// The unbundled Node entry (the package's is one bundled file), so that the glue module below is the very
+// instance it initialised, and `ioMemory()` is its memory.
+import * as api from "../../js/node.js";
 import { ioMemory } from "../../pkg/celld_edge.js";
 import { atomicStore } from "../common/ownership.mjs";
 
