@@ -1,6 +1,6 @@
 //! The wasm build's global allocator: power-of-two size classes, one intrusive free list per class, new
-//! blocks carved from a bump pointer over `memory.grow`. A few hundred bytes of wasm where std's
-//! `dlmalloc` costs ~8 KB. The wasm instance is single-threaded, so there is no locking.
+//! blocks carved from a bump pointer over `memory.grow`. Under 1 KB of wasm where std's `dlmalloc`
+//! costs ~8 KB. The wasm instance is single-threaded, so there is no locking.
 //!
 //! Memory use, the trade-off taken for size: a request is rounded up to the next power of two (at worst
 //! just under 2x), freed blocks are never split or merged (a freed 1 MB block serves only 1 MB
