@@ -6,7 +6,7 @@
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
-import { ioBuffer, ioMemory, signIo, presignIo } from "../pkg/celld_edge.js";
+import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
 
 export * from "./ownership.js";
 
@@ -18,7 +18,9 @@ const DEFAULT_EXPIRES_IN = 86400;
 /** The signer cuts its I/O buffer back to this size after a larger request (IO_KEEP in sign.rs). */
 const IO_KEEP = 64 * 1024;
 
-/** wasm memory, the I/O buffer's address and length there, and a view of it (empty once detached). */
+/** The signer and its I/O buffer (made on first use: never while modules are being evaluated), wasm
+ * memory, the I/O buffer's address and length there, and a view of it (empty once detached). */
+let signer;
 let memory;
 let ioPtr = 0;
 let ioLen = 0;
@@ -26,8 +28,9 @@ let io = new Uint8Array(0);
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
+  signer ??= new SignerIo();
   if (need > ioLen) {
-    ioPtr = ioBuffer(need);
+    ioPtr = signer.ioBuffer(need);
     ioLen = need;
     io = new Uint8Array(0);
   }
@@ -175,13 +178,13 @@ export function signRequest(opts) {
     const view = ioView(fields.length * 3 + bytes.length);
     const fieldsLen = encoder.encodeInto(fields, view).written;
     view.set(bytes, fieldsLen);
-    return signed(method, signIo(fieldsLen, bytes.length, count, unsigned, unixMs));
+    return signed(method, signer.signIo(fieldsLen, bytes.length, count, unsigned, unixMs));
   }
   // encodeInto writes at most 3 bytes per UTF-16 code unit.
   const view = ioView((fields.length + (body === undefined ? 0 : body.length)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (body !== undefined) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
+  return signed(method, signer.signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
 }
 
 /**
@@ -217,5 +220,5 @@ export function presignUrl(opts) {
   const fields = pack(o, method, url, headers, datetimeText(o.datetime));
   const unixMs = datetimeMs(o.datetime);
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
-  return answer(presignIo(fieldsLen, count, expiresIn, unixMs));
+  return answer(signer.presignIo(fieldsLen, count, expiresIn, unixMs));
 }

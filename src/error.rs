@@ -1,7 +1,22 @@
 //! The crate's one error type. Every variant says what happened and where (the key or the input), so
-//! callers can branch on `code()` and humans can read `Display`. Secrets never enter these values.
+//! callers can branch on `code()` and humans can read `message()`. Secrets never enter these values.
+//! Messages are built with `msg!` (pushes onto a `String`), never with `format!`/`write!`: `core::fmt`'s
+//! argument plumbing and integer `Display` cost KBs of wasm, and the wasm must not reach them from here.
 
-use std::fmt::{self, Write};
+use crate::prelude::*;
+use core::fmt;
+
+/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order, each pushed
+/// by `Piece` (strings, unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without
+/// pulling `core::fmt` into the wasm.
+macro_rules! msg {
+    ($($piece:expr),+ $(,)?) => {{
+        let mut out = alloc::string::String::new();
+        $($crate::error::Piece::push_to(&$piece, &mut out);)+
+        out
+    }};
+}
+pub(crate) use msg;
 
 /// What went wrong, with the key or input it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,65 +62,173 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Error {
+    /// The human-readable text (what JS sees as `error.message`).
+    pub fn message(&self) -> String {
         match self {
-            Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            Error::InvalidInput(m) => msg!("invalid input: ", m),
             Error::Auth { key, status, code, message } => {
-                write!(f, "store refused credentials for {key}: {status} {code}: {message}")
+                msg!("store refused credentials for ", key, ": ", status, " ", code, ": ", message)
             }
             Error::Request { key, status, code, message } => {
-                write!(f, "store refused request for {key}: {status} {code}: {message}")
+                msg!("store refused request for ", key, ": ", status, " ", code, ": ", message)
             }
-            Error::Transport { key, detail } => write!(f, "transport failure on {key}: {detail}"),
-            Error::Ambiguous { key, detail } => {
-                write!(f, "write to {key} may or may not have landed: {detail}")
-            }
-            Error::CorruptRecord { key, detail } => write!(f, "corrupt record at {key}: {detail}"),
+            Error::Transport { key, detail } => msg!("transport failure on ", key, ": ", detail),
+            Error::Ambiguous { key, detail } => msg!("write to ", key, " may or may not have landed: ", detail),
+            Error::CorruptRecord { key, detail } => msg!("corrupt record at ", key, ": ", detail),
             Error::StoreViolation { step, detail } => {
-                write!(f, "store violates conditional writes at step {step}: {detail}")
+                msg!("store violates conditional writes at step ", step, ": ", detail)
             }
-            Error::NotLeased(m) => write!(f, "no valid lease: {m}"),
-            Error::Fenced(m) => write!(f, "fenced: {m}"),
+            Error::NotLeased(m) => msg!("no valid lease: ", m),
+            Error::Fenced(m) => msg!("fenced: ", m),
         }
     }
 }
 
-impl std::error::Error for Error {}
+/// For Rust callers; the crate itself (and so the wasm) uses `message()`.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Something `msg!` can append to a message.
+pub(crate) trait Piece {
+    fn push_to(&self, out: &mut String);
+}
+
+impl Piece for str {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl Piece for String {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl<T: Piece + ?Sized> Piece for &T {
+    fn push_to(&self, out: &mut String) {
+        (**self).push_to(out);
+    }
+}
+
+impl Piece for Error {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(&self.message());
+    }
+}
+
+/// Decimal digits of `n`, as `{}` prints them.
+fn push_decimal(mut n: u64, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+macro_rules! unsigned_piece {
+    ($($t:ty),+) => {$(
+        impl Piece for $t {
+            fn push_to(&self, out: &mut String) {
+                push_decimal(*self as u64, out);
+            }
+        }
+    )+};
+}
+unsigned_piece!(u16, u32, u64, usize);
+
+impl Piece for i64 {
+    fn push_to(&self, out: &mut String) {
+        if *self < 0 {
+            out.push('-');
+        }
+        push_decimal(self.unsigned_abs(), out);
+    }
+}
 
 /// Caller input inside a message: `"…"` with quotes, backslashes and control characters escaped, so a
 /// message stays one line and shows what was wrong. Used instead of `{:?}`, whose Unicode tables cost
 /// several KB of wasm.
 pub(crate) struct Quoted<'a>(pub &'a str);
 
-impl fmt::Display for Quoted<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_char('"')?;
+impl Piece for Quoted<'_> {
+    fn push_to(&self, out: &mut String) {
+        out.push('"');
         for c in self.0.chars() {
             match c {
-                '"' | '\\' => write!(f, "\\{c}")?,
-                '\n' => f.write_str("\\n")?,
-                '\r' => f.write_str("\\r")?,
-                '\t' => f.write_str("\\t")?,
-                '\0' => f.write_str("\\0")?,
-                c if c.is_control() => write!(f, "\\u{{{:x}}}", c as u32)?,
-                c => f.write_char(c)?,
+                '"' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\0' => out.push_str("\\0"),
+                c if c.is_control() => {
+                    out.push_str("\\u{");
+                    push_hex(c as u32, out);
+                    out.push('}');
+                }
+                c => out.push(c),
             }
         }
-        f.write_char('"')
+        out.push('"');
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+/// Lowercase hex digits of `n` without leading zeros, as `{:x}` prints them.
+fn push_hex(n: u32, out: &mut String) {
+    let mut started = false;
+    for shift in (0..8).rev() {
+        let d = (n >> (shift * 4)) & 0xf;
+        started |= d != 0 || shift == 0;
+        if started {
+            out.push(char::from(b"0123456789abcdef"[d as usize]));
+        }
+    }
+}
+
+pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
-    use super::Quoted;
+    use super::{Error, Quoted};
 
     #[test]
     fn quoted_escapes_what_debug_escapes_in_ascii() {
-        for s in ["plain", "", "a\"b\\c", "tab\there\r\n", "\u{0}\u{1f}\u{7f}", "é ü"] {
-            assert_eq!(Quoted(s).to_string(), format!("{s:?}"));
+        for s in ["plain", "", "a\"b\\c", "tab\there\r\n", "\u{0}\u{1f}\u{7f}\u{80}\u{9f}", "é ü"] {
+            assert_eq!(msg!(Quoted(s)), format!("{s:?}"));
         }
+    }
+
+    #[test]
+    fn numbers_read_as_display_prints_them() {
+        for n in [0u64, 7, 10, 99, 100, 604_800, (1 << 53) - 1, u64::MAX] {
+            assert_eq!(msg!(n), n.to_string());
+        }
+        assert_eq!(msg!(u16::MAX, " ", usize::MAX, " ", 0u32), format!("{} {} 0", u16::MAX, usize::MAX));
+        for n in [0i64, -1, 42, -604_801, i64::MIN, i64::MAX] {
+            assert_eq!(msg!(n), n.to_string());
+        }
+    }
+
+    #[test]
+    fn display_is_the_message() {
+        let e = Error::Auth { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
+        assert_eq!(e.to_string(), e.message());
+        assert_eq!(msg!("x ", String::from("y"), " ", e), format!("x y {e}"));
     }
 }

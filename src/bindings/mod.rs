@@ -11,8 +11,14 @@ use wasm_bindgen::JsValue;
 /// A JS `Error` whose `message` is the error's text and whose `code` is its stable code
 /// (`invalid-input`, `auth`, ...), the shape SPEC §4 promises every thrown error has.
 pub(crate) fn js_error(e: crate::Error) -> JsValue {
-    let err = js_sys::Error::new(&e.to_string());
+    let err = js_sys::Error::new(&e.message());
     // Setting a data property on a fresh, extensible Error cannot fail, so the Result carries nothing.
     let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
     err.into()
+}
+
+/// Whether a number JS passed is whole (`f64::fract` is std-only). Exact for |x| < 2^63; beyond, the
+/// saturating cast makes whole numbers read as not whole, which no caller's range admits anyway.
+pub(crate) fn is_whole(x: f64) -> bool {
+    x == (x as i64) as f64
 }

@@ -8,17 +8,18 @@
 //! out through the host with an id that `resume` answers before JS polls again. No closure or Promise
 //! crosses the boundary, which keeps both the wasm and its glue small.
 
-use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use crate::prelude::*;
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use alloc::rc::Rc;
+use core::task::{Context, Poll, Waker};
 
 use wasm_bindgen::prelude::*;
 
 use super::js_error;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
-use crate::error::Error;
+use crate::error::{msg, Error};
 use crate::ownership::json::{self, ObjectWriter};
 use crate::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, OwnerInfo, OwnerRecord, S3Ownership};
 
@@ -217,11 +218,11 @@ fn config(options_json: &str) -> Result<Config, Error> {
             "requestTimeoutMs" => {
                 c.request_timeout_ms = u32::try_from(r.uint()?).map_err(|_| "requestTimeoutMs is too large".to_owned())?
             }
-            _ => return Err(format!("unknown option {name}")),
+            _ => return Err(msg!("unknown option ", name)),
         }
         Ok(())
     })
-    .map_err(|d| Error::invalid(format!("S3Ownership options: {d}")))?;
+    .map_err(|d| Error::invalid(msg!("S3Ownership options: ", d)))?;
     Ok(c)
 }
 
@@ -264,7 +265,7 @@ const NULL: &str = "null";
 
 /// Epochs cross as JS numbers: positive safe integers only.
 fn epoch(e: f64) -> Result<u64, Error> {
-    if e.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&e) {
+    if super::is_whole(e) && (1.0..=9_007_199_254_740_991.0).contains(&e) {
         Ok(e as u64)
     } else {
         // No `{e}`: formatting an f64 would bring ~15 KB of float printing into the wasm.
@@ -274,7 +275,7 @@ fn epoch(e: f64) -> Result<u64, Error> {
 
 /// A non-negative safe integer (a lease expiry in Unix ms).
 fn expires(ms: f64) -> Result<u64, Error> {
-    if ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
+    if super::is_whole(ms) && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
         Ok(ms as u64)
     } else {
         Err(Error::invalid("expiresMs is not a non-negative safe integer"))

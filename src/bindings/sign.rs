@@ -6,26 +6,25 @@
 //! The buffer's length only grows (except that a buffer grown past `IO_KEEP` is cut back after use), so
 //! every byte JS may write is memory this `Vec` already holds initialized: no `unsafe` anywhere.
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
-//! `invalid-input` error. The derived-key cache lives in a thread-local `Signer` shared by all calls.
+//! `invalid-input` error. The derived-key cache lives in the one `SignerIo` that JS keeps for all calls.
 //! Never panics, and never signs something other than what it was given: a stray NUL in any field shows up
 //! as a field-count mismatch and is refused.
 
-use std::cell::RefCell;
-
+use crate::prelude::*;
 use wasm_bindgen::prelude::*;
 
 use super::js_error;
-use crate::error::{Error, Result};
+use crate::error::{msg, Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
-thread_local! {
-    /// One signer per wasm instance, so repeat calls with the same secret/date/region/service reuse the
-    /// derived signing key.
-    static SIGNER: RefCell<Signer> = RefCell::new(Signer::new());
-    /// The I/O buffer shared with JS (see the module comment).
-    static IO: RefCell<Io> = const {
-        RefCell::new(Io { buf: Vec::new(), headers: Vec::new(), answer: String::new() })
-    };
+/// The signer's state, one per wasm instance (`js/api.js` makes it on first use): the signer, so repeat
+/// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
+/// shared with JS (see the module comment). An object JS holds rather than a `thread_local!`, which the
+/// `no_std` wasm build does not have.
+#[wasm_bindgen]
+pub struct SignerIo {
+    signer: Signer,
+    io: Io,
 }
 
 /// The I/O buffer, and the last request's header pairs and answer, kept so that their allocations are
@@ -62,7 +61,7 @@ struct Fields<'a> {
 }
 
 fn utf8(fields: &[u8]) -> Result<&str> {
-    std::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))
+    core::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))
 }
 
 impl<'a> Fields<'a> {
@@ -131,17 +130,63 @@ fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-/// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
-/// request there (valid until the next call of this function or of `signIo`/`presignIo`).
-#[wasm_bindgen(js_name = ioBuffer)]
-pub fn io_buffer(len: usize) -> usize {
-    IO.with(|io| {
-        let buf = &mut io.borrow_mut().buf;
+#[wasm_bindgen(js_class = SignerIo)]
+impl SignerIo {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> SignerIo {
+        SignerIo { signer: Signer::new(), io: Io { buf: Vec::new(), headers: Vec::new(), answer: String::new() } }
+    }
+
+    /// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
+    /// request there (valid until the next call of this method or of `signIo`/`presignIo`).
+    #[wasm_bindgen(js_name = ioBuffer)]
+    pub fn io_buffer(&mut self, len: usize) -> usize {
+        let buf = &mut self.io.buf;
         if buf.len() < len {
             buf.resize(len, 0);
         }
         buf.as_ptr() as usize
-    })
+    }
+
+    /// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed by the
+    /// body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case header names) into the
+    /// buffer and returns its length.
+    #[wasm_bindgen(js_name = signIo)]
+    pub fn sign_io(
+        &mut self,
+        fields_len: usize,
+        body_len: usize,
+        header_count: u32,
+        unsigned_payload: bool,
+        unix_ms: f64,
+    ) -> Result<usize, JsValue> {
+        let SignerIo { signer, io } = self;
+        with_io(io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
+            let (packed, body) = input.split_at(fields_len.min(input.len()));
+            let fields = Fields::split(utf8(packed)?, header_count, headers)?;
+            let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
+            sign(signer, &fields, headers, payload, unix_ms, answer)
+        })
+    }
+
+    /// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len`
+    /// bytes). `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800.
+    /// Writes the URL into the buffer and returns its length.
+    #[wasm_bindgen(js_name = presignIo)]
+    pub fn presign_io(
+        &mut self,
+        fields_len: usize,
+        header_count: u32,
+        expires_in: f64,
+        unix_ms: f64,
+    ) -> Result<usize, JsValue> {
+        let SignerIo { signer, io } = self;
+        with_io(io, fields_len, &mut |input, headers, answer| {
+            let fields = Fields::split(utf8(input)?, header_count, headers)?;
+            answer.push_str(&presign(signer, &fields, headers, expires_in, unix_ms)?);
+            Ok(())
+        })
+    }
 }
 
 /// The wasm memory that `ioBuffer`'s address points into.
@@ -156,48 +201,28 @@ type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
 /// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
 /// returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
-fn with_io(len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
-    IO.with(|io| {
-        let Io { buf, headers, answer } = &mut *io.borrow_mut();
-        answer.clear();
-        let done = match buf.get(..len) {
-            Some(input) => f(input, headers, answer),
-            None => Err(Error::invalid("packed request is longer than the I/O buffer")),
-        };
-        // On an error the buffer stays where it is: JS only learns that it moved from an answer.
-        done.map_err(js_error)?;
-        if buf.len() < answer.len() {
-            buf.resize(answer.len(), 0);
-        }
-        if buf.len() > IO_KEEP {
-            buf.truncate(IO_KEEP.max(answer.len()));
-            buf.shrink_to_fit();
-        }
-        buf[..answer.len()].copy_from_slice(answer.as_bytes());
-        Ok(answer.len())
-    })
-}
-
-/// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed by the
-/// body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case header names) into the buffer
-/// and returns its length.
-#[wasm_bindgen(js_name = signIo)]
-pub fn sign_io(
-    fields_len: usize,
-    body_len: usize,
-    header_count: u32,
-    unsigned_payload: bool,
-    unix_ms: f64,
-) -> Result<usize, JsValue> {
-    with_io(fields_len.saturating_add(body_len), &mut |input, headers, answer| {
-        let (packed, body) = input.split_at(fields_len.min(input.len()));
-        let fields = Fields::split(utf8(packed)?, header_count, headers)?;
-        let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
-        sign(&fields, headers, payload, unix_ms, answer)
-    })
+fn with_io(io: &mut Io, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
+    let Io { buf, headers, answer } = io;
+    answer.clear();
+    let done = match buf.get(..len) {
+        Some(input) => f(input, headers, answer),
+        None => Err(Error::invalid("packed request is longer than the I/O buffer")),
+    };
+    // On an error the buffer stays where it is: JS only learns that it moved from an answer.
+    done.map_err(js_error)?;
+    if buf.len() < answer.len() {
+        buf.resize(answer.len(), 0);
+    }
+    if buf.len() > IO_KEEP {
+        buf.truncate(IO_KEEP.max(answer.len()));
+        buf.shrink_to_fit();
+    }
+    buf[..answer.len()].copy_from_slice(answer.as_bytes());
+    Ok(answer.len())
 }
 
 fn sign(
+    signer: &mut Signer,
     fields: &Fields<'_>,
     headers: &[(String, String)],
     payload: Payload<'_>,
@@ -216,7 +241,7 @@ fn sign(
         credentials: &credentials,
         datetime: &datetime,
     };
-    let signed = SIGNER.with(|s| s.borrow_mut().sign(&input))?;
+    let signed = signer.sign(&input)?;
     out.push_str(&signed.url);
     for (name, value) in &signed.headers {
         out.push(SEP);
@@ -227,27 +252,21 @@ fn sign(
     Ok(())
 }
 
-/// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len` bytes).
-/// `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800. Writes the
-/// URL into the buffer and returns its length.
-#[wasm_bindgen(js_name = presignIo)]
-pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
-    with_io(fields_len, &mut |input, headers, answer| {
-        let fields = Fields::split(utf8(input)?, header_count, headers)?;
-        answer.push_str(&presign(&fields, headers, expires_in, unix_ms)?);
-        Ok(())
-    })
-}
-
-fn presign(fields: &Fields<'_>, headers: &[(String, String)], expires_in: f64, unix_ms: f64) -> Result<String> {
-    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
+fn presign(
+    signer: &mut Signer,
+    fields: &Fields<'_>,
+    headers: &[(String, String)],
+    expires_in: f64,
+    unix_ms: f64,
+) -> Result<String> {
+    if !(super::is_whole(expires_in) && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
         // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
-        let got = if expires_in.fract() == 0.0 && expires_in.abs() < 1e15 {
-            format!("{}", expires_in as i64)
+        let got = if super::is_whole(expires_in) && (-1e15..1e15).contains(&expires_in) {
+            msg!(expires_in as i64)
         } else {
             "a fraction, a huge number, infinity or NaN".to_owned()
         };
-        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
+        return Err(Error::invalid(msg!("expiresIn must be a whole number of seconds in 1..=604800, got ", got)));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
@@ -261,5 +280,5 @@ fn presign(fields: &Fields<'_>, headers: &[(String, String)], expires_in: f64, u
         expires_in: expires_in as u64,
         signed_headers: headers,
     };
-    SIGNER.with(|s| s.borrow_mut().presign(&input))
+    signer.presign(&input)
 }

@@ -4,12 +4,14 @@
 //! looking for this write's nonce (at most `MAX_RECONCILES` readbacks). Equal content never counts as
 //! "mine": stores give equal bodies equal ETags.
 
-use std::cell::RefCell;
+use crate::prelude::*;
+use core::cell::RefCell;
 
 use crate::env::{Env, Event};
-use crate::error::{Error, Result};
+use crate::error::{msg, Error, Result};
 use crate::ownership::lease::renewal_timeout_ms;
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
+use crate::sigv4::encode::push_hex;
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 
 /// Readbacks allowed to settle one operation's ambiguous writes.
@@ -89,7 +91,10 @@ impl<E: Env> Store<E> {
 
     /// A 128-bit random hex nonce.
     pub fn nonce(&self) -> String {
-        format!("{:016x}{:016x}", self.env.random_u64(), self.env.random_u64())
+        let mut nonce = String::with_capacity(32);
+        push_hex(&mut nonce, &self.env.random_u64().to_be_bytes());
+        push_hex(&mut nonce, &self.env.random_u64().to_be_bytes());
+        nonce
     }
 
     /// GET `key`: `Some((body, etag))`, or `None` when absent. Retries transient failures.
@@ -104,7 +109,7 @@ impl<E: Env> Store<E> {
                 GetAnswer::Retryable { detail } => {
                     attempt += 1;
                     if attempt > READ_RETRIES {
-                        let detail = format!("{detail} (gave up after {attempt} attempts)");
+                        let detail = msg!(detail, " (gave up after ", attempt, " attempts)");
                         return Err(Error::Transport { key: key.to_owned(), detail });
                     }
                     // Full jitter over an exponential window: 50, 100, 200 ms.
@@ -189,7 +194,7 @@ impl<E: Env> Store<E> {
                 }
                 PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
                 PutAnswer::Refused(e) if ambiguity.is_some() => {
-                    let detail = format!("an earlier attempt was ambiguous, then the store refused: {e}");
+                    let detail = msg!("an earlier attempt was ambiguous, then the store refused: ", e);
                     return Err(Error::Ambiguous { key: key.to_owned(), detail });
                 }
                 PutAnswer::Refused(e) => return Err(e),
@@ -198,11 +203,11 @@ impl<E: Env> Store<E> {
                 let key = key.to_owned();
                 return Err(match ambiguity {
                     Some(d) => {
-                        let detail = format!("still unsettled after {MAX_RECONCILES} readbacks; last: {d}");
+                        let detail = msg!("still unsettled after ", MAX_RECONCILES, " readbacks; last: ", d);
                         Error::Ambiguous { key, detail }
                     }
                     None => {
-                        let detail = format!("store kept answering 409 after {MAX_RECONCILES} readbacks");
+                        let detail = msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks");
                         Error::Transport { key, detail }
                     }
                 });
@@ -210,7 +215,7 @@ impl<E: Env> Store<E> {
             let current = match self.get(key, budget).await {
                 Ok(current) => current,
                 Err(e) if ambiguity.is_some() => {
-                    let detail = format!("readback failed: {e}");
+                    let detail = msg!("readback failed: ", e);
                     return Err(Error::Ambiguous { key: key.to_owned(), detail });
                 }
                 Err(e) => return Err(e),

@@ -2,6 +2,8 @@
 //! bisection, with the few `BTreeMap` methods the driver uses. `BTreeMap` brought ~8 KB of wasm for what
 //! is, per instance, a short list. Holds no protocol rule: the driver decides what goes in and out.
 
+use crate::prelude::*;
+
 /// A claim: the epoch and the token the claim's write left.
 pub type Claim = (u64, String);
 

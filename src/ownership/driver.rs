@@ -4,11 +4,12 @@
 //! under a lease that has since lapsed: claims live only as long as the lease they were made under. What it
 //! remembers of owner records (`known`) only ever picks a write's guard; the store checks it.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
+use crate::prelude::*;
+use core::cell::RefCell;
+use alloc::collections::VecDeque;
 
 use crate::env::{Env, Event};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
 use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, Step};
@@ -129,9 +130,9 @@ impl<E: Env> S3Ownership<E> {
         check_id("node", &config.node)?;
         check_prefix(&config.prefix)?;
         if config.lease_ttl_ms <= config.max_clock_skew_ms || config.lease_ttl_ms > 86_400_000 {
-            return Err(Error::invalid(format!(
-                "leaseTtlMs ({}) must exceed maxClockSkewMs ({}) and be at most a day",
-                config.lease_ttl_ms, config.max_clock_skew_ms
+            return Err(Error::invalid(msg!(
+                "leaseTtlMs (", config.lease_ttl_ms, ") must exceed maxClockSkewMs (", config.max_clock_skew_ms,
+                ") and be at most a day"
             )));
         }
         if config.request_timeout_ms == 0 {
@@ -168,11 +169,11 @@ impl<E: Env> S3Ownership<E> {
     }
 
     fn owner_key(&self, cell: &str) -> String {
-        format!("{}cells/{cell}/own.json", self.config.prefix)
+        msg!(self.config.prefix, "cells/", cell, "/own.json")
     }
 
     fn lease_key(&self, node: &str) -> String {
-        format!("{}nodes/{node}.json", self.config.prefix)
+        msg!(self.config.prefix, "nodes/", node, ".json")
     }
 
     fn budget(&self) -> Budget {
@@ -346,10 +347,9 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) => {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
                     let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
-                    return Err(Error::NotLeased(format!(
-                        "{key} holds a live lease from another process using node id {} (dead in {wait} ms); \
-                         node ids must be unique per running instance",
-                        Quoted(&self.config.node)
+                    return Err(Error::NotLeased(msg!(
+                        key, " holds a live lease from another process using node id ", Quoted(&self.config.node),
+                        " (dead in ", wait, " ms); node ids must be unique per running instance"
                     )));
                 }
                 CasGuard::Match(rec.etag)
@@ -366,7 +366,7 @@ impl<E: Env> S3Ownership<E> {
                 state.fenced = None;
                 if self.store.env.mono_ms() >= deadline {
                     state.lease = None;
-                    return Err(Error::NotLeased(format!("writing {key} took longer than the lease's authority")));
+                    return Err(Error::NotLeased(msg!("writing ", key, " took longer than the lease's authority")));
                 }
                 state.lease = Some(Lease { etag, deadline });
                 drop(state);
@@ -374,9 +374,8 @@ impl<E: Env> S3Ownership<E> {
                 self.store.env.observe(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
                 Ok(())
             }
-            Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(format!(
-                "{key} changed while acquiring it: another process is using node id {}",
-                Quoted(&self.config.node)
+            Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(msg!(
+                key, " changed while acquiring it: another process is using node id ", Quoted(&self.config.node)
             ))),
         }
     }
@@ -565,7 +564,7 @@ impl<E: Env> S3Ownership<E> {
             Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
             None => Err(Error::Transport {
                 key: self.owner_key(cell),
-                detail: format!("claim lost {CLAIM_ROUNDS} rounds of contention (last seen: {})", seen(last_seen.as_ref())),
+                detail: msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
             }),
         }
     }
@@ -660,14 +659,14 @@ struct ClaimStart {
 /// The owner a lost claim last saw, for its error message.
 fn seen(owner: Option<&OwnerInfo>) -> String {
     match owner {
-        Some(o) => format!("{} at epoch {}", Quoted(&o.node), o.epoch),
+        Some(o) => msg!(Quoted(&o.node), " at epoch ", o.epoch),
         None => "no record".to_owned(),
     }
 }
 
 fn check_epoch(epoch: u64) -> Result<()> {
     if epoch == 0 || epoch > MAX_EPOCH {
-        return Err(Error::invalid(format!("epoch {epoch} is not in 1..=2^53-1")));
+        return Err(Error::invalid(msg!("epoch ", epoch, " is not in 1..=2^53-1")));
     }
     Ok(())
 }
@@ -675,7 +674,7 @@ fn check_epoch(epoch: u64) -> Result<()> {
 fn check_guard(guard: &CasGuard) -> Result<()> {
     match guard {
         CasGuard::Match(etag) if etag.is_empty() || etag.contains(['\r', '\n']) => {
-            Err(Error::invalid(format!("guard token {} is not an ETag", Quoted(etag))))
+            Err(Error::invalid(msg!("guard token ", Quoted(etag), " is not an ETag")))
         }
         _ => Ok(()),
     }

@@ -1,16 +1,16 @@
 //! Validation of cell ids, node ids and the key prefix (SPEC §2), done before any request is built so a
 //! bad id can never become a surprising key.
 
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 
 /// Cell and node ids: 1..=256 bytes of UTF-8, no `/`, `\`, control characters, not `.` or `..`.
 pub fn check_id(kind: &str, id: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid(format!("{kind} id {} {why}", Quoted(id))));
+    let bad = |why: &str| Err(Error::invalid(msg!(kind, " id ", Quoted(id), " ", why)));
     if id.is_empty() {
         return bad("is empty");
     }
     if id.len() > 256 {
-        return Err(Error::invalid(format!("{kind} id is {} bytes long; at most 256", id.len())));
+        return Err(Error::invalid(msg!(kind, " id is ", id.len(), " bytes long; at most 256")));
     }
     if id == "." || id == ".." {
         return bad("is a path segment of its own");
@@ -31,13 +31,13 @@ pub fn check_prefix(prefix: &str) -> Result<()> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-');
     if !prefix.chars().all(allowed) {
-        return Err(Error::invalid(format!("prefix {} may hold only A-Z a-z 0-9 . _ / -", Quoted(prefix))));
+        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " may hold only A-Z a-z 0-9 . _ / -")));
     }
     if !prefix.ends_with('/') || prefix.starts_with('/') {
-        return Err(Error::invalid(format!("prefix {} must end with '/' and not start with one", Quoted(prefix))));
+        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " must end with '/' and not start with one")));
     }
     if prefix.split('/').any(|s| s == "." || s == "..") {
-        return Err(Error::invalid(format!("prefix {} contains a '.' or '..' segment", Quoted(prefix))));
+        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " contains a '.' or '..' segment")));
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! no trailing commas, no leading zeros, valid UTF-8, paired surrogates) so a malformed record can never
 //! read as a valid one; never panics, and bounds nesting so hostile input cannot exhaust the stack.
 
-use std::fmt::Write;
+use crate::prelude::*;
+use crate::error::{msg, Piece};
 
 /// What went wrong, for the `detail` of the error the caller builds.
 pub type Detail = String;
@@ -45,7 +46,7 @@ pub fn object(body: &[u8], mut field: impl FnMut(&str, &mut Reader<'_>) -> Resul
 /// Fills a field slot once: a repeated field is an error (two readers could otherwise disagree on it).
 pub fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Detail> {
     if slot.is_some() {
-        return Err(format!("duplicate field {name}"));
+        return Err(msg!("duplicate field ", name));
     }
     *slot = Some(value);
     Ok(())
@@ -53,12 +54,12 @@ pub fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Detail>
 
 /// A required field that was absent.
 pub fn missing(name: &str) -> Detail {
-    format!("missing field {name}")
+    msg!("missing field ", name)
 }
 
 impl Reader<'_> {
     fn error(&self, what: &str) -> Detail {
-        format!("{what} at byte {}", self.i)
+        msg!(what, " at byte ", self.i)
     }
 
     fn ws(&mut self) {
@@ -304,8 +305,7 @@ impl ObjectWriter {
 
     pub fn uint(mut self, name: &str, value: u64) -> Self {
         self.name(name);
-        // Writing into a String cannot fail.
-        let _ = write!(self.0, "{value}");
+        value.push_to(&mut self.0);
         self
     }
 

@@ -4,12 +4,13 @@
 //! ETag quoting). A violation is `store-violation` naming the step; ambiguity is retried on fresh keys a
 //! few times and then reported as `transport`, never as a pass.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use crate::prelude::*;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 
 use crate::env::Env;
-use crate::error::{Error, Result};
+use crate::error::{msg, Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
@@ -46,28 +47,28 @@ fn violation(step: &str, detail: String) -> Stop {
 
 fn describe(a: &PutAnswer) -> String {
     match a {
-        PutAnswer::Applied { etag } => format!("applied (ETag {etag})"),
+        PutAnswer::Applied { etag } => msg!("applied (ETag ", etag, ")"),
         PutAnswer::Rejected => "rejected".into(),
-        PutAnswer::Conflict { code } => format!("409 {code}"),
-        PutAnswer::Ambiguous { detail } => format!("ambiguous ({detail})"),
-        PutAnswer::Refused(e) => format!("refused ({e})"),
+        PutAnswer::Conflict { code } => msg!("409 ", code),
+        PutAnswer::Ambiguous { detail } => msg!("ambiguous (", detail, ")"),
+        PutAnswer::Refused(e) => msg!("refused (", e, ")"),
     }
 }
 
 /// Expects the answer to be `Applied` (returning its ETag) or `Rejected`, as `want_applied` says.
-fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> std::result::Result<Option<String>, Stop> {
+fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> core::result::Result<Option<String>, Stop> {
     match (answer, want_applied) {
         (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
         (PutAnswer::Rejected, false) => Ok(None),
-        (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+        (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(msg!(step, ": ", detail))),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
-        (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(format!("{step}: 409 {code}"))),
+        (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(msg!(step, ": 409 ", code))),
         (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
-            Err(violation(step, format!("the store does not implement conditional writes: 501 {code}: {message}")))
+            Err(violation(step, msg!("the store does not implement conditional writes: 501 ", code, ": ", message)))
         }
         (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
-        (other, true) => Err(violation(step, format!("a write that must apply was {}", describe(&other)))),
-        (other, false) => Err(violation(step, format!("a write whose condition did not hold was {}", describe(&other)))),
+        (other, true) => Err(violation(step, msg!("a write that must apply was ", describe(&other)))),
+        (other, false) => Err(violation(step, msg!("a write whose condition did not hold was ", describe(&other)))),
     }
 }
 
@@ -107,30 +108,30 @@ fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
 }
 
 /// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
-fn count_burst(step: &str, answers: Vec<PutAnswer>) -> std::result::Result<usize, Stop> {
-    let (mut applied, mut conflicts) = (0, 0);
+fn count_burst(step: &str, answers: Vec<PutAnswer>) -> core::result::Result<usize, Stop> {
+    let (mut applied, mut conflicts) = (0usize, 0usize);
     for a in answers {
         match a {
             PutAnswer::Applied { .. } => applied += 1,
             PutAnswer::Rejected => {}
             PutAnswer::Conflict { .. } => conflicts += 1,
-            PutAnswer::Ambiguous { detail } => return Err(Stop::Ambiguous(format!("{step}: {detail}"))),
+            PutAnswer::Ambiguous { detail } => return Err(Stop::Ambiguous(msg!(step, ": ", detail))),
             PutAnswer::Refused(e) => return Err(Stop::Refused(e)),
         }
     }
     // No winner because the store said "conflict, try again" is not a lie, just no answer.
     if applied == 0 && conflicts > 0 {
-        return Err(Stop::Ambiguous(format!("{step}: no write applied, {conflicts} answered 409")));
+        return Err(Stop::Ambiguous(msg!(step, ": no write applied, ", conflicts, " answered 409")));
     }
     if applied != 1 {
-        return Err(violation(step, format!("{applied} of {BURST} concurrent conditional writes applied; exactly 1 may")));
+        return Err(violation(step, msg!(applied, " of ", BURST, " concurrent conditional writes applied; exactly 1 may")));
     }
     Ok(applied)
 }
 
-async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::result::Result<ProbeReport, Stop> {
-    let key = format!("{base}-a");
-    let body = |tag: &str| format!("{{\"probe\":\"{tag}\",\"nonce\":\"{}\"}}", store.nonce()).into_bytes();
+async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> core::result::Result<ProbeReport, Stop> {
+    let key = msg!(base, "-a");
+    let body = |tag: &str| msg!("{\"probe\":\"", tag, "\",\"nonce\":\"", store.nonce(), "\"}").into_bytes();
     // The four single writes, in order: (step, body tag, guard is the first write's ETag, must apply).
     // One awaited write in a loop instead of four written out: each would be a copy of its state machine.
     const SINGLES: [(&str, &str, bool, bool); 4] = [
@@ -150,16 +151,18 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
         }
     }
     // Both writes that must apply returned an ETag (`expect` answers one for an applied write).
-    let (first, second) = (&etags[0], &etags[1]);
+    let [first, second] = etags.as_slice() else {
+        return Err(violation("update-current", "a write that must apply answered no ETag".into()));
+    };
 
     let mut scratch = vec![key.clone()];
     for round in 0..BURST_ROUNDS {
-        let burst_key = format!("{base}-b{round}");
+        let burst_key = msg!(base, "-b", round);
         scratch.push(burst_key.clone());
         // The creates race on an absent key; the updates on the token the winning create left.
         let mut guard = CasGuard::Absent;
         for (step, tag) in [("concurrent-create", "create"), ("concurrent-update", "update")] {
-            let writes = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&format!("{tag}-{i}")), budget));
+            let writes = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&msg!(tag, "-", i)), budget));
             count_burst(step, join_all(writes).await)?;
             if let CasGuard::Match(_) = guard {
                 break;
@@ -167,19 +170,19 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
             guard = match store.get(&burst_key, budget).await {
                 Ok(Some((_, etag))) => CasGuard::Match(etag),
                 Ok(None) => return Err(violation(step, "a create applied, yet the key reads as absent".into())),
-                Err(e) => return Err(Stop::Ambiguous(format!("read after {step}: {e}"))),
+                Err(e) => return Err(Stop::Ambiguous(msg!("read after ", step, ": ", e))),
             };
         }
     }
 
     // Variants, reported without failing.
-    let missing = format!("{base}-missing");
+    let missing = msg!(base, "-missing");
     let if_match_missing_status = match store.put_cas_status(&missing, &CasGuard::Match(first.clone()), body("missing"), budget).await {
         (status, PutAnswer::Rejected) => status,
-        (_, PutAnswer::Ambiguous { detail }) => return Err(Stop::Ambiguous(format!("if-match-missing: {detail}"))),
-        (_, PutAnswer::Conflict { code }) => return Err(Stop::Ambiguous(format!("if-match-missing: 409 {code}"))),
+        (_, PutAnswer::Ambiguous { detail }) => return Err(Stop::Ambiguous(msg!("if-match-missing: ", detail))),
+        (_, PutAnswer::Conflict { code }) => return Err(Stop::Ambiguous(msg!("if-match-missing: 409 ", code))),
         (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
-        (_, other) => return Err(violation("if-match-missing", format!("If-Match on a missing key was {}", describe(&other)))),
+        (_, other) => return Err(violation("if-match-missing", msg!("If-Match on a missing key was ", describe(&other)))),
     };
     let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
     scratch.push(missing);
@@ -192,12 +195,12 @@ async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> std::r
 pub async fn probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<ProbeReport> {
     let mut last = String::new();
     for _ in 0..ATTEMPTS {
-        let base = format!("{prefix}probe/cas-{}", store.nonce());
+        let base = msg!(prefix, "probe/cas-", store.nonce());
         match attempt(store, &base, budget).await {
             Ok(report) => return Ok(report),
             Err(Stop::Violation(e)) | Err(Stop::Refused(e)) => return Err(e),
             Err(Stop::Ambiguous(detail)) => last = detail,
         }
     }
-    Err(Error::Transport { key: format!("{prefix}probe/"), detail: format!("probe stayed ambiguous after {ATTEMPTS} attempts; last: {last}") })
+    Err(Error::Transport { key: msg!(prefix, "probe/"), detail: msg!("probe stayed ambiguous after ", ATTEMPTS, " attempts; last: ", last) })
 }

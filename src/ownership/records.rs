@@ -2,7 +2,8 @@
 //! they decode (unknown fields ignored; anything else malformed is `corrupt-record`, never "absent"), and
 //! the guard/outcome vocabulary of conditional writes.
 
-use crate::error::{Error, Result};
+use crate::prelude::*;
+use crate::error::{msg, Error, Result};
 use crate::ownership::json::{self, missing, once, ObjectWriter};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
@@ -79,7 +80,7 @@ pub fn decode_owner(key: &str, body: &[u8], etag: &str) -> Result<OwnerRecord> {
     let node = node.ok_or_else(|| corrupt(key, missing("node")))?;
     let epoch = epoch.ok_or_else(|| corrupt(key, missing("epoch")))?;
     if epoch > MAX_EPOCH {
-        return Err(corrupt(key, format!("epoch {epoch} exceeds 2^53 - 1")));
+        return Err(corrupt(key, msg!("epoch ", epoch, " exceeds 2^53 - 1")));
     }
     Ok(OwnerRecord { node, epoch, etag: etag.to_owned(), nonce: nonce.flatten() })
 }

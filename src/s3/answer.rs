@@ -2,8 +2,9 @@
 //! value of a small enum. Pure and total: every status, header and body — however malformed — maps to
 //! an answer, never a panic.
 
+use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::Error;
+use crate::error::{msg, Error};
 use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
@@ -39,18 +40,18 @@ pub fn parse_error(body: &[u8]) -> (String, String) {
 
 /// The text of the first `<name>…</name>`, entity-decoded and bounded in length (it ends up in messages).
 fn xml_element(text: &str, name: &str) -> String {
-    let Some((_, after)) = split_once_str(text, &format!("<{name}>")) else { return String::new() };
-    let Some((mut raw, _)) = split_once_str(after, &format!("</{name}>")) else { return String::new() };
+    let Some((_, after)) = split_once_str(text, &msg!("<", name, ">")) else { return String::new() };
+    let Some((mut raw, _)) = split_once_str(after, &msg!("</", name, ">")) else { return String::new() };
     // The five XML entities, decoded in one pass (what `&amp;lt;` means: `&lt;`).
     let mut decoded = String::with_capacity(raw.len());
     while let Some((before, rest)) = raw.split_once('&') {
         decoded.push_str(before);
-        let entity = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
+        let (c, after) = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
             .into_iter()
-            .find(|(e, _)| rest.starts_with(e));
-        let (skip, c) = entity.map_or((0, '&'), |(e, c)| (e.len(), c));
+            .find_map(|(e, c)| rest.strip_prefix(e).map(|after| (c, after)))
+            .unwrap_or(('&', rest));
         decoded.push(c);
-        raw = &rest[skip..];
+        raw = after;
     }
     decoded.push_str(raw);
     decoded.chars().take(300).collect()
@@ -79,15 +80,15 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
 
 fn describe(status: u16, body: &[u8]) -> String {
     match parse_error(body) {
-        (code, _) if !code.is_empty() => format!("{status} {code}"),
-        _ => format!("status {status}"),
+        (code, _) if !code.is_empty() => msg!(status, " ", code),
+        _ => msg!("status ", status),
     }
 }
 
 fn transport_detail(e: &TransportError) -> String {
     match e {
         TransportError::TimedOut => "timed out (aborted)".to_owned(),
-        TransportError::Network(m) => format!("network error: {m}"),
+        TransportError::Network(m) => msg!("network error: ", m),
     }
 }
 
@@ -100,7 +101,7 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
     match resp.status {
         200..=299 => match resp.etag {
             Some(etag) if !etag.is_empty() => PutAnswer::Applied { etag },
-            _ => PutAnswer::Ambiguous { detail: format!("{} without an ETag", resp.status) },
+            _ => PutAnswer::Ambiguous { detail: msg!(resp.status, " without an ETag") },
         },
         304 | 412 => PutAnswer::Rejected,
         404 if parse_error(&resp.body).0 == "NoSuchKey" => PutAnswer::Rejected,

@@ -1,8 +1,9 @@
 //! Requests as data: the signed GET / conditional PUT / DELETE of one object key in one bucket, path-style
 //! or virtual-hosted. Builds and signs; never sends (that is the `Env`'s job).
 
+use crate::prelude::*;
 use crate::env::HttpRequest;
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 use crate::ownership::CasGuard;
 use crate::sigv4::{split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
@@ -26,7 +27,7 @@ fn check_bucket(bucket: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(format!("bucket name {} is not a valid S3 bucket name", Quoted(bucket))))
+        Err(Error::invalid(msg!("bucket name ", Quoted(bucket), " is not a valid S3 bucket name")))
     }
 }
 
@@ -42,28 +43,30 @@ impl Bucket {
     ) -> Result<Self> {
         check_bucket(bucket)?;
         if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(Error::invalid(format!("region {} is not a region name", Quoted(region))));
+            return Err(Error::invalid(msg!("region ", Quoted(region), " is not a region name")));
         }
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
         let (scheme, rest) = split_once_str(endpoint, "://")
             .filter(|(s, _)| *s == "http" || *s == "https")
-            .ok_or_else(|| Error::invalid(format!("endpoint {} must start with http:// or https://", Quoted(endpoint))))?;
+            .ok_or_else(|| Error::invalid(msg!("endpoint ", Quoted(endpoint), " must start with http:// or https://")))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::invalid(format!("endpoint {} must be a plain origin with an optional path", Quoted(endpoint))));
+            return Err(Error::invalid(msg!("endpoint ", Quoted(endpoint), " must be a plain origin with an optional path")));
         }
-        let (host, base) = match rest.find('/') {
-            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+        // `split_at_checked`, not slicing: the same split without a panic path (and its formatting code)
+        // in the wasm.
+        let (host, base) = match rest.find('/').and_then(|i| rest.split_at_checked(i)) {
+            Some((host, path)) => (host, path.trim_end_matches('/')),
             None => (rest, ""),
         };
         if host.is_empty() {
-            return Err(Error::invalid(format!("endpoint {} has no host", Quoted(endpoint))));
+            return Err(Error::invalid(msg!("endpoint ", Quoted(endpoint), " has no host")));
         }
         let (origin, key_base) = if path_style {
-            (format!("{scheme}://{host}"), format!("{base}/{bucket}/"))
+            (msg!(scheme, "://", host), msg!(base, "/", bucket, "/"))
         } else {
-            (format!("{scheme}://{bucket}.{host}"), format!("{base}/"))
+            (msg!(scheme, "://", bucket, ".", host), msg!(base, "/"))
         };
         Ok(Bucket {
             origin,

@@ -3,14 +3,11 @@
 
 use super::headers::is_token_byte;
 use super::{all_bytes, Credentials};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 
 pub(crate) fn method(method: &str) -> Result<()> {
     if method.is_empty() || !all_bytes(method, is_token_byte) {
-        return Err(Error::invalid(format!(
-            "method {} is not an HTTP method",
-            Quoted(method)
-        )));
+        return Err(Error::invalid(msg!("method ", Quoted(method), " is not an HTTP method")));
     }
     Ok(())
 }
@@ -18,14 +15,11 @@ pub(crate) fn method(method: &str) -> Result<()> {
 /// Region and service are credential-scope parts: non-empty, and free of `/` or anything odd.
 pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
     if value.is_empty() {
-        return Err(Error::invalid(format!("{what} is empty")));
+        return Err(Error::invalid(msg!(what, " is empty")));
     }
     if !all_bytes(value, |b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
-        return Err(Error::invalid(format!(
-            "{what} {} may only hold letters, digits, '-', '_' and '.'",
-            Quoted(value)
-        )));
+        return Err(Error::invalid(msg!(what, " ", Quoted(value), " may only hold letters, digits, '-', '_' and '.'")));
     }
     Ok(())
 }
@@ -61,10 +55,7 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
 /// A precomputed payload hash or a special value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
 pub(crate) fn payload_hash(hash: &str) -> Result<()> {
     if hash.is_empty() || !all_bytes(hash, |b| b.is_ascii_graphic()) {
-        return Err(Error::invalid(format!(
-            "payload hash {} is empty or not visible ASCII",
-            Quoted(hash)
-        )));
+        return Err(Error::invalid(msg!("payload hash ", Quoted(hash), " is empty or not visible ASCII")));
     }
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! with upper-case hex. Works on bytes, so any input (even invalid UTF-8 after decoding) is safe.
 //! Must never decode `+` as a space: `+` is a literal byte in paths and queries alike (RFC 3986).
 
+use crate::prelude::*;
+
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
@@ -15,7 +17,7 @@ pub(crate) fn is_unreserved(b: u8) -> bool {
 /// where `String::push` stays an out-of-line UTF-8 encoder.
 fn push_ascii(out: &mut String, ascii: &[u8]) {
     // Callers pass ASCII only, so this never falls back to the empty string.
-    out.push_str(std::str::from_utf8(ascii).unwrap_or_default());
+    out.push_str(core::str::from_utf8(ascii).unwrap_or_default());
 }
 
 fn push_escape(out: &mut String, b: u8) {

@@ -3,8 +3,9 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
+use crate::prelude::*;
 use super::all_bytes;
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
 fn is_unsigned(lower: &str) -> bool {
@@ -60,10 +61,7 @@ fn push_trimmed(out: &mut String, value: &str) {
 /// Lower-cased name of a valid header, or why it is not one.
 pub(crate) fn checked_name(name: &str) -> Result<String> {
     if name.is_empty() || !all_bytes(name, is_token_byte) {
-        return Err(Error::invalid(format!(
-            "header name {} is not a valid HTTP token",
-            Quoted(name)
-        )));
+        return Err(Error::invalid(msg!("header name ", Quoted(name), " is not a valid HTTP token")));
     }
     Ok(name.to_ascii_lowercase())
 }
@@ -75,10 +73,7 @@ pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
     {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "header {} has a value with a control or non-ASCII character",
-            Quoted(name)
-        )))
+        Err(Error::invalid(msg!("header ", Quoted(name), " has a value with a control or non-ASCII character")))
     }
 }
 
@@ -99,9 +94,8 @@ impl Headers {
             let lower = checked_name(name)?;
             check_value(name, value)?;
             if is_reserved(&lower) {
-                return Err(Error::invalid(format!(
-                    "header {} is set by the signer; pass it through the URL, datetime or credentials",
-                    Quoted(name)
+                return Err(Error::invalid(msg!(
+                    "header ", Quoted(name), " is set by the signer; pass it through the URL, datetime or credentials"
                 )));
             }
             if is_unsigned(&lower) {
@@ -138,7 +132,7 @@ impl Headers {
         before
             .iter()
             .map(pair)
-            .chain(std::iter::once(("host", host)))
+            .chain(core::iter::once(("host", host)))
             .chain(after.iter().map(pair))
     }
 

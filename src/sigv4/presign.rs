@@ -3,13 +3,14 @@
 //! appended as `X-Amz-Signature`. Must never accept a URL that already carries auth parameters: two
 //! copies would make the server pick one we did not sign.
 
+use crate::prelude::*;
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use super::headers::Headers;
 use super::query::{self, Param};
 use super::{
     check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
 };
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Quoted, Result};
 
 /// Longest validity S3 accepts: seven days.
 pub const MAX_EXPIRES_SECS: u64 = 604_800;
@@ -46,9 +47,8 @@ impl Signer {
         self.string_to_sign.clear();
         check_common(input.method, input.region, input.service, input.credentials)?;
         if !(1..=MAX_EXPIRES_SECS).contains(&input.expires_in) {
-            return Err(Error::invalid(format!(
-                "expires_in {} is outside 1..={MAX_EXPIRES_SECS} seconds",
-                input.expires_in
+            return Err(Error::invalid(msg!(
+                "expires_in ", input.expires_in, " is outside 1..=", MAX_EXPIRES_SECS, " seconds"
             )));
         }
         let url = url::parse(input.url)?;
@@ -58,10 +58,7 @@ impl Signer {
             .iter()
             .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
         {
-            return Err(Error::invalid(format!(
-                "url already has the auth parameter {}",
-                Quoted(&p.key)
-            )));
+            return Err(Error::invalid(msg!("url already has the auth parameter ", Quoted(&p.key))));
         }
 
         let mut headers = Headers::collect(input.signed_headers, 1)?;
@@ -90,7 +87,7 @@ impl Signer {
         params.push(Param::raw("X-Amz-Algorithm", canonical::ALGORITHM));
         params.push(Param::raw("X-Amz-Credential", &credential));
         params.push(Param::raw("X-Amz-Date", datetime.as_str()));
-        params.push(Param::raw("X-Amz-Expires", &input.expires_in.to_string()));
+        params.push(Param::raw("X-Amz-Expires", &msg!(input.expires_in)));
         params.push(Param::raw("X-Amz-SignedHeaders", &names));
         if let Some(token) = creds.session_token {
             params.push(Param::raw("X-Amz-Security-Token", token));

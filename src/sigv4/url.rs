@@ -3,10 +3,10 @@
 //! non-ASCII hosts, control characters that fetch would silently strip) rather than guessing.
 //! Must never decode or re-encode anything: that is `path.rs`/`query.rs`'s job.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
 
 use super::{all_bytes, find_byte};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{msg, Error, Piece, Quoted, Result};
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Url<'a> {
@@ -22,7 +22,7 @@ pub(crate) struct Url<'a> {
 }
 
 fn bad(url: &str, why: &str) -> Error {
-    Error::invalid(format!("url {} cannot be signed: {why}", Quoted(url)))
+    Error::invalid(msg!("url ", Quoted(url), " cannot be signed: ", why))
 }
 
 pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
@@ -40,7 +40,8 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     };
     // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
     let authority_end = find_byte(rest.as_bytes(), |b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
+    // At an ASCII byte or the end, so always a split; checked because slicing's panic path costs wasm.
+    let (authority, tail) = rest.split_at_checked(authority_end).unwrap_or((rest, ""));
     if find_byte(authority.as_bytes(), |b| b == b'@').is_some() {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
@@ -58,7 +59,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         let mut host = hostname.to_ascii_lowercase();
         if let Some(port) = port {
             host.push(':');
-            host.push_str(&port.to_string());
+            port.push_to(&mut host);
         }
         Cow::Owned(host)
     };
