@@ -18,27 +18,45 @@ macro_rules! msg {
 }
 pub(crate) use msg;
 
-/// What went wrong, with the key or input it concerns.
+/// What went wrong, with the key or input it concerns. The payloads with more than one field are boxed:
+/// every `Result` the async operations move between their states carries an `Error`'s size, so a small
+/// one keeps those moves (and the wasm) small.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The caller passed something unusable (an id, a URL, a credential, an option); nothing was sent.
     InvalidInput(String),
     /// The store refused our credentials or signature (401/403, or a signature error code).
-    Auth { key: String, status: u16, code: String, message: String },
+    Auth(Box<Refusal>),
     /// The store refused the request as malformed or unsupported (other 4xx, redirects).
-    Request { key: String, status: u16, code: String, message: String },
+    Request(Box<Refusal>),
     /// The request could not be completed and nothing was written (reads, or writes known not to apply).
-    Transport { key: String, detail: String },
+    Transport(Box<Failure>),
     /// A conditional write may or may not have landed, and reading back could not settle it.
-    Ambiguous { key: String, detail: String },
+    Ambiguous(Box<Failure>),
     /// A record in the bucket does not decode as what its key says it is.
-    CorruptRecord { key: String, detail: String },
-    /// The store broke the conditional-write contract (see `probe()`).
-    StoreViolation { step: String, detail: String },
+    CorruptRecord(Box<Failure>),
+    /// The store broke the conditional-write contract (see `probe()`); `key` is the probe's step.
+    StoreViolation(Box<Failure>),
     /// This node holds no valid lease, so it may not claim or act as an owner.
     NotLeased(String),
     /// This node's lease was lost (replaced, or renewed too late): its claims are void.
     Fenced(String),
+}
+
+/// The store's refusal of one request: its status and S3 error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub key: String,
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+/// Where something failed (a key, or a probe step) and what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub key: String,
+    pub detail: String,
 }
 
 impl Error {
@@ -46,12 +64,12 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "invalid-input",
-            Error::Auth { .. } => "auth",
-            Error::Request { .. } => "request",
-            Error::Transport { .. } => "transport",
-            Error::Ambiguous { .. } => "ambiguous",
-            Error::CorruptRecord { .. } => "corrupt-record",
-            Error::StoreViolation { .. } => "store-violation",
+            Error::Auth(_) => "auth",
+            Error::Request(_) => "request",
+            Error::Transport(_) => "transport",
+            Error::Ambiguous(_) => "ambiguous",
+            Error::CorruptRecord(_) => "corrupt-record",
+            Error::StoreViolation(_) => "store-violation",
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
         }
@@ -60,6 +78,14 @@ impl Error {
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidInput(msg.into())
     }
+
+    pub(crate) fn transport(key: String, detail: String) -> Self {
+        Error::Transport(Box::new(Failure { key, detail }))
+    }
+
+    pub(crate) fn ambiguous(key: String, detail: String) -> Self {
+        Error::Ambiguous(Box::new(Failure { key, detail }))
+    }
 }
 
 impl Error {
@@ -67,18 +93,14 @@ impl Error {
     pub fn message(&self) -> String {
         match self {
             Error::InvalidInput(m) => msg!("invalid input: ", m),
-            Error::Auth { key, status, code, message } => {
-                msg!("store refused credentials for ", key, ": ", status, " ", code, ": ", message)
+            Error::Auth(r) => {
+                msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
             }
-            Error::Request { key, status, code, message } => {
-                msg!("store refused request for ", key, ": ", status, " ", code, ": ", message)
-            }
-            Error::Transport { key, detail } => msg!("transport failure on ", key, ": ", detail),
-            Error::Ambiguous { key, detail } => msg!("write to ", key, " may or may not have landed: ", detail),
-            Error::CorruptRecord { key, detail } => msg!("corrupt record at ", key, ": ", detail),
-            Error::StoreViolation { step, detail } => {
-                msg!("store violates conditional writes at step ", step, ": ", detail)
-            }
+            Error::Request(r) => msg!("store refused request for ", r.key, ": ", r.status, " ", r.code, ": ", r.message),
+            Error::Transport(f) => msg!("transport failure on ", f.key, ": ", f.detail),
+            Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.detail),
+            Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.detail),
+            Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.detail),
             Error::NotLeased(m) => msg!("no valid lease: ", m),
             Error::Fenced(m) => msg!("fenced: ", m),
         }
@@ -204,7 +226,7 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
-    use super::{Error, Quoted};
+    use super::{Error, Quoted, Refusal};
 
     #[test]
     fn quoted_escapes_what_debug_escapes_in_ascii() {
@@ -226,7 +248,8 @@ mod tests {
 
     #[test]
     fn display_is_the_message() {
-        let e = Error::Auth { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        let r = Refusal { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        let e = Error::Auth(Box::new(r));
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());
         assert_eq!(msg!("x ", String::from("y"), " ", e), format!("x y {e}"));

@@ -194,7 +194,7 @@ impl<E: Env> S3Ownership<E> {
     /// and caches its verdict for this instance.
     pub async fn probe(&self) -> Result<ProbeReport> {
         let verdict = crate::ownership::probe::probe(&self.store, &self.config.prefix, self.budget()).await;
-        if !matches!(&verdict, Err(Error::Transport { .. })) {
+        if !matches!(&verdict, Err(Error::Transport(_))) {
             self.state.borrow_mut().probed = Some(verdict.clone());
         }
         verdict
@@ -562,10 +562,10 @@ impl<E: Env> S3Ownership<E> {
         // Lost every round to other writers: report who holds it now.
         match self.owner(cell).await? {
             Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
-            None => Err(Error::Transport {
-                key: self.owner_key(cell),
-                detail: msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
-            }),
+            None => Err(Error::transport(
+                self.owner_key(cell),
+                msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
+            )),
         }
     }
 
