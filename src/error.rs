@@ -18,13 +18,13 @@ macro_rules! msg {
 }
 pub(crate) use msg;
 
-/// What went wrong, with the key or input it concerns. The payloads with more than one field are boxed:
-/// every `Result` the async operations move between their states carries an `Error`'s size, so a small
-/// one keeps those moves (and the wasm) small.
+/// What went wrong, with the key or input it concerns. Every payload is one `Box` (even a lone
+/// `String`): the async operations move `Result`s between their states, and an `Error` the size of a
+/// pointer and a tag keeps those moves, and so the wasm, small.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The caller passed something unusable (an id, a URL, a credential, an option); nothing was sent.
-    InvalidInput(String),
+    InvalidInput(Box<String>),
     /// The store refused our credentials or signature (401/403, or a signature error code).
     Auth(Box<Refusal>),
     /// The store refused the request as malformed or unsupported (other 4xx, redirects).
@@ -38,9 +38,9 @@ pub enum Error {
     /// The store broke the conditional-write contract (see `probe()`); `key` is the probe's step.
     StoreViolation(Box<Failure>),
     /// This node holds no valid lease, so it may not claim or act as an owner.
-    NotLeased(String),
+    NotLeased(Box<String>),
     /// This node's lease was lost (replaced, or renewed too late): its claims are void.
-    Fenced(String),
+    Fenced(Box<String>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message.
@@ -76,7 +76,15 @@ impl Error {
     }
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
-        Error::InvalidInput(msg.into())
+        Error::InvalidInput(Box::new(msg.into()))
+    }
+
+    pub(crate) fn not_leased(why: String) -> Self {
+        Error::NotLeased(Box::new(why))
+    }
+
+    pub(crate) fn fenced(why: String) -> Self {
+        Error::Fenced(Box::new(why))
     }
 
     pub(crate) fn transport(key: String, detail: String) -> Self {
@@ -92,7 +100,7 @@ impl Error {
     /// The human-readable text (what JS sees as `error.message`).
     pub fn message(&self) -> String {
         match self {
-            Error::InvalidInput(m) => msg!("invalid input: ", m),
+            Error::InvalidInput(m) => msg!("invalid input: ", **m),
             Error::Auth(r) => {
                 msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
             }
@@ -101,8 +109,8 @@ impl Error {
             Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.detail),
             Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.detail),
             Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.detail),
-            Error::NotLeased(m) => msg!("no valid lease: ", m),
-            Error::Fenced(m) => msg!("fenced: ", m),
+            Error::NotLeased(m) => msg!("no valid lease: ", **m),
+            Error::Fenced(m) => msg!("fenced: ", **m),
         }
     }
 }
@@ -244,6 +252,12 @@ mod tests {
         for n in [0i64, -1, 42, -604_801, i64::MIN, i64::MAX] {
             assert_eq!(msg!(n), n.to_string());
         }
+    }
+
+    #[test]
+    fn an_error_is_a_tag_and_a_pointer() {
+        // A payload added unboxed would grow every Result the async operations carry.
+        assert_eq!(core::mem::size_of::<Error>(), 2 * core::mem::size_of::<usize>());
     }
 
     #[test]
