@@ -6,15 +6,14 @@
 use crate::prelude::*;
 use core::fmt;
 
-/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order, each pushed
-/// by `Piece` (strings, unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without
-/// pulling `core::fmt` into the wasm.
+/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order (strings,
+/// unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without pulling `core::fmt` into the
+/// wasm. Each call site only lists its pieces; one out-of-line `build` appends them, so the ~100 messages
+/// do not each inline their own pushes.
 macro_rules! msg {
-    ($($piece:expr),+ $(,)?) => {{
-        let mut out = alloc::string::String::new();
-        $($crate::error::Piece::push_to(&$piece, &mut out);)+
-        out
-    }};
+    ($($piece:expr),+ $(,)?) => {
+        $crate::error::build(&[$($crate::error::Piece::part(&$piece)),+])
+    };
 }
 pub(crate) use msg;
 
@@ -124,32 +123,71 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// One piece of a message, as `build` appends it.
+pub(crate) enum Part<'a> {
+    Text(&'a str),
+    Unsigned(u64),
+    Signed(i64),
+    Quoted(&'a str),
+    Error(&'a Error),
+}
+
+impl Part<'_> {
+    fn push_to(&self, out: &mut String) {
+        match *self {
+            Part::Text(s) => out.push_str(s),
+            Part::Unsigned(n) => push_decimal(n, out),
+            Part::Signed(n) => {
+                if n < 0 {
+                    out.push('-');
+                }
+                push_decimal(n.unsigned_abs(), out);
+            }
+            Part::Quoted(s) => push_quoted(s, out),
+            Part::Error(e) => out.push_str(&e.message()),
+        }
+    }
+}
+
+/// What `msg!` expands to: the parts appended in order.
+pub(crate) fn build(parts: &[Part<'_>]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        part.push_to(&mut out);
+    }
+    out
+}
+
 /// Something `msg!` can append to a message.
 pub(crate) trait Piece {
-    fn push_to(&self, out: &mut String);
+    fn part(&self) -> Part<'_>;
+
+    fn push_to(&self, out: &mut String) {
+        self.part().push_to(out);
+    }
 }
 
 impl Piece for str {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(self);
+    fn part(&self) -> Part<'_> {
+        Part::Text(self)
     }
 }
 
 impl Piece for String {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(self);
+    fn part(&self) -> Part<'_> {
+        Part::Text(self)
     }
 }
 
 impl<T: Piece + ?Sized> Piece for &T {
-    fn push_to(&self, out: &mut String) {
-        (**self).push_to(out);
+    fn part(&self) -> Part<'_> {
+        (**self).part()
     }
 }
 
 impl Piece for Error {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(&self.message());
+    fn part(&self) -> Part<'_> {
+        Part::Error(self)
     }
 }
 
@@ -171,8 +209,8 @@ fn push_decimal(mut n: u64, out: &mut String) {
 macro_rules! unsigned_piece {
     ($($t:ty),+) => {$(
         impl Piece for $t {
-            fn push_to(&self, out: &mut String) {
-                push_decimal(*self as u64, out);
+            fn part(&self) -> Part<'_> {
+                Part::Unsigned(*self as u64)
             }
         }
     )+};
@@ -180,11 +218,8 @@ macro_rules! unsigned_piece {
 unsigned_piece!(u16, u32, u64, usize);
 
 impl Piece for i64 {
-    fn push_to(&self, out: &mut String) {
-        if *self < 0 {
-            out.push('-');
-        }
-        push_decimal(self.unsigned_abs(), out);
+    fn part(&self) -> Part<'_> {
+        Part::Signed(*self)
     }
 }
 
@@ -194,28 +229,32 @@ impl Piece for i64 {
 pub(crate) struct Quoted<'a>(pub &'a str);
 
 impl Piece for Quoted<'_> {
-    fn push_to(&self, out: &mut String) {
-        out.push('"');
-        for c in self.0.chars() {
-            match c {
-                '"' | '\\' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\0' => out.push_str("\\0"),
-                c if c.is_control() => {
-                    out.push_str("\\u{");
-                    push_hex(c as u32, out);
-                    out.push('}');
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
+    fn part(&self) -> Part<'_> {
+        Part::Quoted(self.0)
     }
+}
+
+fn push_quoted(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => {
+                out.push_str("\\u{");
+                push_hex(c as u32, out);
+                out.push('}');
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Lowercase hex digits of `n` without leading zeros, as `{:x}` prints them.
