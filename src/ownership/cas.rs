@@ -138,13 +138,15 @@ impl<E: Env> Store<E> {
         (status, classify_put(key, answer))
     }
 
-    /// A DELETE (probe cleanup), classified like a PUT.
-    pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> PutAnswer {
+    /// A DELETE (the probe's), classified like a PUT, with its status like `put_cas_status`.
+    pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> (u16, PutAnswer) {
         let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {
             Ok(req) => req,
-            Err(e) => return PutAnswer::Refused(e),
+            Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        classify_put(key, self.env.send(req, Some(self.timeout(budget))).await)
+        let answer = self.env.send(req, Some(self.timeout(budget))).await;
+        let status = answer.as_ref().map_or(0, |r| r.status);
+        (status, classify_put(key, answer))
     }
 
     /// Reports how a write that needed readbacks was settled.

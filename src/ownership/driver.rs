@@ -16,7 +16,8 @@ use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, 
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
-use crate::ownership::probe::ProbeReport;
+use crate::ownership::join::join_all;
+use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -193,11 +194,38 @@ impl<E: Env> S3Ownership<E> {
     /// Qualifies the store: conditional writes honoured alone and under concurrency. Runs the probe anew
     /// and caches its verdict for this instance.
     pub async fn probe(&self) -> Result<ProbeReport> {
-        let verdict = crate::ownership::probe::probe(&self.store, &self.config.prefix, self.budget()).await;
+        let verdict = self.run_probe().await;
         if !matches!(&verdict, Err(Error::Transport(_))) {
             self.state.borrow_mut().probed = Some(verdict.clone());
         }
         verdict
+    }
+
+    /// Steps the probe's machine: sends what it asks for (each batch concurrently) and hands it the answers.
+    async fn run_probe(&self) -> Result<ProbeReport> {
+        let (store, budget) = (&self.store, self.budget());
+        let (mut probe, mut next) = Probe::new(&self.config.prefix, [store.nonce(), store.nonce(), store.nonce()]);
+        loop {
+            let requests = match next {
+                Next::Send(requests) => requests,
+                Next::Done(report) => return Ok(report),
+                Next::Failed(e) => return Err(e),
+            };
+            let answers = join_all(requests.into_iter().map(|request| async move {
+                match request {
+                    Request::Put { key, guard, body } => {
+                        let (status, answer) = store.put_cas_status(&key, &guard, body, budget).await;
+                        Answer::Written(status, answer)
+                    }
+                    Request::Get { key } => Answer::Read(store.get(&key, budget).await.map(|found| found.map(|(_, etag)| etag))),
+                    Request::Delete { key, guard } => {
+                        let (status, answer) = store.delete(&key, guard.as_ref(), budget).await;
+                        Answer::Written(status, answer)
+                    }
+                }
+            }));
+            next = probe.step(answers.await);
+        }
     }
 
     /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).

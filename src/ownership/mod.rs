@@ -1,7 +1,7 @@
 //! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `json` (their codec),
-//! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation) — take everything as
-//! arguments. `cas` is the bucket layer (GET, conditional PUT, settling ambiguous writes by readback); `S3Ownership` (in
-//! `driver`) sequences them over an [`crate::env::Env`].
+//! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation), `probe` (the store probe's
+//! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
+//! ambiguous writes by readback); `S3Ownership` (in `driver`) sequences them over an [`crate::env::Env`].
 
 pub mod cas;
 mod claims;
@@ -9,6 +9,7 @@ pub mod decide;
 mod driver;
 pub mod ids;
 pub mod json;
+mod join;
 mod known;
 pub mod lease;
 pub mod probe;

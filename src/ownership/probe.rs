@@ -3,15 +3,14 @@
 //! the rest of the library copes with (404 vs 412 for `If-Match` on a missing key, conditional DELETE,
 //! ETag quoting). A violation is `store-violation` naming the step; ambiguity is retried on fresh keys a
 //! few times and then reported as `transport`, never as a pass.
+//!
+//! It is a pure machine: [`Probe::step`] takes the answers to the requests it last asked for and says
+//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the driver
+//! (`S3Ownership::probe`) sends the requests and the nonces come in as data.
 
 use crate::prelude::*;
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
 
-use crate::env::Env;
 use crate::error::{msg, Error, Failure, Result};
-use crate::ownership::cas::{Budget, Store};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 
@@ -20,8 +19,8 @@ pub const BURST: usize = 16;
 /// Bursts of each kind: a racy store must produce exactly one winner every time, and one lucky burst
 /// must not qualify it.
 pub const BURST_ROUNDS: usize = 5;
-/// Attempts on fresh keys before ambiguity is reported as `transport`.
-const ATTEMPTS: usize = 3;
+/// Attempts on fresh keys before ambiguity is reported as `transport`: one nonce each.
+pub const ATTEMPTS: usize = 3;
 
 /// What the probe learnt about a store that passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,11 +33,218 @@ pub struct ProbeReport {
     pub etag_quoted: bool,
 }
 
-/// Why one attempt stopped: the store lied (final) or answered ambiguously (worth a fresh attempt).
+/// One request the probe asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// A conditional PUT.
+    Put { key: String, guard: CasGuard, body: Vec<u8> },
+    /// A GET; only the ETag matters.
+    Get { key: String },
+    /// A DELETE, conditional when guarded.
+    Delete { key: String, guard: Option<CasGuard> },
+}
+
+/// The answer to one [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// To a PUT or DELETE: the HTTP status (0 when there was none) and the answer classified.
+    Written(u16, PutAnswer),
+    /// To a GET: the ETag, or `None` when the key is absent.
+    Read(Result<Option<String>>),
+}
+
+/// What the driver must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Send these concurrently, then hand [`Probe::step`] their answers in the same order.
+    Send(Vec<Request>),
+    /// The store passed. The probe is over.
+    Done(ProbeReport),
+    /// The verdict is this error. The probe is over.
+    Failed(Error),
+}
+
+/// Where an attempt stands: each phase waits for the answers to the requests it sent.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// `If-None-Match` on the fresh key: must apply.
+    Create,
+    /// The same again: must not.
+    CreateAgain,
+    /// `If-Match` the create's ETag: must apply.
+    UpdateCurrent,
+    /// `If-Match` the create's ETag again, now stale: must not.
+    UpdateStale,
+    /// A round's concurrent creates on a fresh key: exactly one may apply.
+    Creates(usize),
+    /// The read of that key, for its ETag.
+    Read(usize),
+    /// The round's concurrent updates `If-Match` that ETag: exactly one may apply.
+    Updates(usize),
+    /// `If-Match` on a missing key: must not apply; its status is reported.
+    IfMatchMissing,
+    /// DELETE `If-Match` a stale ETag: reported.
+    ConditionalDelete,
+    /// Best-effort DELETE of every key written (a leftover costs bytes, not safety).
+    Cleanup,
+}
+
+/// Why one attempt stopped: the store lied (final), refused (final), or answered ambiguously (worth a
+/// fresh attempt).
 enum Stop {
     Violation(Error),
     Ambiguous(String),
     Refused(Error),
+}
+
+/// The probe of one store, under one prefix (keys `probe/cas-<nonce>-*`).
+#[derive(Debug)]
+pub struct Probe {
+    prefix: String,
+    /// One per attempt not yet begun.
+    nonces: core::array::IntoIter<String, ATTEMPTS>,
+    /// This attempt's nonce, in its keys and in every body it writes (so no two bodies are equal).
+    nonce: String,
+    phase: Phase,
+    /// The first create's ETag, the guard of the single updates and of the checks after the bursts.
+    first: String,
+    etag_quoted: bool,
+    if_match_missing_status: u16,
+    conditional_delete: bool,
+}
+
+impl Probe {
+    /// A probe under `prefix`, with one random nonce per attempt; also the first requests to send.
+    pub fn new(prefix: &str, nonces: [String; ATTEMPTS]) -> (Probe, Next) {
+        let mut probe = Probe {
+            prefix: prefix.to_owned(),
+            nonces: nonces.into_iter(),
+            nonce: String::new(),
+            phase: Phase::Create,
+            first: String::new(),
+            etag_quoted: false,
+            if_match_missing_status: 0,
+            conditional_delete: false,
+        };
+        let next = probe.begin(String::new());
+        (probe, next)
+    }
+
+    /// Takes the answers to the last [`Next::Send`], in its order; a missing answer counts as no answer
+    /// (ambiguous). After `Done` or `Failed` the probe is over: do not step it again.
+    #[inline(never)]
+    pub fn step(&mut self, answers: Vec<Answer>) -> Next {
+        match self.advance(answers) {
+            Ok(next) => next,
+            Err(Stop::Violation(e) | Stop::Refused(e)) => Next::Failed(e),
+            Err(Stop::Ambiguous(detail)) => self.begin(detail),
+        }
+    }
+
+    /// A fresh attempt on fresh keys, or `transport` when none is left (`last`: why the previous stopped).
+    fn begin(&mut self, last: String) -> Next {
+        let Some(nonce) = self.nonces.next() else {
+            let detail = msg!("probe stayed ambiguous after ", ATTEMPTS, " attempts; last: ", last);
+            return Next::Failed(Error::transport(msg!(self.prefix, "probe/"), detail));
+        };
+        self.nonce = nonce;
+        self.send_put(Phase::Create, "-a", CasGuard::Absent, "create")
+    }
+
+    fn key(&self, suffix: &str) -> String {
+        msg!(self.prefix, "probe/cas-", self.nonce, suffix)
+    }
+
+    fn burst_key(&self, round: usize) -> String {
+        self.key(&msg!("-b", round))
+    }
+
+    fn put(&self, suffix: &str, guard: CasGuard, tag: &str) -> Request {
+        let body = msg!("{\"probe\":\"", tag, "\",\"nonce\":\"", self.nonce, "\"}").into_bytes();
+        Request::Put { key: self.key(suffix), guard, body }
+    }
+
+    fn send_put(&mut self, phase: Phase, suffix: &str, guard: CasGuard, tag: &str) -> Next {
+        self.phase = phase;
+        Next::Send(vec![self.put(suffix, guard, tag)])
+    }
+
+    fn on_first(&self) -> CasGuard {
+        CasGuard::Match(self.first.clone())
+    }
+
+    /// A round's burst: `guard` absent for its creates, the read ETag for its updates.
+    fn send_burst(&mut self, phase: Phase, round: usize, guard: CasGuard, tag: &str) -> Next {
+        self.phase = phase;
+        let suffix = msg!("-b", round);
+        Next::Send((0..BURST).map(|i| self.put(&suffix, guard.clone(), &msg!(tag, "-", i))).collect())
+    }
+
+    fn advance(&mut self, answers: Vec<Answer>) -> core::result::Result<Next, Stop> {
+        let mut answers = answers.into_iter();
+        Ok(match self.phase {
+            Phase::Create => {
+                self.first = applied("create", written(answers.next()).1)?;
+                self.send_put(Phase::CreateAgain, "-a", CasGuard::Absent, "again")
+            }
+            Phase::CreateAgain => {
+                rejected("create-again", written(answers.next()).1)?;
+                self.send_put(Phase::UpdateCurrent, "-a", self.on_first(), "update")
+            }
+            Phase::UpdateCurrent => {
+                self.etag_quoted = applied("update-current", written(answers.next()).1)?.starts_with('"');
+                self.send_put(Phase::UpdateStale, "-a", self.on_first(), "stale")
+            }
+            Phase::UpdateStale => {
+                rejected("update-stale", written(answers.next()).1)?;
+                self.send_burst(Phase::Creates(0), 0, CasGuard::Absent, "create")
+            }
+            Phase::Creates(round) => {
+                count_burst("concurrent-create", answers)?;
+                self.phase = Phase::Read(round);
+                Next::Send(vec![Request::Get { key: self.burst_key(round) }])
+            }
+            Phase::Read(round) => match answers.next() {
+                Some(Answer::Read(Ok(Some(etag)))) => self.send_burst(Phase::Updates(round), round, CasGuard::Match(etag), "update"),
+                Some(Answer::Read(Ok(None))) => {
+                    return Err(violation("concurrent-create", "a create applied, yet the key reads as absent".into()))
+                }
+                Some(Answer::Read(Err(e))) => return Err(Stop::Ambiguous(msg!("read after concurrent-create: ", e))),
+                _ => return Err(Stop::Ambiguous("read after concurrent-create: no answer".into())),
+            },
+            Phase::Updates(round) if round + 1 < BURST_ROUNDS => {
+                count_burst("concurrent-update", answers)?;
+                self.send_burst(Phase::Creates(round + 1), round + 1, CasGuard::Absent, "create")
+            }
+            Phase::Updates(_) => {
+                count_burst("concurrent-update", answers)?;
+                self.send_put(Phase::IfMatchMissing, "-missing", self.on_first(), "missing")
+            }
+            Phase::IfMatchMissing => {
+                self.if_match_missing_status = match written(answers.next()) {
+                    (status, PutAnswer::Rejected) => status,
+                    // Unlike the single writes, no 501 rule here: conditional writes already passed.
+                    (_, other) => return Err(unexpected("if-match-missing", other, "If-Match on a missing key was ")),
+                };
+                self.phase = Phase::ConditionalDelete;
+                Next::Send(vec![Request::Delete { key: self.key("-a"), guard: Some(self.on_first()) }])
+            }
+            Phase::ConditionalDelete => {
+                self.conditional_delete = matches!(written(answers.next()).1, PutAnswer::Rejected);
+                self.phase = Phase::Cleanup;
+                let mut keys = vec![self.key("-a")];
+                keys.extend((0..BURST_ROUNDS).map(|round| self.burst_key(round)));
+                keys.push(self.key("-missing"));
+                Next::Send(keys.into_iter().map(|key| Request::Delete { key, guard: None }).collect())
+            }
+            // The verdict was known before the cleanup: its answers change nothing.
+            Phase::Cleanup => Next::Done(ProbeReport {
+                if_match_missing_status: self.if_match_missing_status,
+                conditional_delete: self.conditional_delete,
+                etag_quoted: self.etag_quoted,
+            }),
+        })
+    }
 }
 
 fn violation(step: &str, detail: String) -> Stop {
@@ -55,63 +261,56 @@ fn describe(a: &PutAnswer) -> String {
     }
 }
 
-/// Expects the answer to be `Applied` (returning its ETag) or `Rejected`, as `want_applied` says.
-fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> core::result::Result<Option<String>, Stop> {
-    match (answer, want_applied) {
-        (PutAnswer::Applied { etag }, true) => Ok(Some(etag)),
-        (PutAnswer::Rejected, false) => Ok(None),
-        (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(msg!(step, ": ", detail))),
+/// A write's answer; a missing one (or a read's) is no answer, which is ambiguous.
+fn written(answer: Option<Answer>) -> (u16, PutAnswer) {
+    match answer {
+        Some(Answer::Written(status, answer)) => (status, answer),
+        _ => (0, PutAnswer::Ambiguous { detail: "no answer".into() }),
+    }
+}
+
+/// A single write that must apply: its ETag.
+fn applied(step: &str, answer: PutAnswer) -> core::result::Result<String, Stop> {
+    match answer {
+        PutAnswer::Applied { etag } => Ok(etag),
+        other => Err(single_failed(step, other, "a write that must apply was ")),
+    }
+}
+
+/// A single write whose condition did not hold.
+fn rejected(step: &str, answer: PutAnswer) -> core::result::Result<(), Stop> {
+    match answer {
+        PutAnswer::Rejected => Ok(()),
+        other => Err(single_failed(step, other, "a write whose condition did not hold was ")),
+    }
+}
+
+fn single_failed(step: &str, answer: PutAnswer, lead: &str) -> Stop {
+    match answer {
+        PutAnswer::Refused(Error::Request(r)) if r.status == 501 => {
+            violation(step, msg!("the store does not implement conditional writes: 501 ", r.code, ": ", r.message))
+        }
+        other => unexpected(step, other, lead),
+    }
+}
+
+/// Not the answer wanted: ambiguity and 409 are inconclusive, a refusal is final, anything else a lie.
+fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
+    match answer {
+        PutAnswer::Ambiguous { detail } => Stop::Ambiguous(msg!(step, ": ", detail)),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
-        (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(msg!(step, ": 409 ", code))),
-        (PutAnswer::Refused(Error::Request(r)), _) if r.status == 501 => {
-            Err(violation(step, msg!("the store does not implement conditional writes: 501 ", r.code, ": ", r.message)))
-        }
-        (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
-        (other, true) => Err(violation(step, msg!("a write that must apply was ", describe(&other)))),
-        (other, false) => Err(violation(step, msg!("a write whose condition did not hold was ", describe(&other)))),
+        PutAnswer::Conflict { code } => Stop::Ambiguous(msg!(step, ": 409 ", code)),
+        PutAnswer::Refused(e) => Stop::Refused(e),
+        other => violation(step, msg!(lead, describe(&other))),
     }
 }
 
-/// Runs futures concurrently on the caller's executor and collects their outputs in order.
-struct JoinAll<F: Future> {
-    futures: Vec<Pin<Box<F>>>,
-    outputs: Vec<Option<F::Output>>,
-}
-
-// The futures are boxed and the outputs never pinned, so moving a JoinAll is fine.
-impl<F: Future> Unpin for JoinAll<F> {}
-
-impl<F: Future> Future for JoinAll<F> {
-    type Output = Vec<F::Output>;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let mut pending = false;
-        for (fut, out) in this.futures.iter_mut().zip(this.outputs.iter_mut()) {
-            if out.is_none() {
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            return Poll::Pending;
-        }
-        Poll::Ready(this.outputs.iter_mut().map(|o| o.take().expect("every future finished")).collect())
-    }
-}
-
-fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
-    let futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let outputs = futures.iter().map(|_| None).collect();
-    JoinAll { futures, outputs }
-}
-
-/// How many answers of a burst applied; ambiguity stops the attempt (it might hide a second winner).
-fn count_burst(step: &str, answers: Vec<PutAnswer>) -> core::result::Result<usize, Stop> {
+/// How many answers of a burst applied must be exactly one; ambiguity stops the attempt (it might hide
+/// a second winner).
+fn count_burst(step: &str, mut answers: impl Iterator<Item = Answer>) -> core::result::Result<(), Stop> {
     let (mut applied, mut conflicts) = (0usize, 0usize);
-    for a in answers {
-        match a {
+    for _ in 0..BURST {
+        match written(answers.next()).1 {
             PutAnswer::Applied { .. } => applied += 1,
             PutAnswer::Rejected => {}
             PutAnswer::Conflict { .. } => conflicts += 1,
@@ -126,81 +325,5 @@ fn count_burst(step: &str, answers: Vec<PutAnswer>) -> core::result::Result<usiz
     if applied != 1 {
         return Err(violation(step, msg!(applied, " of ", BURST, " concurrent conditional writes applied; exactly 1 may")));
     }
-    Ok(applied)
-}
-
-async fn attempt<E: Env>(store: &Store<E>, base: &str, budget: Budget) -> core::result::Result<ProbeReport, Stop> {
-    let key = msg!(base, "-a");
-    let body = |tag: &str| msg!("{\"probe\":\"", tag, "\",\"nonce\":\"", store.nonce(), "\"}").into_bytes();
-    // The four single writes, in order: (step, body tag, guard is the first write's ETag, must apply).
-    // One awaited write in a loop instead of four written out: each would be a copy of its state machine.
-    const SINGLES: [(&str, &str, bool, bool); 4] = [
-        ("create", "create", false, true),
-        ("create-again", "again", false, false),
-        ("update-current", "update", true, true),
-        ("update-stale", "stale", true, false),
-    ];
-    let mut etags: Vec<String> = Vec::new();
-    for (step, tag, on_first, want_applied) in SINGLES {
-        let guard = match (on_first, etags.first()) {
-            (true, Some(first)) => CasGuard::Match(first.clone()),
-            _ => CasGuard::Absent,
-        };
-        if let Some(etag) = expect(step, store.put_cas(&key, &guard, body(tag), budget).await, want_applied)? {
-            etags.push(etag);
-        }
-    }
-    // Both writes that must apply returned an ETag (`expect` answers one for an applied write).
-    let [first, second] = etags.as_slice() else {
-        return Err(violation("update-current", "a write that must apply answered no ETag".into()));
-    };
-
-    let mut scratch = vec![key.clone()];
-    for round in 0..BURST_ROUNDS {
-        let burst_key = msg!(base, "-b", round);
-        scratch.push(burst_key.clone());
-        // The creates race on an absent key; the updates on the token the winning create left.
-        let mut guard = CasGuard::Absent;
-        for (step, tag) in [("concurrent-create", "create"), ("concurrent-update", "update")] {
-            let writes = (0..BURST).map(|i| store.put_cas(&burst_key, &guard, body(&msg!(tag, "-", i)), budget));
-            count_burst(step, join_all(writes).await)?;
-            if let CasGuard::Match(_) = guard {
-                break;
-            }
-            guard = match store.get(&burst_key, budget).await {
-                Ok(Some((_, etag))) => CasGuard::Match(etag),
-                Ok(None) => return Err(violation(step, "a create applied, yet the key reads as absent".into())),
-                Err(e) => return Err(Stop::Ambiguous(msg!("read after ", step, ": ", e))),
-            };
-        }
-    }
-
-    // Variants, reported without failing.
-    let missing = msg!(base, "-missing");
-    let if_match_missing_status = match store.put_cas_status(&missing, &CasGuard::Match(first.clone()), body("missing"), budget).await {
-        (status, PutAnswer::Rejected) => status,
-        (_, PutAnswer::Ambiguous { detail }) => return Err(Stop::Ambiguous(msg!("if-match-missing: ", detail))),
-        (_, PutAnswer::Conflict { code }) => return Err(Stop::Ambiguous(msg!("if-match-missing: 409 ", code))),
-        (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
-        (_, other) => return Err(violation("if-match-missing", msg!("If-Match on a missing key was ", describe(&other)))),
-    };
-    let conditional_delete = matches!(store.delete(&key, Some(&CasGuard::Match(first.clone())), budget).await, PutAnswer::Rejected);
-    scratch.push(missing);
-    // Cleanup is best effort (a leftover probe key costs bytes, not safety), and concurrent.
-    join_all(scratch.iter().map(|k| store.delete(k, None, budget))).await;
-    Ok(ProbeReport { if_match_missing_status, conditional_delete, etag_quoted: second.starts_with('"') })
-}
-
-/// Runs the probe under `prefix` (keys `probe/cas-<nonce>-*`).
-pub async fn probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<ProbeReport> {
-    let mut last = String::new();
-    for _ in 0..ATTEMPTS {
-        let base = msg!(prefix, "probe/cas-", store.nonce());
-        match attempt(store, &base, budget).await {
-            Ok(report) => return Ok(report),
-            Err(Stop::Violation(e)) | Err(Stop::Refused(e)) => return Err(e),
-            Err(Stop::Ambiguous(detail)) => last = detail,
-        }
-    }
-    Err(Error::transport(msg!(prefix, "probe/"), msg!("probe stayed ambiguous after ", ATTEMPTS, " attempts; last: ", last)))
+    Ok(())
 }
