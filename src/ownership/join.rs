@@ -31,12 +31,22 @@ impl<F: Future> Future for JoinAll<F> {
         if pending {
             return Poll::Pending;
         }
-        Poll::Ready(this.outputs.iter_mut().filter_map(Option::take).collect())
+        // Plain loops here and below: iterator adapters would each be monomorphised into the wasm.
+        let mut outputs = Vec::with_capacity(this.outputs.len());
+        for out in this.outputs.iter_mut() {
+            if let Some(v) = out.take() {
+                outputs.push(v);
+            }
+        }
+        Poll::Ready(outputs)
     }
 }
 
 pub fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
-    let futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let outputs = futures.iter().map(|_| None).collect();
-    JoinAll { futures, outputs }
+    let mut all = JoinAll { futures: Vec::new(), outputs: Vec::new() };
+    for future in futures {
+        all.futures.push(Box::pin(future));
+        all.outputs.push(None);
+    }
+    all
 }
