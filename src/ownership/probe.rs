@@ -432,7 +432,7 @@ mod tests {
                     }
                     Request::Get { key } => Answer::Read(Ok(self.objects.get(key).cloned())),
                     Request::Delete { key, guard } => {
-                        if guard.as_ref().map_or(true, |g| self.holds(key, g)) {
+                        if guard.as_ref().is_none_or(|g| self.holds(key, g)) {
                             self.objects.remove(key);
                             put(204, PutAnswer::Applied { etag: String::new() })
                         } else {
@@ -604,7 +604,7 @@ mod tests {
         // A whole burst answering 409: no winner is no answer, not a lie.
         let mut store = fake();
         store.fault = |n, r| {
-            (n >= 4 && n < 4 + BURST && key_of(r).starts_with("t/probe/cas-n0-b0"))
+            ((4..4 + BURST).contains(&n) && key_of(r).starts_with("t/probe/cas-n0-b0"))
                 .then(|| put(409, PutAnswer::Conflict { code: "OperationAborted".into() }))
         };
         assert!(run(&mut store).is_ok());
