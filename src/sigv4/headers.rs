@@ -32,9 +32,11 @@ fn is_reserved(lower: &str) -> bool {
     )
 }
 
-/// RFC 9110 `tchar`.
+/// RFC 9110 `tchar`. A `match`, not `b"!#$…".contains(&b)`: at opt-level "z" that is a `memchr` call
+/// per byte of every header name.
 pub(crate) fn is_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    b.is_ascii_alphanumeric()
+        || matches!(b, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~')
 }
 
 /// Trims spaces/tabs and folds inner runs of them into one space.
