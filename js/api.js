@@ -130,13 +130,21 @@ function headerFields(h, what) {
   return out;
 }
 
+/** The last region, service, key id, secret and token as given, and them checked and packed: a client
+ * passes the same five strings call after call, and comparing is cheaper than checking and packing. */
+let scope = {};
+
 /** The fixed fields, then `headers` (from headerFields), for signIo / presignIo. */
 function pack(o, method, url, headers, datetimeText) {
-  return (
-    method + SEP + url + SEP + nonEmpty(o.region, "region") + SEP + nonEmpty(str(o.service, "service", "s3"), "service") +
-    SEP + nonEmpty(o.accessKeyId, "accessKeyId") + SEP + nonEmpty(o.secretAccessKey, "secretAccessKey") +
-    SEP + str(o.sessionToken, "sessionToken", "") + SEP + datetimeText + headers
-  );
+  const { region, service, accessKeyId, secretAccessKey, sessionToken } = o;
+  let s = scope;
+  if (s.packed === undefined || region !== s.region || service !== s.service || accessKeyId !== s.accessKeyId || secretAccessKey !== s.secretAccessKey || sessionToken !== s.sessionToken) {
+    const packed =
+      nonEmpty(region, "region") + SEP + nonEmpty(str(service, "service", "s3"), "service") + SEP + nonEmpty(accessKeyId, "accessKeyId") +
+      SEP + nonEmpty(secretAccessKey, "secretAccessKey") + SEP + str(sessionToken, "sessionToken", "");
+    s = scope = { region, service, accessKeyId, secretAccessKey, sessionToken, packed };
+  }
+  return method + SEP + url + SEP + s.packed + SEP + datetimeText + headers;
 }
 
 /** datetime as packed text: ISO-8601 basic as given, or "" (the time is then passed as Unix ms). */

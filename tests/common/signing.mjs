@@ -186,6 +186,26 @@ export function signingChecks(ctx) {
     equal(api.signRequest({ ...S3_EXAMPLE, url: new URL(url) }).url, url, "a URL object's href, when it is what was signed");
   });
 
+  check("each call signs with its own credentials, region and service, whatever the call before used", () => {
+    const req = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt" };
+    const auth = (o) => api.signRequest(o).headers.authorization;
+    const first = auth(req);
+    const variants = [
+      { ...req, secretAccessKey: "other" }, { ...req, accessKeyId: "AKIDOTHER" }, { ...req, region: "eu-west-1" },
+      { ...req, service: "iam" }, { ...req, sessionToken: "tok" }, { ...req, service: undefined, region: "us-east-1" },
+    ];
+    const seen = new Set([first]);
+    for (const v of variants) {
+      const a = auth(v);
+      if (v.service === undefined) equal(a, first, "service defaults to s3");
+      else if (seen.has(a)) fail(`same signature after changing ${JSON.stringify(v)}`);
+      seen.add(a);
+      equal(auth(req), first, "the first request again");
+      expectInvalid(() => api.signRequest({ ...v, region: "" }), "region", "an empty region after a valid one");
+      equal(auth(v), a, "the variant again, after an invalid call");
+    }
+  });
+
   check("S3 example: presigned GET", () => {
     const url = api.presignUrl({ ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", expiresIn: 86400 });
     const q = new URL(url).searchParams;
