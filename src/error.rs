@@ -6,39 +6,56 @@
 use crate::prelude::*;
 use core::fmt;
 
-/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order, each pushed
-/// by `Piece` (strings, unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without
-/// pulling `core::fmt` into the wasm.
+/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order (strings,
+/// unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without pulling `core::fmt` into the
+/// wasm. Each call site only lists its pieces; one out-of-line `build` appends them, so the ~100 messages
+/// do not each inline their own pushes.
 macro_rules! msg {
-    ($($piece:expr),+ $(,)?) => {{
-        let mut out = alloc::string::String::new();
-        $($crate::error::Piece::push_to(&$piece, &mut out);)+
-        out
-    }};
+    ($($piece:expr),+ $(,)?) => {
+        $crate::error::build(&[$($crate::error::Piece::part(&$piece)),+])
+    };
 }
 pub(crate) use msg;
 
-/// What went wrong, with the key or input it concerns.
+/// What went wrong, with the key or input it concerns. Every payload is one `Box` (even a lone
+/// `String`): the async operations move `Result`s between their states, and an `Error` the size of a
+/// pointer and a tag keeps those moves, and so the wasm, small.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The caller passed something unusable (an id, a URL, a credential, an option); nothing was sent.
-    InvalidInput(String),
+    InvalidInput(Box<String>),
     /// The store refused our credentials or signature (401/403, or a signature error code).
-    Auth { key: String, status: u16, code: String, message: String },
+    Auth(Box<Refusal>),
     /// The store refused the request as malformed or unsupported (other 4xx, redirects).
-    Request { key: String, status: u16, code: String, message: String },
+    Request(Box<Refusal>),
     /// The request could not be completed and nothing was written (reads, or writes known not to apply).
-    Transport { key: String, detail: String },
+    Transport(Box<Failure>),
     /// A conditional write may or may not have landed, and reading back could not settle it.
-    Ambiguous { key: String, detail: String },
+    Ambiguous(Box<Failure>),
     /// A record in the bucket does not decode as what its key says it is.
-    CorruptRecord { key: String, detail: String },
-    /// The store broke the conditional-write contract (see `probe()`).
-    StoreViolation { step: String, detail: String },
+    CorruptRecord(Box<Failure>),
+    /// The store broke the conditional-write contract (see `probe()`); `key` is the probe's step.
+    StoreViolation(Box<Failure>),
     /// This node holds no valid lease, so it may not claim or act as an owner.
-    NotLeased(String),
+    NotLeased(Box<String>),
     /// This node's lease was lost (replaced, or renewed too late): its claims are void.
-    Fenced(String),
+    Fenced(Box<String>),
+}
+
+/// The store's refusal of one request: its status and S3 error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub key: String,
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+/// Where something failed (a key, or a probe step) and what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub key: String,
+    pub detail: String,
 }
 
 impl Error {
@@ -46,19 +63,35 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "invalid-input",
-            Error::Auth { .. } => "auth",
-            Error::Request { .. } => "request",
-            Error::Transport { .. } => "transport",
-            Error::Ambiguous { .. } => "ambiguous",
-            Error::CorruptRecord { .. } => "corrupt-record",
-            Error::StoreViolation { .. } => "store-violation",
+            Error::Auth(_) => "auth",
+            Error::Request(_) => "request",
+            Error::Transport(_) => "transport",
+            Error::Ambiguous(_) => "ambiguous",
+            Error::CorruptRecord(_) => "corrupt-record",
+            Error::StoreViolation(_) => "store-violation",
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
         }
     }
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
-        Error::InvalidInput(msg.into())
+        Error::InvalidInput(Box::new(msg.into()))
+    }
+
+    pub(crate) fn not_leased(why: String) -> Self {
+        Error::NotLeased(Box::new(why))
+    }
+
+    pub(crate) fn fenced(why: String) -> Self {
+        Error::Fenced(Box::new(why))
+    }
+
+    pub(crate) fn transport(key: String, detail: String) -> Self {
+        Error::Transport(Box::new(Failure { key, detail }))
+    }
+
+    pub(crate) fn ambiguous(key: String, detail: String) -> Self {
+        Error::Ambiguous(Box::new(Failure { key, detail }))
     }
 }
 
@@ -66,21 +99,17 @@ impl Error {
     /// The human-readable text (what JS sees as `error.message`).
     pub fn message(&self) -> String {
         match self {
-            Error::InvalidInput(m) => msg!("invalid input: ", m),
-            Error::Auth { key, status, code, message } => {
-                msg!("store refused credentials for ", key, ": ", status, " ", code, ": ", message)
+            Error::InvalidInput(m) => msg!("invalid input: ", **m),
+            Error::Auth(r) => {
+                msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
             }
-            Error::Request { key, status, code, message } => {
-                msg!("store refused request for ", key, ": ", status, " ", code, ": ", message)
-            }
-            Error::Transport { key, detail } => msg!("transport failure on ", key, ": ", detail),
-            Error::Ambiguous { key, detail } => msg!("write to ", key, " may or may not have landed: ", detail),
-            Error::CorruptRecord { key, detail } => msg!("corrupt record at ", key, ": ", detail),
-            Error::StoreViolation { step, detail } => {
-                msg!("store violates conditional writes at step ", step, ": ", detail)
-            }
-            Error::NotLeased(m) => msg!("no valid lease: ", m),
-            Error::Fenced(m) => msg!("fenced: ", m),
+            Error::Request(r) => msg!("store refused request for ", r.key, ": ", r.status, " ", r.code, ": ", r.message),
+            Error::Transport(f) => msg!("transport failure on ", f.key, ": ", f.detail),
+            Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.detail),
+            Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.detail),
+            Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.detail),
+            Error::NotLeased(m) => msg!("no valid lease: ", **m),
+            Error::Fenced(m) => msg!("fenced: ", **m),
         }
     }
 }
@@ -94,32 +123,71 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// One piece of a message, as `build` appends it.
+pub(crate) enum Part<'a> {
+    Text(&'a str),
+    Unsigned(u64),
+    Signed(i64),
+    Quoted(&'a str),
+    Error(&'a Error),
+}
+
+impl Part<'_> {
+    fn push_to(&self, out: &mut String) {
+        match *self {
+            Part::Text(s) => out.push_str(s),
+            Part::Unsigned(n) => push_decimal(n, out),
+            Part::Signed(n) => {
+                if n < 0 {
+                    out.push('-');
+                }
+                push_decimal(n.unsigned_abs(), out);
+            }
+            Part::Quoted(s) => push_quoted(s, out),
+            Part::Error(e) => out.push_str(&e.message()),
+        }
+    }
+}
+
+/// What `msg!` expands to: the parts appended in order.
+pub(crate) fn build(parts: &[Part<'_>]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        part.push_to(&mut out);
+    }
+    out
+}
+
 /// Something `msg!` can append to a message.
 pub(crate) trait Piece {
-    fn push_to(&self, out: &mut String);
+    fn part(&self) -> Part<'_>;
+
+    fn push_to(&self, out: &mut String) {
+        self.part().push_to(out);
+    }
 }
 
 impl Piece for str {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(self);
+    fn part(&self) -> Part<'_> {
+        Part::Text(self)
     }
 }
 
 impl Piece for String {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(self);
+    fn part(&self) -> Part<'_> {
+        Part::Text(self)
     }
 }
 
 impl<T: Piece + ?Sized> Piece for &T {
-    fn push_to(&self, out: &mut String) {
-        (**self).push_to(out);
+    fn part(&self) -> Part<'_> {
+        (**self).part()
     }
 }
 
 impl Piece for Error {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(&self.message());
+    fn part(&self) -> Part<'_> {
+        Part::Error(self)
     }
 }
 
@@ -141,8 +209,8 @@ fn push_decimal(mut n: u64, out: &mut String) {
 macro_rules! unsigned_piece {
     ($($t:ty),+) => {$(
         impl Piece for $t {
-            fn push_to(&self, out: &mut String) {
-                push_decimal(*self as u64, out);
+            fn part(&self) -> Part<'_> {
+                Part::Unsigned(*self as u64)
             }
         }
     )+};
@@ -150,11 +218,8 @@ macro_rules! unsigned_piece {
 unsigned_piece!(u16, u32, u64, usize);
 
 impl Piece for i64 {
-    fn push_to(&self, out: &mut String) {
-        if *self < 0 {
-            out.push('-');
-        }
-        push_decimal(self.unsigned_abs(), out);
+    fn part(&self) -> Part<'_> {
+        Part::Signed(*self)
     }
 }
 
@@ -164,28 +229,32 @@ impl Piece for i64 {
 pub(crate) struct Quoted<'a>(pub &'a str);
 
 impl Piece for Quoted<'_> {
-    fn push_to(&self, out: &mut String) {
-        out.push('"');
-        for c in self.0.chars() {
-            match c {
-                '"' | '\\' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\0' => out.push_str("\\0"),
-                c if c.is_control() => {
-                    out.push_str("\\u{");
-                    push_hex(c as u32, out);
-                    out.push('}');
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
+    fn part(&self) -> Part<'_> {
+        Part::Quoted(self.0)
     }
+}
+
+fn push_quoted(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => {
+                out.push_str("\\u{");
+                push_hex(c as u32, out);
+                out.push('}');
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Lowercase hex digits of `n` without leading zeros, as `{:x}` prints them.
@@ -204,7 +273,7 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
-    use super::{Error, Quoted};
+    use super::{Error, Quoted, Refusal};
 
     #[test]
     fn quoted_escapes_what_debug_escapes_in_ascii() {
@@ -225,8 +294,15 @@ mod tests {
     }
 
     #[test]
+    fn an_error_is_a_tag_and_a_pointer() {
+        // A payload added unboxed would grow every Result the async operations carry.
+        assert_eq!(core::mem::size_of::<Error>(), 2 * core::mem::size_of::<usize>());
+    }
+
+    #[test]
     fn display_is_the_message() {
-        let e = Error::Auth { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        let r = Refusal { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        let e = Error::Auth(Box::new(r));
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());
         assert_eq!(msg!("x ", String::from("y"), " ", e), format!("x y {e}"));

@@ -34,7 +34,7 @@ mod bindings;
 #[allow(unsafe_code)] // the allocator: the one module with unsafe code of its own
 mod heap;
 
-pub use error::{Error, Result};
+pub use error::{Error, Failure, Refusal, Result};
 
 /// A panic is a bug, and the wasm instance cannot go on after one: trap at once, with no message (the
 /// message formatting is what std's handler costs). Left out when the browser tests link std, whose own

@@ -130,10 +130,8 @@ proptest! {
             status => match got {
                 PutAnswer::Refused(e) => {
                     prop_assert!(["auth", "request"].contains(&e.code()), "{e:?}");
-                    if let celld_edge::Error::Auth { status: s, code: c, message: m, .. }
-                    | celld_edge::Error::Request { status: s, code: c, message: m, .. } = e
-                    {
-                        prop_assert_eq!((s, c, m), (status, code, message));
+                    if let celld_edge::Error::Auth(r) | celld_edge::Error::Request(r) = e {
+                        prop_assert_eq!((r.status, r.code, r.message), (status, code, message));
                     }
                 }
                 other => prop_assert!(false, "status {status} must be refused, got {other:?}"),

@@ -36,10 +36,10 @@ impl Settled {
         match self {
             Settled::Applied { .. } => Ok(CasOutcome::Applied),
             Settled::Rejected => Ok(CasOutcome::Rejected),
-            Settled::Superseded => Err(Error::Ambiguous {
-                key: key.to_owned(),
-                detail: "an ambiguous attempt may have landed before another writer replaced it".into(),
-            }),
+            Settled::Superseded => Err(Error::ambiguous(
+                key.to_owned(),
+                "an ambiguous attempt may have landed before another writer replaced it".into(),
+            )),
         }
     }
 }
@@ -110,7 +110,7 @@ impl<E: Env> Store<E> {
                     attempt += 1;
                     if attempt > READ_RETRIES {
                         let detail = msg!(detail, " (gave up after ", attempt, " attempts)");
-                        return Err(Error::Transport { key: key.to_owned(), detail });
+                        return Err(Error::transport(key.to_owned(), detail));
                     }
                     // Full jitter over an exponential window: 50, 100, 200 ms.
                     let window = 50u64 << (attempt - 1);
@@ -195,7 +195,7 @@ impl<E: Env> Store<E> {
                 PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
                 PutAnswer::Refused(e) if ambiguity.is_some() => {
                     let detail = msg!("an earlier attempt was ambiguous, then the store refused: ", e);
-                    return Err(Error::Ambiguous { key: key.to_owned(), detail });
+                    return Err(Error::ambiguous(key.to_owned(), detail));
                 }
                 PutAnswer::Refused(e) => return Err(e),
             }
@@ -204,11 +204,11 @@ impl<E: Env> Store<E> {
                 return Err(match ambiguity {
                     Some(d) => {
                         let detail = msg!("still unsettled after ", MAX_RECONCILES, " readbacks; last: ", d);
-                        Error::Ambiguous { key, detail }
+                        Error::ambiguous(key, detail)
                     }
                     None => {
                         let detail = msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks");
-                        Error::Transport { key, detail }
+                        Error::transport(key, detail)
                     }
                 });
             }
@@ -216,7 +216,7 @@ impl<E: Env> Store<E> {
                 Ok(current) => current,
                 Err(e) if ambiguity.is_some() => {
                     let detail = msg!("readback failed: ", e);
-                    return Err(Error::Ambiguous { key: key.to_owned(), detail });
+                    return Err(Error::ambiguous(key.to_owned(), detail));
                 }
                 Err(e) => return Err(e),
             };

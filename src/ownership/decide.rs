@@ -3,7 +3,7 @@
 //! (not read now) a claim may write over without reading first: only those it would never need a lease for.
 
 use crate::prelude::*;
-use crate::error::{msg, Error, Result};
+use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::lease::peer_dead;
 use crate::ownership::records::{CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
 
@@ -53,7 +53,10 @@ pub fn after_peer_lease(
 fn next_epoch(rec: &OwnerRecord) -> Result<u64> {
     match rec.epoch.checked_add(1).filter(|e| *e <= MAX_EPOCH) {
         Some(e) => Ok(e),
-        None => Err(Error::CorruptRecord { key: msg!("owner record at epoch ", rec.epoch), detail: "epoch cannot advance past 2^53 - 1".into() }),
+        None => Err(Error::CorruptRecord(Box::new(Failure {
+            key: msg!("owner record at epoch ", rec.epoch),
+            detail: "epoch cannot advance past 2^53 - 1".into(),
+        }))),
     }
 }
 

@@ -194,7 +194,7 @@ impl<E: Env> S3Ownership<E> {
     /// and caches its verdict for this instance.
     pub async fn probe(&self) -> Result<ProbeReport> {
         let verdict = crate::ownership::probe::probe(&self.store, &self.config.prefix, self.budget()).await;
-        if !matches!(&verdict, Err(Error::Transport { .. })) {
+        if !matches!(&verdict, Err(Error::Transport(_))) {
             self.state.borrow_mut().probed = Some(verdict.clone());
         }
         verdict
@@ -347,7 +347,7 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) => {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
                     let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
-                    return Err(Error::NotLeased(msg!(
+                    return Err(Error::not_leased(msg!(
                         key, " holds a live lease from another process using node id ", Quoted(&self.config.node),
                         " (dead in ", wait, " ms); node ids must be unique per running instance"
                     )));
@@ -366,7 +366,7 @@ impl<E: Env> S3Ownership<E> {
                 state.fenced = None;
                 if self.store.env.mono_ms() >= deadline {
                     state.lease = None;
-                    return Err(Error::NotLeased(msg!("writing ", key, " took longer than the lease's authority")));
+                    return Err(Error::not_leased(msg!("writing ", key, " took longer than the lease's authority")));
                 }
                 state.lease = Some(Lease { etag, deadline });
                 drop(state);
@@ -374,7 +374,7 @@ impl<E: Env> S3Ownership<E> {
                 self.store.env.observe(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
                 Ok(())
             }
-            Settled::Rejected | Settled::Superseded => Err(Error::NotLeased(msg!(
+            Settled::Rejected | Settled::Superseded => Err(Error::not_leased(msg!(
                 key, " changed while acquiring it: another process is using node id ", Quoted(&self.config.node)
             ))),
         }
@@ -436,10 +436,10 @@ impl<E: Env> S3Ownership<E> {
     fn held_lease(&self) -> Result<(String, f64)> {
         let state = self.state.borrow();
         if let Some(why) = &state.fenced {
-            return Err(Error::Fenced(why.clone()));
+            return Err(Error::fenced(why.clone()));
         }
         let Some(lease) = &state.lease else {
-            return Err(Error::NotLeased("no lease held; call acquireLease() first".into()));
+            return Err(Error::not_leased("no lease held; call acquireLease() first".into()));
         };
         let (etag, deadline) = (lease.etag.clone(), lease.deadline);
         drop(state);
@@ -457,7 +457,7 @@ impl<E: Env> S3Ownership<E> {
         state.fenced = Some(why.to_owned());
         drop(state);
         self.store.env.observe(Event::Fenced { node: &self.config.node, reason: why });
-        Error::Fenced(why.to_owned())
+        Error::fenced(why.to_owned())
     }
 
     /// True while this node may act as an owner: it holds a lease whose self-deadline has not passed.
@@ -562,10 +562,10 @@ impl<E: Env> S3Ownership<E> {
         // Lost every round to other writers: report who holds it now.
         match self.owner(cell).await? {
             Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
-            None => Err(Error::Transport {
-                key: self.owner_key(cell),
-                detail: msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
-            }),
+            None => Err(Error::transport(
+                self.owner_key(cell),
+                msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
+            )),
         }
     }
 

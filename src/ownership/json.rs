@@ -22,6 +22,11 @@ pub struct Reader<'a> {
 /// Reads `body` as one JSON object, calling `field(name, reader)` for each member; `field` must consume
 /// exactly one value (`string`, `uint`, ..., or `skip`). Anything but whitespace after the object fails.
 pub fn object(body: &[u8], mut field: impl FnMut(&str, &mut Reader<'_>) -> Result<(), Detail>) -> Result<(), Detail> {
+    members(body, &mut field)
+}
+
+/// `object`'s loop, once in the wasm for all its callers (`dyn`: a generic copy would be inlined into each).
+fn members(body: &[u8], field: &mut dyn FnMut(&str, &mut Reader<'_>) -> Result<(), Detail>) -> Result<(), Detail> {
     let mut r = Reader { s: body, i: 0 };
     r.expect(b'{')?;
     if !r.eat(b'}') {

@@ -10,7 +10,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use crate::env::Env;
-use crate::error::{msg, Error, Result};
+use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
@@ -42,7 +42,7 @@ enum Stop {
 }
 
 fn violation(step: &str, detail: String) -> Stop {
-    Stop::Violation(Error::StoreViolation { step: step.to_owned(), detail })
+    Stop::Violation(Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail })))
 }
 
 fn describe(a: &PutAnswer) -> String {
@@ -63,8 +63,8 @@ fn expect(step: &str, answer: PutAnswer, want_applied: bool) -> core::result::Re
         (PutAnswer::Ambiguous { detail }, _) => Err(Stop::Ambiguous(msg!(step, ": ", detail))),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
         (PutAnswer::Conflict { code }, _) => Err(Stop::Ambiguous(msg!(step, ": 409 ", code))),
-        (PutAnswer::Refused(Error::Request { status: 501, code, message, .. }), _) => {
-            Err(violation(step, msg!("the store does not implement conditional writes: 501 ", code, ": ", message)))
+        (PutAnswer::Refused(Error::Request(r)), _) if r.status == 501 => {
+            Err(violation(step, msg!("the store does not implement conditional writes: 501 ", r.code, ": ", r.message)))
         }
         (PutAnswer::Refused(e), _) => Err(Stop::Refused(e)),
         (other, true) => Err(violation(step, msg!("a write that must apply was ", describe(&other)))),
@@ -202,5 +202,5 @@ pub async fn probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Re
             Err(Stop::Ambiguous(detail)) => last = detail,
         }
     }
-    Err(Error::Transport { key: msg!(prefix, "probe/"), detail: msg!("probe stayed ambiguous after ", ATTEMPTS, " attempts; last: ", last) })
+    Err(Error::transport(msg!(prefix, "probe/"), msg!("probe stayed ambiguous after ", ATTEMPTS, " attempts; last: ", last)))
 }

@@ -3,7 +3,7 @@
 //! the guard/outcome vocabulary of conditional writes.
 
 use crate::prelude::*;
-use crate::error::{msg, Error, Result};
+use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::json::{self, missing, once, ObjectWriter};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
@@ -53,7 +53,7 @@ pub enum CasOutcome {
 }
 
 fn corrupt(key: &str, detail: impl Into<String>) -> Error {
-    Error::CorruptRecord { key: key.to_owned(), detail: detail.into() }
+    Error::CorruptRecord(Box::new(Failure { key: key.to_owned(), detail: detail.into() }))
 }
 
 /// `{"node":"…","epoch":N,"nonce":"…"}`.

@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::{msg, Error};
+use crate::error::{msg, Error, Refusal};
 use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
@@ -71,11 +71,9 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
         "MissingSecurityHeader",
     ];
     let key = key.to_owned();
-    if status == 401 || status == 403 || auth_codes.contains(&code.as_str()) {
-        Error::Auth { key, status, code, message }
-    } else {
-        Error::Request { key, status, code, message }
-    }
+    let auth = status == 401 || status == 403 || auth_codes.contains(&code.as_str());
+    let refusal = Box::new(Refusal { key, status, code, message });
+    if auth { Error::Auth(refusal) } else { Error::Request(refusal) }
 }
 
 fn describe(status: u16, body: &[u8]) -> String {
