@@ -199,11 +199,9 @@ export function signRequest(opts) {
 }
 
 /**
- * The result object of signRequest, from the signer's answer `url NUL name NUL value ...`, where an empty
- * url means the one given and a one-character name below U+0020 is a code (NAME_CODES and CALLER_CODE in
- * src/bindings/sign.rs): then the header is stored under a string literal or the caller's own name
- * string, not a name sliced out of the answer (V8 stores under a fresh string key far more slowly). Sliced
- * in one pass with indexOf rather than split into an array first.
+ * The result of signRequest from the answer `url NUL name NUL value ...`: an empty url is the one given; a
+ * name below U+0020 is a code (NAME_CODES, CALLER_CODE in src/bindings/sign.rs) for a literal or the
+ * caller's own name string, which V8 stores under far faster than under a name sliced from the answer.
  */
 function signed(method, url, len) {
   const s = answer(len);
