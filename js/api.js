@@ -96,8 +96,10 @@ function checkHeader(name, value, what) {
   }
 }
 
-/** How many headers the last headerFields call packed (a module variable rather than a result object). */
+/** How many headers the last headerFields call packed, and their names as given (module variables
+ * rather than a result object). */
 let headerCount = 0;
+const headerNames = [];
 
 /**
  * Headers from a plain object, a Headers/Map, or [name, value] pairs, as the `NUL name NUL value ...`
@@ -113,7 +115,7 @@ function headerFields(h, what) {
       if (!Array.isArray(pair) || pair.length !== 2) throw invalid(`${what}: each entry must be a [name, value] pair`);
       checkHeader(pair[0], pair[1], what);
       out += SEP + pair[0] + SEP + pair[1];
-      headerCount++;
+      headerNames[headerCount++] = pair[0];
     }
     return out;
   }
@@ -122,18 +124,27 @@ function headerFields(h, what) {
     const value = h[names[i]];
     checkHeader(names[i], value, what);
     out += SEP + names[i] + SEP + value;
+    headerNames[i] = names[i];
   }
   headerCount = names.length;
   return out;
 }
 
+/** The last region, service, key id, secret and token as given, and them checked and packed: a client
+ * passes the same five strings call after call, and comparing is cheaper than checking and packing. */
+let scope = {};
+
 /** The fixed fields, then `headers` (from headerFields), for signIo / presignIo. */
 function pack(o, method, url, headers, datetimeText) {
-  return (
-    method + SEP + url + SEP + nonEmpty(o.region, "region") + SEP + nonEmpty(str(o.service, "service", "s3"), "service") +
-    SEP + nonEmpty(o.accessKeyId, "accessKeyId") + SEP + nonEmpty(o.secretAccessKey, "secretAccessKey") +
-    SEP + str(o.sessionToken, "sessionToken", "") + SEP + datetimeText + headers
-  );
+  const { region, service, accessKeyId, secretAccessKey, sessionToken } = o;
+  let s = scope;
+  if (s.packed === undefined || region !== s.region || service !== s.service || accessKeyId !== s.accessKeyId || secretAccessKey !== s.secretAccessKey || sessionToken !== s.sessionToken) {
+    const packed =
+      nonEmpty(region, "region") + SEP + nonEmpty(str(service, "service", "s3"), "service") + SEP + nonEmpty(accessKeyId, "accessKeyId") +
+      SEP + nonEmpty(secretAccessKey, "secretAccessKey") + SEP + str(sessionToken, "sessionToken", "");
+    s = scope = { region, service, accessKeyId, secretAccessKey, sessionToken, packed };
+  }
+  return method + SEP + url + SEP + s.packed + SEP + datetimeText + headers;
 }
 
 /** datetime as packed text: ISO-8601 basic as given, or "" (the time is then passed as Unix ms). */
@@ -178,34 +189,44 @@ export function signRequest(opts) {
     const view = ioView(fields.length * 3 + bytes.length);
     const fieldsLen = encoder.encodeInto(fields, view).written;
     view.set(bytes, fieldsLen);
-    return signed(method, signer.signIo(fieldsLen, bytes.length, count, unsigned, unixMs));
+    return signed(method, url, signer.signIo(fieldsLen, bytes.length, count, unsigned, unixMs));
   }
   // encodeInto writes at most 3 bytes per UTF-16 code unit.
   const view = ioView((fields.length + (body === undefined ? 0 : body.length)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (body !== undefined) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, signer.signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
+  return signed(method, url, signer.signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
 }
 
 /**
- * The result object of signRequest, from the signer's answer `url NUL name NUL value ...`. Sliced in one
- * pass with indexOf rather than split into an array first (measurably cheaper, and no array to collect).
+ * The result of signRequest from the answer `url NUL name NUL value ...`: an empty url is the one given; a
+ * name below U+0020 is a code (NAME_CODES, CALLER_CODE in src/bindings/sign.rs) for a literal or the
+ * caller's own name string, which V8 stores under far faster than under a name sliced from the answer.
  */
-function signed(method, len) {
+function signed(method, url, len) {
   const s = answer(len);
   let at = s.indexOf(SEP);
-  const url = at < 0 ? s : s.slice(0, at);
+  if (at !== 0) url = at < 0 ? s : s.slice(0, at);
   const headers = {};
   while (at >= 0) {
     const v = s.indexOf(SEP, at + 1);
-    const name = s.slice(at + 1, v);
+    const code = v === at + 2 ? s.charCodeAt(at + 1) : 0x20;
+    const name = at + 1;
     at = s.indexOf(SEP, v + 1);
     const value = at < 0 ? s.slice(v + 1) : s.slice(v + 1, at);
-    // defineProperty keeps a header literally named "__proto__" an ordinary entry.
-    if (name === "__proto__") Object.defineProperty(headers, name, { value, enumerable: true, writable: true, configurable: true });
-    else headers[name] = value;
+    if (code === 1) headers.authorization = value;
+    else if (code === 2) headers["x-amz-date"] = value;
+    else if (code === 3) headers["x-amz-content-sha256"] = value;
+    else if (code === 4) headers["x-amz-security-token"] = value;
+    else setHeader(headers, code >= 0x10 && code < 0x20 ? headerNames[code - 0x10] : s.slice(name, v), value);
   }
   return { method, url, headers };
+}
+
+function setHeader(headers, name, value) {
+  // defineProperty keeps a header literally named "__proto__" an ordinary entry.
+  if (name === "__proto__") Object.defineProperty(headers, name, { value, enumerable: true, writable: true, configurable: true });
+  else headers[name] = value;
 }
 
 /** Presigns a URL (query-string auth, UNSIGNED-PAYLOAD). `expiresIn` is in seconds, 1..=604800. */

@@ -38,10 +38,45 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
     } else {
         return Err(bad(url, "scheme must be http or https"));
     };
-    // Byte search: a `char` array pattern is a slow per-character loop at opt-level "z".
-    let authority_end = find_byte(rest.as_bytes(), |b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+    // One pass finds where the authority ends and whether it is a plain host name (no port, userinfo or
+    // IPv6 brackets: the usual case), which then needs no more passes over it.
+    let mut authority_end = rest.len();
+    let (mut plain, mut upper) = (true, false);
+    for (i, &b) in rest.as_bytes().iter().enumerate() {
+        match b {
+            b'/' | b'?' | b'#' => {
+                authority_end = i;
+                break;
+            }
+            b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {}
+            b'A'..=b'Z' => upper = true,
+            _ => plain = false,
+        }
+    }
     // At an ASCII byte or the end, so always a split; checked because slicing's panic path costs wasm.
     let (authority, tail) = rest.split_at_checked(authority_end).unwrap_or((rest, ""));
+    let host = if plain && !authority.is_empty() {
+        if upper {
+            Cow::Owned(authority.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(authority)
+        }
+    } else {
+        host_and_port(url, authority, default_port)?
+    };
+    let tail = split_once_byte(tail, b'#').map_or(tail, |(before, _)| before);
+    let (path, query) = split_once_byte(tail, b'?').unwrap_or((tail, ""));
+    Ok(Url {
+        scheme,
+        host,
+        path,
+        query,
+    })
+}
+
+/// The Host value of any authority other than a plain host name: with userinfo (refused),
+/// a port, or an IPv6 literal.
+fn host_and_port<'a>(url: &str, authority: &'a str, default_port: u16) -> Result<Cow<'a, str>> {
     if find_byte(authority.as_bytes(), |b| b == b'@').is_some() {
         // Not echoed: the URL would carry the password into logs.
         return Err(Error::invalid(
@@ -63,14 +98,7 @@ pub(crate) fn parse(url: &str) -> Result<Url<'_>> {
         }
         Cow::Owned(host)
     };
-    let tail = split_once_byte(tail, b'#').map_or(tail, |(before, _)| before);
-    let (path, query) = split_once_byte(tail, b'?').unwrap_or((tail, ""));
-    Ok(Url {
-        scheme,
-        host,
-        path,
-        query,
-    })
+    Ok(host)
 }
 
 /// `s.split_once(ascii)` by byte search (a `char` pattern is a slow per-character loop at opt-level "z").

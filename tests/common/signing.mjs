@@ -163,6 +163,49 @@ export function signingChecks(ctx) {
     }
   });
 
+  check("the result's headers: names lower-cased, in signing order, whatever form the caller's names take", () => {
+    const base = { ...S3_EXAMPLE, method: "PUT", body: "x", sessionToken: "tok" };
+    // 20 caller headers: the signer names the first 16 by the caller's own strings when those are
+    // already lower-case, and spells out the rest; upper-case names are always spelled out.
+    const many = Array.from({ length: 20 }, (_, i) => [`x-h${String(i).padStart(2, "0")}`, `v${i}`]);
+    const given = [["Zeta", " z  z "], ["__proto__", "p"], ["user-agent", "ua"], ["alpha", "a"], ["ALPHA", "b"], ...many];
+    for (const headers of [given, Object.fromEntries(given.filter(([n]) => n !== "ALPHA"))]) {
+      const signed = api.signRequest({ ...base, url: "https://Examplebucket.s3.amazonaws.com/a%2Fb", headers });
+      const merged = Array.isArray(headers) ? "a,b" : "a";
+      const want = [
+        ["__proto__", "p"], ["alpha", merged], ["x-amz-content-sha256", "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"],
+        ["x-amz-date", "20130524T000000Z"], ["x-amz-security-token", "tok"], ...many, ["zeta", "z z"], ["user-agent", "ua"],
+      ];
+      const got = Object.entries(signed.headers);
+      equal(JSON.stringify(got.slice(0, -1)), JSON.stringify(want), "headers and their order");
+      equal(got.at(-1)[0], "authorization", "authorization last");
+      equal(Object.getPrototypeOf(signed.headers), Object.prototype, "a __proto__ header stays an ordinary entry");
+      equal(signed.url, "https://examplebucket.s3.amazonaws.com/a%2Fb", "url as signed");
+    }
+    const url = "https://examplebucket.s3.amazonaws.com/test.txt";
+    equal(api.signRequest({ ...S3_EXAMPLE, url: new URL(url) }).url, url, "a URL object's href, when it is what was signed");
+  });
+
+  check("each call signs with its own credentials, region and service, whatever the call before used", () => {
+    const req = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt" };
+    const auth = (o) => api.signRequest(o).headers.authorization;
+    const first = auth(req);
+    const variants = [
+      { ...req, secretAccessKey: "other" }, { ...req, accessKeyId: "AKIDOTHER" }, { ...req, region: "eu-west-1" },
+      { ...req, service: "iam" }, { ...req, sessionToken: "tok" }, { ...req, service: undefined, region: "us-east-1" },
+    ];
+    const seen = new Set([first]);
+    for (const v of variants) {
+      const a = auth(v);
+      if (v.service === undefined) equal(a, first, "service defaults to s3");
+      else if (seen.has(a)) fail(`same signature after changing ${JSON.stringify(v)}`);
+      seen.add(a);
+      equal(auth(req), first, "the first request again");
+      expectInvalid(() => api.signRequest({ ...v, region: "" }), "region", "an empty region after a valid one");
+      equal(auth(v), a, "the variant again, after an invalid call");
+    }
+  });
+
   check("S3 example: presigned GET", () => {
     const url = api.presignUrl({ ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", expiresIn: 86400 });
     const q = new URL(url).searchParams;
