@@ -72,12 +72,14 @@ impl Io {
         id
     }
 
-    /// Stops waiting on `id` (ids are unique, so order is free to change).
-    fn unwait(&self, id: u32) {
+    /// Stops waiting on `id` (ids are unique, so order is free to change); false when it was not waited on.
+    fn unwait(&self, id: u32) -> bool {
         let mut waiting = self.waiting.borrow_mut();
-        if let Some(i) = waiting.iter().position(|w| *w == id) {
+        let i = waiting.iter().position(|w| *w == id);
+        if let Some(i) = i {
             waiting.swap_remove(i);
         }
+        i.is_some()
     }
 
     /// Takes the answer to `id`, if JS has handed it back.
@@ -391,7 +393,7 @@ impl WasmOwnership {
     /// The answer to request `io`: an HTTP status (100..=599) with its ETag and body, or status 0 with
     /// `error` saying why there was none (`timed_out` when our own timer aborted it). Timers answer 0.
     pub fn resume(&self, io: u32, status: f64, etag: Option<String>, body: Option<Vec<u8>>, error: Option<String>, timed_out: bool) {
-        if !self.io.waiting.borrow().contains(&io) {
+        if !self.io.unwait(io) {
             return;
         }
         let answer = if timed_out {
@@ -401,7 +403,6 @@ impl WasmOwnership {
         } else {
             Err(TransportError::Network(error.unwrap_or_else(|| "fetch failed".into())))
         };
-        self.io.unwait(io);
         self.io.answers.borrow_mut().push((io, answer));
     }
 
