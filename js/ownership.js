@@ -38,7 +38,8 @@ function optionsJson(opts) {
 let cacheOption = true;
 
 /**
- * Sends one request; resolves to `[status, etag, body, error, timedOut]` (status 0: no answer), never rejects.
+ * Sends one request; resolves to `[status, text, body, timedOut]` (status 0: no answer, `text` says why; else
+ * the ETag), never rejects.
  * `lines` is each header name and value followed by a newline.
  */
 async function send(fetchFn, method, url, lines, body, timeoutMs) {
@@ -63,9 +64,9 @@ async function send(fetchFn, method, url, lines, body, timeoutMs) {
       res = await fetchFn(url, init);
     }
     const bytes = new Uint8Array(await res.arrayBuffer());
-    return [res.status, res.headers.get("etag"), bytes, null, false];
+    return [res.status, res.headers.get("etag"), bytes, false];
   } catch (e) {
-    return [0, null, null, String((e && e.message) || e), timedOut];
+    return [0, String((e && e.message) || e), null, timedOut];
   } finally {
     clearTimeout(timer);
   }
@@ -100,7 +101,7 @@ function makeHost(fetchFn, onEvent, runner) {
     send: (task, io, method, url, headers, body, timeoutMs) => {
       send(fetchFn, method, url, headers, body, timeoutMs).then((a) => runner.answer(task, io, a));
     },
-    sleep: (task, io, ms) => setTimeout(() => runner.answer(task, io, [0, null, null, null, false]), ms),
+    sleep: (task, io, ms) => setTimeout(() => runner.answer(task, io, [0, null, null, false]), ms),
     wall: () => Date.now(),
     mono: () => performance.now(),
     random32,
@@ -121,8 +122,8 @@ class Runner {
     });
   }
 
-  answer(task, io, [status, etag, body, error, timedOut]) {
-    this.core.resume(io, status, etag ?? undefined, body ?? undefined, error ?? undefined, timedOut);
+  answer(task, io, [status, text, body, timedOut]) {
+    this.core.resume(io, status, text ?? undefined, body ?? undefined, timedOut);
     this.#poll(task);
   }
 
