@@ -156,7 +156,7 @@ impl Env for JsEnv {
 /// An event as JSON, and its duration apart (NaN when it has none): `ms` is a fraction, and formatting an
 /// f64 in Rust would bring ~10 KB of float printing into the wasm, so JS adds it to the object.
 fn event_json(event: &Event<'_>) -> (String, f64) {
-    let w = ObjectWriter::new();
+    let mut w = ObjectWriter::new();
     match *event {
         Event::LeaseAcquired { node, expires_ms, ms } => {
             (w.str("type", "lease-acquired").str("node", node).uint("expiresMs", expires_ms).finish(), ms)
@@ -251,7 +251,8 @@ fn owner_record_json(r: &OwnerRecord) -> String {
 }
 
 fn owner_info_json(o: &OwnerInfo) -> String {
-    let w = ObjectWriter::new().opt_str("node", node_or_null(&o.node)).uint("epoch", o.epoch);
+    let mut w = ObjectWriter::new();
+    w.opt_str("node", node_or_null(&o.node)).uint("epoch", o.epoch);
     w.str("addr", &o.addr).boolean("live", o.live).finish()
 }
 
@@ -316,7 +317,8 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>,
         RELEASE_OWNER => outcome_json(o.release_owner(id, epoch(n)?).await?),
         READ_NODE_LEASE => match o.read_node_lease(id).await? {
             Some(l) => {
-                let w = ObjectWriter::new().str("node", &l.node).uint("expiresMs", l.expires_ms);
+                let mut w = ObjectWriter::new();
+                w.str("node", &l.node).uint("expiresMs", l.expires_ms);
                 w.str("addr", &l.addr).str("etag", &l.etag).finish()
             }
             None => NULL.into(),
@@ -331,7 +333,8 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>,
         RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
         CLAIM | CLAIM_NEW => match o.claim_with(id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
             ClaimOutcome::Applied { epoch, took_over, prior } => {
-                let w = ObjectWriter::new().str("outcome", "applied").uint("epoch", epoch);
+                let mut w = ObjectWriter::new();
+                w.str("outcome", "applied").uint("epoch", epoch);
                 w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
             }
             ClaimOutcome::Rejected { owner } => {
@@ -343,7 +346,8 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>,
         VERIFY => String::from(if o.verify(id, epoch(n)?).await? { "true" } else { "false" }),
         PROBE => {
             let r = o.probe().await?;
-            let w = ObjectWriter::new().uint("ifMatchMissingStatus", r.if_match_missing_status.into());
+            let mut w = ObjectWriter::new();
+            w.uint("ifMatchMissingStatus", r.if_match_missing_status.into());
             w.boolean("conditionalDelete", r.conditional_delete).boolean("etagQuoted", r.etag_quoted).finish()
         }
         _ => return Err(Error::invalid("unknown operation")),

@@ -273,7 +273,8 @@ impl Reader<'_> {
     }
 }
 
-/// Builds a JSON object member by member; names are trusted literals, values are escaped.
+/// Builds a JSON object member by member; names are trusted literals, values are escaped. Methods take
+/// and give `&mut self`: by value, every call in a chain moved the `String` in and out through memory.
 pub struct ObjectWriter(String);
 
 impl ObjectWriter {
@@ -290,14 +291,14 @@ impl ObjectWriter {
         self.0.push_str("\":");
     }
 
-    pub fn str(mut self, name: &str, value: &str) -> Self {
+    pub fn str(&mut self, name: &str, value: &str) -> &mut Self {
         self.name(name);
         push_string(&mut self.0, value);
         self
     }
 
     /// A string, or `null` when absent.
-    pub fn opt_str(mut self, name: &str, value: Option<&str>) -> Self {
+    pub fn opt_str(&mut self, name: &str, value: Option<&str>) -> &mut Self {
         match value {
             Some(v) => self.str(name, v),
             None => {
@@ -308,28 +309,29 @@ impl ObjectWriter {
         }
     }
 
-    pub fn uint(mut self, name: &str, value: u64) -> Self {
+    pub fn uint(&mut self, name: &str, value: u64) -> &mut Self {
         self.name(name);
         value.push_to(&mut self.0);
         self
     }
 
-    pub fn boolean(mut self, name: &str, value: bool) -> Self {
+    pub fn boolean(&mut self, name: &str, value: bool) -> &mut Self {
         self.name(name);
         self.0.push_str(if value { "true" } else { "false" });
         self
     }
 
     /// A value that is already JSON (a nested object, or `null`).
-    pub fn raw(mut self, name: &str, json: &str) -> Self {
+    pub fn raw(&mut self, name: &str, json: &str) -> &mut Self {
         self.name(name);
         self.0.push_str(json);
         self
     }
 
-    pub fn finish(mut self) -> String {
+    /// The object so far, closed; the writer is left empty.
+    pub fn finish(&mut self) -> String {
         self.0.push('}');
-        self.0
+        core::mem::take(&mut self.0)
     }
 }
 

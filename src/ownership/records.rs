@@ -63,7 +63,8 @@ pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
 
 /// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…"}`.
 pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec<u8> {
-    let w = ObjectWriter::new().str("node", node).uint("expires_ms", expires_ms);
+    let mut w = ObjectWriter::new();
+    w.str("node", node).uint("expires_ms", expires_ms);
     w.str("addr", addr).str("nonce", nonce).finish().into_bytes()
 }
 
