@@ -78,6 +78,13 @@ impl Error {
         Error::InvalidInput(Box::new(msg.into()))
     }
 
+    /// `InvalidInput` reading `<what>"<value>"<why>`, the shape of most refusals of an input: built here
+    /// once instead of at each of its call sites.
+    #[inline(never)]
+    pub(crate) fn invalid_value(what: &str, value: &str, why: &str) -> Self {
+        Error::invalid(msg!(what, Quoted(value), why))
+    }
+
     pub(crate) fn not_leased(why: String) -> Self {
         Error::NotLeased(Box::new(why))
     }

@@ -702,7 +702,7 @@ fn check_epoch(epoch: u64) -> Result<()> {
 fn check_guard(guard: &CasGuard) -> Result<()> {
     match guard {
         CasGuard::Match(etag) if etag.is_empty() || etag.contains(['\r', '\n']) => {
-            Err(Error::invalid(msg!("guard token ", Quoted(etag), " is not an ETag")))
+            Err(Error::invalid_value("guard token ", etag, " is not an ETag"))
         }
         _ => Ok(()),
     }

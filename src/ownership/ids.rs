@@ -31,13 +31,13 @@ pub fn check_prefix(prefix: &str) -> Result<()> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-');
     if !prefix.chars().all(allowed) {
-        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " may hold only A-Z a-z 0-9 . _ / -")));
+        return Err(Error::invalid_value("prefix ", prefix, " may hold only A-Z a-z 0-9 . _ / -"));
     }
     if !prefix.ends_with('/') || prefix.starts_with('/') {
-        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " must end with '/' and not start with one")));
+        return Err(Error::invalid_value("prefix ", prefix, " must end with '/' and not start with one"));
     }
     if prefix.split('/').any(|s| s == "." || s == "..") {
-        return Err(Error::invalid(msg!("prefix ", Quoted(prefix), " contains a '.' or '..' segment")));
+        return Err(Error::invalid_value("prefix ", prefix, " contains a '.' or '..' segment"));
     }
     Ok(())
 }

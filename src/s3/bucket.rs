@@ -3,7 +3,7 @@
 
 use crate::prelude::*;
 use crate::env::HttpRequest;
-use crate::error::{msg, Error, Quoted, Result};
+use crate::error::{msg, Error, Result};
 use crate::ownership::CasGuard;
 use crate::sigv4::{split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
@@ -27,7 +27,7 @@ fn check_bucket(bucket: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(msg!("bucket name ", Quoted(bucket), " is not a valid S3 bucket name")))
+        Err(Error::invalid_value("bucket name ", bucket, " is not a valid S3 bucket name"))
     }
 }
 
@@ -43,16 +43,16 @@ impl Bucket {
     ) -> Result<Self> {
         check_bucket(bucket)?;
         if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(Error::invalid(msg!("region ", Quoted(region), " is not a region name")));
+            return Err(Error::invalid_value("region ", region, " is not a region name"));
         }
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
         let (scheme, rest) = split_once_str(endpoint, "://")
             .filter(|(s, _)| *s == "http" || *s == "https")
-            .ok_or_else(|| Error::invalid(msg!("endpoint ", Quoted(endpoint), " must start with http:// or https://")))?;
+            .ok_or_else(|| Error::invalid_value("endpoint ", endpoint, " must start with http:// or https://"))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::invalid(msg!("endpoint ", Quoted(endpoint), " must be a plain origin with an optional path")));
+            return Err(Error::invalid_value("endpoint ", endpoint, " must be a plain origin with an optional path"));
         }
         // `split_at_checked`, not slicing: the same split without a panic path (and its formatting code)
         // in the wasm.
@@ -61,7 +61,7 @@ impl Bucket {
             None => (rest, ""),
         };
         if host.is_empty() {
-            return Err(Error::invalid(msg!("endpoint ", Quoted(endpoint), " has no host")));
+            return Err(Error::invalid_value("endpoint ", endpoint, " has no host"));
         }
         let (origin, key_base) = if path_style {
             (msg!(scheme, "://", host), msg!(base, "/", bucket, "/"))
