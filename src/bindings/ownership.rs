@@ -264,7 +264,11 @@ fn outcome_json(o: CasOutcome) -> String {
     })
 }
 
-const NULL: &str = "null";
+/// JSON `null` as a result, made at one place (inlined, each `"null".into()` is an allocation and a copy).
+#[inline(never)]
+fn null() -> String {
+    String::from("null")
+}
 
 /// Epochs cross as JS numbers: positive safe integers only.
 fn epoch(e: f64) -> Result<u64, Error> {
@@ -312,7 +316,7 @@ const CLAIM_NEW: u32 = 12;
 /// would be dropped on every early exit of every operation inlined here.
 async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>, n: f64) -> Result<String, Error> {
     Ok(match op {
-        READ_OWNER => o.read_owner(id).await?.as_ref().map_or(NULL.into(), owner_record_json),
+        READ_OWNER => o.read_owner(id).await?.as_ref().map_or_else(null, owner_record_json),
         CAS_OWNER => outcome_json(o.cas_owner(id, &guard(etag), epoch(n)?).await?),
         RELEASE_OWNER => outcome_json(o.release_owner(id, epoch(n)?).await?),
         READ_NODE_LEASE => match o.read_node_lease(id).await? {
@@ -321,7 +325,7 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>,
                 w.str("node", &l.node).uint("expiresMs", l.expires_ms);
                 w.str("addr", &l.addr).str("etag", &l.etag).finish()
             }
-            None => NULL.into(),
+            None => null(),
         },
         CAS_NODE_LEASE => match o.cas_node_lease(&guard(etag), expires(n)?).await? {
             (CasOutcome::Applied, etag) => {
@@ -329,20 +333,20 @@ async fn dispatch(o: &S3Ownership<JsEnv>, op: u32, id: &str, etag: Option<&str>,
             }
             (CasOutcome::Rejected, _) => ObjectWriter::new().str("outcome", "rejected").finish(),
         },
-        ACQUIRE_LEASE => o.acquire_lease().await.map(|()| NULL.into())?,
-        RENEW_LEASE => o.renew_lease().await.map(|()| NULL.into())?,
+        ACQUIRE_LEASE => o.acquire_lease().await.map(|()| null())?,
+        RENEW_LEASE => o.renew_lease().await.map(|()| null())?,
         CLAIM | CLAIM_NEW => match o.claim_with(id, ClaimOptions { expect_new: op == CLAIM_NEW }).await? {
             ClaimOutcome::Applied { epoch, took_over, prior } => {
                 let mut w = ObjectWriter::new();
                 w.str("outcome", "applied").uint("epoch", epoch);
-                w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or(NULL.into(), owner_record_json)).finish()
+                w.boolean("tookOver", took_over).raw("prior", &prior.as_ref().map_or_else(null, owner_record_json)).finish()
             }
             ClaimOutcome::Rejected { owner } => {
                 ObjectWriter::new().str("outcome", "rejected").raw("owner", &owner_info_json(&owner)).finish()
             }
         },
         RELEASE => outcome_json(o.release(id).await?),
-        OWNER => o.owner(id).await?.as_ref().map_or(NULL.into(), owner_info_json),
+        OWNER => o.owner(id).await?.as_ref().map_or_else(null, owner_info_json),
         VERIFY => String::from(if o.verify(id, epoch(n)?).await? { "true" } else { "false" }),
         PROBE => {
             let r = o.probe().await?;
