@@ -123,7 +123,7 @@ class Runner {
   }
 
   answer(task, io, [status, text, body, timedOut]) {
-    this.core.resume(io, status, text ?? undefined, body ?? undefined, timedOut);
+    this.core.resume(io, status, text ?? undefined, body ?? new Uint8Array(), timedOut);
     this.#poll(task);
   }
 

@@ -401,14 +401,14 @@ impl WasmOwnership {
     /// The answer to request `io`: an HTTP status (100..=599) with its ETag as `text` and its body, or
     /// status 0 with `text` saying why there was none (`timed_out` when our own timer aborted it). Timers
     /// answer 0. One string for both: each optional string argument costs a conversion in the shim.
-    pub fn resume(&self, io: u32, status: f64, text: Option<String>, body: Option<Vec<u8>>, timed_out: bool) {
+    pub fn resume(&self, io: u32, status: f64, text: Option<String>, body: Vec<u8>, timed_out: bool) {
         if !self.io.unwait(io) {
             return;
         }
         let answer = if timed_out {
             Err(TransportError::TimedOut)
         } else if (100.0..=599.0).contains(&status) {
-            Ok(HttpResponse { status: status as u16, etag: text, body: body.unwrap_or_default() })
+            Ok(HttpResponse { status: status as u16, etag: text, body })
         } else {
             Err(TransportError::Network(text.unwrap_or_else(|| "fetch failed".into())))
         };
