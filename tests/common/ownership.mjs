@@ -256,6 +256,10 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(page.readOwner("c"), "request", "404 HTML page");
     const dropped = make("drop", { fetch: async () => { throw new TypeError("fetch failed: connection reset"); } });
     await rejectsWith(dropped.readOwner("c"), "transport", "dropped connection", "connection reset");
+    // Never answers: our timer aborts it, and the core must hear a timeout, not the abort's own text.
+    const hang = (url, init) => new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(new Error("signal"))));
+    const hung = make("hung", { requestTimeoutMs: 30, fetch: hang });
+    await rejectsWith(hung.readOwner("c"), "transport", "a request our timer aborted", "timed out (aborted)");
     const closed = make("closed", { endpoint: "http://127.0.0.1:9" });
     await rejectsWith(closed.readOwner("c"), "transport", "closed port");
     await rejectsWith(dropped.claim("c"), "not-leased", "claim without a lease");
