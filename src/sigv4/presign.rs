@@ -61,9 +61,9 @@ impl Signer {
             return Err(Error::invalid(msg!("url already has the auth parameter ", Quoted(&p.key))));
         }
 
-        let mut headers = Headers::collect(input.signed_headers, 1)?;
+        let mut headers = Headers::collect(input.signed_headers)?;
         let payload_hash = match given_payload_hash(&headers)? {
-            Some(given) => given,
+            Some(given) => given.to_owned(),
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
         };
