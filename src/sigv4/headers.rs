@@ -101,7 +101,8 @@ pub(crate) struct Headers {
 
 impl Headers {
     /// Validates and classifies the caller's headers into fresh `Headers`.
-    pub(crate) fn collect(given: &[(String, String)]) -> Result<Self> {
+    #[cfg(test)]
+    fn collect(given: &[(String, String)]) -> Result<Self> {
         let mut headers = Headers::default();
         headers.fill(given)?;
         Ok(headers)
