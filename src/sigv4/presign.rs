@@ -62,7 +62,7 @@ impl Signer {
 
         let headers = &mut self.headers;
         headers.fill(input.signed_headers)?;
-        let payload_hash = match given_payload_hash(&headers)? {
+        let payload_hash = match given_payload_hash(headers)? {
             Some(given) => given.to_owned(),
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
