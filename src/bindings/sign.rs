@@ -242,11 +242,11 @@ fn sign(
         credentials: &credentials,
         datetime: &datetime,
     };
-    let signed = signer.sign(&input)?;
+    let signed = signer.sign_ref(&input)?;
     if signed.url != fields.url {
-        out.push_str(&signed.url);
+        out.push_str(signed.url);
     }
-    for (name, value) in &signed.headers {
+    for (name, value) in signed.signed.iter().chain(signed.unsigned) {
         out.push(SEP);
         match name_code(name, headers) {
             Some(code) => out.push(char::from(code)),
@@ -255,6 +255,10 @@ fn sign(
         out.push(SEP);
         out.push_str(value);
     }
+    out.push(SEP);
+    out.push(char::from(AUTHORIZATION_CODE));
+    out.push(SEP);
+    out.push_str(signed.authorization);
     Ok(())
 }
 
@@ -263,6 +267,8 @@ fn sign(
 /// caller's own name) instead of slicing the name out of the answer and using it as a fresh property key,
 /// which measurably cost V8 more than all the rest of reading the answer. `js/api.js` knows the same codes.
 const NAME_CODES: [&str; 4] = ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"];
+/// `authorization`'s code (its index in `NAME_CODES` plus one).
+const AUTHORIZATION_CODE: u8 = 1;
 /// Code of the caller's header `i` (for `i < CALLER_CODES`): its name as given is already lower-case.
 const CALLER_CODE: u8 = 0x10;
 const CALLER_CODES: usize = 16;

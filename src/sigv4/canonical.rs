@@ -64,12 +64,11 @@ pub(crate) fn push_signature(out: &mut String, mac: &HmacSha256, string_to_sign:
     push_hex(out, &mac.finalize().into_bytes());
 }
 
-/// Hex SHA-256 of a payload (of an empty one, every GET's, without hashing).
-pub(crate) fn payload_sha256(bytes: &[u8]) -> String {
+/// Appends the hex SHA-256 of a payload (of an empty one, every GET's, without hashing).
+pub(crate) fn push_payload_sha256(out: &mut String, bytes: &[u8]) {
     if bytes.is_empty() {
-        return EMPTY_SHA256.to_owned();
+        out.push_str(EMPTY_SHA256);
+    } else {
+        push_hex(out, &Sha256::digest(bytes));
     }
-    let mut out = String::with_capacity(64);
-    push_hex(&mut out, &Sha256::digest(bytes));
-    out
 }

@@ -66,12 +66,14 @@ fn push_trimmed(out: &mut String, value: &str) {
     }
 }
 
-/// Lower-cased name of a valid header, or why it is not one.
-pub(crate) fn checked_name(name: &str) -> Result<String> {
+/// Appends the lower-cased name of a valid header to `out`, or says why it is not one.
+pub(crate) fn push_checked_name(out: &mut String, name: &str) -> Result<()> {
     if name.is_empty() || !all_bytes(name, is_token_byte) {
         return Err(Error::invalid(msg!("header name ", Quoted(name), " is not a valid HTTP token")));
     }
-    Ok(name.to_ascii_lowercase())
+    out.push_str(name);
+    out.make_ascii_lowercase();
+    Ok(())
 }
 
 /// Checks a header value: ASCII only (fetch sends Latin-1 bytes we would not have signed), and no
@@ -85,36 +87,66 @@ pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
     }
 }
 
-/// The request's headers, split into what is signed and what is only passed along.
+/// The request's headers, split into what is signed and what is only passed along. The `Signer` keeps
+/// one and refills it for every request, so the name and value strings are reused, not allocated anew.
+#[derive(Default)]
 pub(crate) struct Headers {
     /// Lower-case names and canonical values; sorted and merged once `finish` ran.
     pub signed: Vec<(String, String)>,
     /// Lower-case names and values as given.
     pub unsigned: Vec<(String, String)>,
+    /// The previous request's pairs, for reuse.
+    spare: Vec<(String, String)>,
 }
 
 impl Headers {
-    /// Validates and classifies the caller's headers; `extra` reserves room for the signer's own.
-    pub(crate) fn collect(given: &[(String, String)], extra: usize) -> Result<Self> {
-        let mut signed = Vec::with_capacity(given.len() + extra);
-        let mut unsigned = Vec::new();
+    /// Validates and classifies the caller's headers into fresh `Headers`.
+    #[cfg(test)]
+    fn collect(given: &[(String, String)]) -> Result<Self> {
+        let mut headers = Headers::default();
+        headers.fill(given)?;
+        Ok(headers)
+    }
+
+    /// Validates and classifies the caller's headers, replacing what `self` held.
+    pub(crate) fn fill(&mut self, given: &[(String, String)]) -> Result<()> {
+        self.spare.append(&mut self.signed);
+        self.spare.append(&mut self.unsigned);
         for (name, value) in given {
-            let lower = checked_name(name)?;
+            let mut pair = self.take();
+            push_checked_name(&mut pair.0, name)?;
             check_value(name, value)?;
-            if is_reserved(&lower) {
+            let lower = pair.0.as_str();
+            if is_reserved(lower) {
                 return Err(Error::invalid(msg!(
                     "header ", Quoted(name), " is set by the signer; pass it through the URL, datetime or credentials"
                 )));
             }
-            if is_unsigned(&lower) {
-                unsigned.push((lower, value.clone()));
+            if is_unsigned(lower) {
+                pair.1.push_str(value);
+                self.unsigned.push(pair);
             } else {
-                let mut canonical = String::with_capacity(value.len());
-                push_trimmed(&mut canonical, value);
-                signed.push((lower, canonical));
+                push_trimmed(&mut pair.1, value);
+                self.signed.push(pair);
             }
         }
-        Ok(Headers { signed, unsigned })
+        Ok(())
+    }
+
+    /// Adds a signed header of the signer's own (`name` lower-case, `value` canonical).
+    pub(crate) fn push_signed(&mut self, name: &str, value: &str) {
+        let mut pair = self.take();
+        pair.0.push_str(name);
+        pair.1.push_str(value);
+        self.signed.push(pair);
+    }
+
+    /// An empty pair, reusing a spare one's strings when there is one.
+    fn take(&mut self) -> (String, String) {
+        let mut pair = self.spare.pop().unwrap_or_default();
+        pair.0.clear();
+        pair.1.clear();
+        pair
     }
 
     /// Sorts by name (stable, so repeated names keep their order) and joins repeats with `,`.
@@ -177,7 +209,7 @@ mod tests {
     }
 
     fn canonical(pairs: &[(&str, &str)]) -> (String, String) {
-        let mut headers = Headers::collect(&h(pairs), 0).unwrap();
+        let mut headers = Headers::collect(&h(pairs)).unwrap();
         headers.finish();
         let (mut c, mut n) = (String::new(), String::new());
         headers.push_canonical(&mut c, "h.example");
@@ -209,7 +241,7 @@ mod tests {
             ("Proxy-Authorization", "p"),
             ("Range", "bytes=0-9"),
         ]);
-        let headers = Headers::collect(&given, 0).unwrap();
+        let headers = Headers::collect(&given).unwrap();
         assert_eq!(headers.signed, h(&[("range", "bytes=0-9")]));
         assert_eq!(
             headers.unsigned,
@@ -237,7 +269,7 @@ mod tests {
             ("X-Amz-Date", "20150830T123600Z"),
             ("x-amz-security-token", "t"),
         ] {
-            let err = Headers::collect(&h(&[(name, value)]), 0).err().expect(name);
+            let err = Headers::collect(&h(&[(name, value)])).err().expect(name);
             assert_eq!(err.code(), "invalid-input");
         }
     }

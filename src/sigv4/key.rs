@@ -36,12 +36,17 @@ pub(crate) struct Entry {
     pub scope: String,
     /// HMAC-SHA256 keyed with the signing key; clone it, then feed the string to sign.
     pub mac: HmacSha256,
+    /// `KeyCache::clock` at the last use: the smallest is evicted first.
+    used: u64,
 }
 
+/// Entries stay where they were stored (each holds a keyed HMAC state of ~200 bytes, so moving them to
+/// the front on every hit costs more than the lookup); recency is a use counter per entry instead.
 #[derive(Default)]
 pub(crate) struct KeyCache {
-    /// Most recently used first.
     entries: Vec<Entry>,
+    /// Counts lookups; stamped into the entry used.
+    clock: u64,
     /// How many keys were derived; the tests read it to prove reuse.
     pub derivations: u64,
 }
@@ -55,21 +60,39 @@ impl KeyCache {
         region: &str,
         service: &str,
     ) -> Result<&Entry> {
+        self.clock += 1;
         let hit = self.entries.iter().position(|e| {
             e.date == date && e.region == region && e.service == service && e.secret == secret
         });
-        match hit {
-            Some(i) => self.entries[..=i].rotate_right(1),
+        let i = match hit {
+            Some(i) => i,
             None => {
                 let entry = derive(secret, date, region, service)?;
                 self.derivations += 1;
-                self.entries.insert(0, entry);
-                self.entries.truncate(CAPACITY);
+                if self.entries.len() < CAPACITY {
+                    self.entries.push(entry);
+                    self.entries.len() - 1
+                } else {
+                    // The least recently used one makes room (no index panics: `get_mut`).
+                    let (mut oldest, mut oldest_used) = (0, u64::MAX);
+                    for (i, e) in self.entries.iter().enumerate() {
+                        if e.used < oldest_used {
+                            (oldest, oldest_used) = (i, e.used);
+                        }
+                    }
+                    if let Some(slot) = self.entries.get_mut(oldest) {
+                        *slot = entry;
+                    }
+                    oldest
+                }
             }
-        }
-        self.entries
-            .first()
-            .ok_or_else(|| Error::invalid("signing key cache is empty"))
+        };
+        let entry = self
+            .entries
+            .get_mut(i)
+            .ok_or_else(|| Error::invalid("signing key cache is empty"))?;
+        entry.used = self.clock;
+        Ok(entry)
     }
 }
 
@@ -98,6 +121,7 @@ fn derive(secret: &str, date: &str, region: &str, service: &str) -> Result<Entry
         service: service.to_owned(),
         scope,
         mac: keyed(&k_signing)?,
+        used: 0,
     })
 }
 
@@ -181,17 +205,27 @@ mod tests {
     }
 
     #[test]
-    fn keeps_a_bounded_number_of_keys_most_recent_first() {
+    fn keeps_a_bounded_number_of_keys_evicting_the_least_recently_used() {
         let mut cache = KeyCache::default();
-        for day in 1..=6 {
-            sign(&mut cache, SECRET, &format!("201508{day:02}"), "r", "s");
+        let day = |d: u32| format!("201508{d:02}");
+        for d in 1..=6 {
+            sign(&mut cache, SECRET, &day(d), "r", "s");
         }
         assert_eq!(cache.entries.len(), CAPACITY);
         assert_eq!(cache.derivations, 6);
-        sign(&mut cache, SECRET, "20150803", "r", "s"); // still cached
+        sign(&mut cache, SECRET, &day(3), "r", "s"); // still cached
         assert_eq!(cache.derivations, 6);
-        assert_eq!(cache.entries[0].date, "20150803");
-        sign(&mut cache, SECRET, "20150801", "r", "s"); // evicted long ago
+        sign(&mut cache, SECRET, &day(1), "r", "s"); // evicted long ago; replaces 4, the least recent
         assert_eq!(cache.derivations, 7);
+        assert_eq!(cache.entries.len(), CAPACITY);
+        for d in [3, 5, 6, 1] {
+            sign(&mut cache, SECRET, &day(d), "r", "s");
+        }
+        assert_eq!(cache.derivations, 7, "3, 5, 6 and 1 are the ones kept");
+        sign(&mut cache, SECRET, &day(4), "r", "s");
+        assert_eq!(cache.derivations, 8);
+        // 3 was the least recently used of the four, so 4 took its place.
+        sign(&mut cache, SECRET, &day(3), "r", "s");
+        assert_eq!(cache.derivations, 9);
     }
 }

@@ -76,9 +76,19 @@ pub struct Signed {
     pub headers: Vec<(String, String)>,
 }
 
+/// What [`Signed`] holds, borrowed from the `Signer`'s buffers (valid until its next call), so a caller
+/// that only copies it out (the JS binding) pays no allocation for it. `Signed::headers` is `signed`,
+/// then `unsigned`, then `("authorization", authorization)`.
+pub struct SignedRef<'s> {
+    pub url: &'s str,
+    pub signed: &'s [(String, String)],
+    pub unsigned: &'s [(String, String)],
+    pub authorization: &'s str,
+}
+
 /// Holds the derived signing key cache, keyed by (secret, date, region, service), and the buffers of the
 /// last canonical request and string to sign (reused between calls, and readable for debugging), plus
-/// scratch buffers for the canonical path and the signed header names (reused to save allocations).
+/// scratch buffers for everything a signature is built from and made of (reused to save allocations).
 #[derive(Default)]
 pub struct Signer {
     keys: key::KeyCache,
@@ -86,6 +96,10 @@ pub struct Signer {
     string_to_sign: String,
     path: String,
     names: String,
+    headers: Headers,
+    payload_hash: String,
+    authorization: String,
+    url: String,
 }
 
 /// Checks shared by `sign` and `presign`.
@@ -116,7 +130,7 @@ pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Optio
 }
 
 /// The caller's `x-amz-content-sha256`, if given: it is the payload hash, as in AWS's and botocore's rules.
-pub(crate) fn given_payload_hash(headers: &Headers) -> Result<Option<String>> {
+pub(crate) fn given_payload_hash(headers: &Headers) -> Result<Option<&str>> {
     let mut given = headers
         .signed
         .iter()
@@ -130,41 +144,46 @@ pub(crate) fn given_payload_hash(headers: &Headers) -> Result<Option<String>> {
         ));
     }
     check::payload_hash(first)?;
-    Ok(Some(first.clone()))
+    Ok(Some(first))
 }
 
-/// The canonical request's last line: the caller's `x-amz-content-sha256` if given, else the payload's
-/// hash, adding the header when the service needs it.
-fn payload_line(headers: &mut Headers, payload: Payload<'_>, s3: bool) -> Result<String> {
+/// Writes the canonical request's last line into `out` (cleared first): the caller's
+/// `x-amz-content-sha256` if given, else the payload's hash, adding the header when the service needs it.
+fn payload_line(out: &mut String, headers: &mut Headers, payload: Payload<'_>, s3: bool) -> Result<()> {
+    out.clear();
     if let Some(given) = given_payload_hash(headers)? {
-        return Ok(given);
+        out.push_str(given);
+        return Ok(());
     }
-    let hash = match payload {
-        Payload::Bytes(body) => canonical::payload_sha256(body),
-        Payload::Unsigned => UNSIGNED_PAYLOAD.to_owned(),
+    match payload {
+        Payload::Bytes(body) => canonical::push_payload_sha256(out, body),
+        Payload::Unsigned => out.push_str(UNSIGNED_PAYLOAD),
         Payload::Hash(hash) => {
             check::payload_hash(hash)?;
-            hash.to_owned()
+            out.push_str(hash);
         }
-    };
+    }
     // S3 always wants it; elsewhere it is needed whenever the value is not the body's SHA-256, or the
     // service would hash the body and disagree.
     if s3 || !matches!(payload, Payload::Bytes(_)) {
-        headers
-            .signed
-            .push(("x-amz-content-sha256".to_owned(), hash.clone()));
+        headers.push_signed("x-amz-content-sha256", out);
     }
-    Ok(hash)
+    Ok(())
 }
 
 /// `scheme://host` plus the path, with room for `extra` more bytes (the query).
 pub(crate) fn start_url(url: &url::Url<'_>, path: &str, extra: usize) -> String {
     let mut out = String::with_capacity(url.scheme.len() + 3 + url.host.len() + path.len() + extra);
+    push_start(&mut out, url, path);
+    out
+}
+
+/// Appends `scheme://host` plus the path.
+fn push_start(out: &mut String, url: &url::Url<'_>, path: &str) {
     out.push_str(url.scheme);
     out.push_str("://");
     out.push_str(&url.host);
     out.push_str(path);
-    out
 }
 
 impl Signer {
@@ -184,65 +203,60 @@ impl Signer {
 
     /// Signs with an `Authorization` header.
     pub fn sign(&mut self, input: &SignInput<'_>) -> Result<Signed> {
-        self.request.clear();
-        self.string_to_sign.clear();
+        let signed = self.sign_ref(input)?;
+        let mut headers = Vec::with_capacity(signed.signed.len() + signed.unsigned.len() + 1);
+        headers.extend_from_slice(signed.signed);
+        headers.extend_from_slice(signed.unsigned);
+        headers.push(("authorization".to_owned(), signed.authorization.to_owned()));
+        Ok(Signed { url: signed.url.to_owned(), headers })
+    }
+
+    /// Signs with an `Authorization` header, leaving the result in the signer's buffers.
+    pub fn sign_ref(&mut self, input: &SignInput<'_>) -> Result<SignedRef<'_>> {
+        let Signer { keys, request, string_to_sign, path, names, headers, payload_hash, authorization, url: out_url } =
+            self;
+        request.clear();
+        string_to_sign.clear();
         check_common(input.method, input.region, input.service, input.credentials)?;
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
-        // Room for the signer's own: content hash, date, token, authorization.
-        let mut headers = Headers::collect(input.headers, 4)?;
+        headers.fill(input.headers)?;
 
-        let payload_hash = payload_line(&mut headers, input.payload, s3)?;
-        headers
-            .signed
-            .push(("x-amz-date".to_owned(), input.datetime.as_str().to_owned()));
+        payload_line(payload_hash, headers, input.payload, s3)?;
+        headers.push_signed("x-amz-date", input.datetime.as_str());
         if let Some(token) = input.credentials.session_token {
-            headers
-                .signed
-                .push(("x-amz-security-token".to_owned(), token.to_owned()));
+            headers.push_signed("x-amz-security-token", token);
         }
         headers.finish();
 
-        let wire_path = paths(&mut self.path, url.path, s3);
+        let wire_path = paths(path, url.path, s3);
         let params = query::parse(url.query);
-        self.names.clear();
-        headers.push_names(&mut self.names, &url.host);
-        let names = &self.names;
+        names.clear();
+        headers.push_names(names, &url.host);
         canonical::write_request(
-            &mut self.request,
+            request,
             &Parts {
                 method: input.method,
-                path: &self.path,
+                path,
                 params: &params,
-                headers: &headers,
+                headers,
                 host: &url.host,
                 signed_names: names,
-                payload_hash: &payload_hash,
+                payload_hash,
             },
         );
 
         let creds = input.credentials;
         let datetime = input.datetime;
-        let entry = self.keys.get(
+        let entry = keys.get(
             creds.secret_access_key,
             datetime.date(),
             input.region,
             input.service,
         )?;
-        canonical::write_string_to_sign(
-            &mut self.string_to_sign,
-            datetime.as_str(),
-            &entry.scope,
-            &self.request,
-        );
+        canonical::write_string_to_sign(string_to_sign, datetime.as_str(), &entry.scope, request);
 
-        let mut authorization = String::with_capacity(
-            canonical::ALGORITHM.len()
-                + creds.access_key_id.len()
-                + entry.scope.len()
-                + names.len()
-                + 110,
-        );
+        authorization.clear();
         authorization.push_str(canonical::ALGORITHM);
         authorization.push_str(" Credential=");
         authorization.push_str(creds.access_key_id);
@@ -251,25 +265,15 @@ impl Signer {
         authorization.push_str(", SignedHeaders=");
         authorization.push_str(names);
         authorization.push_str(", Signature=");
-        canonical::push_signature(&mut authorization, &entry.mac, &self.string_to_sign);
+        canonical::push_signature(authorization, &entry.mac, string_to_sign);
 
-        let wire_path = wire_path.unwrap_or(&self.path);
-        let mut out_url = start_url(&url, wire_path, url.query.len() * 3 + 1);
+        out_url.clear();
+        push_start(out_url, &url, wire_path.unwrap_or(path));
         if !params.is_empty() {
             out_url.push('?');
-            query::push_wire(&mut out_url, &params);
+            query::push_wire(out_url, &params);
         }
-
-        let Headers {
-            signed: mut out_headers,
-            unsigned,
-        } = headers;
-        out_headers.extend(unsigned);
-        out_headers.push(("authorization".to_owned(), authorization));
-        Ok(Signed {
-            url: out_url,
-            headers: out_headers,
-        })
+        Ok(SignedRef { url: out_url, signed: &headers.signed, unsigned: &headers.unsigned, authorization })
     }
 }
 
@@ -322,6 +326,43 @@ pub(crate) fn split_once_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str,
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_signer_signs_as_a_fresh_one() {
+        // The signer refills its header pairs and buffers on every call: nothing of a previous request
+        // (more headers, an unsigned one, a token, a query, repeats) may leak into the next.
+        let h = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+        };
+        let requests = [
+            ("PUT", "https://b.s3.amazonaws.com/k?x=1&y", h(&[("Content-Type", "a/b"), ("if-match", " \"e\" "), ("User-Agent", "u"), ("x-a", "1"), ("X-A", "2")]), Some("tok")),
+            ("GET", "https://b.s3.amazonaws.com/k", h(&[]), None),
+            ("DELETE", "http://h:9000/b/k%20x", h(&[("range", "bytes=0-1")]), None),
+            ("PUT", "https://b.s3.amazonaws.com/k", h(&[("x-amz-content-sha256", "UNSIGNED-PAYLOAD"), ("content-length", "3")]), Some("t2")),
+        ];
+        let datetime = AmzDate::parse("20150830T123600Z").unwrap();
+        let mut reused = Signer::new();
+        for round in 0..2 {
+            for (i, (method, url, headers, token)) in requests.iter().enumerate() {
+                let credentials = Credentials { access_key_id: "AKID", secret_access_key: "secret", session_token: *token };
+                let input = SignInput {
+                    method,
+                    url,
+                    headers,
+                    payload: Payload::Bytes(b"body"),
+                    region: "us-east-1",
+                    service: if i == 2 { "iam" } else { "s3" },
+                    credentials: &credentials,
+                    datetime: &datetime,
+                };
+                let got = reused.sign(&input).unwrap();
+                let want = Signer::new().sign(&input).unwrap();
+                assert_eq!((got.url, got.headers), (want.url, want.headers), "request {i}, round {round}");
+            }
+        }
+    }
+
     #[test]
     fn split_once_str_matches_str_split_once() {
         for (hay, needle) in [("https://h/p", "://"), ("a://b://c", "://"), ("x", "://"), ("", "ab"), ("é<a>é", "<a>"), ("ab", "ab"), ("ab", "")] {

@@ -5,7 +5,6 @@
 
 use crate::prelude::*;
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
-use super::headers::Headers;
 use super::query::{self, Param};
 use super::{
     check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
@@ -61,9 +60,10 @@ impl Signer {
             return Err(Error::invalid(msg!("url already has the auth parameter ", Quoted(&p.key))));
         }
 
-        let mut headers = Headers::collect(input.signed_headers, 1)?;
-        let payload_hash = match given_payload_hash(&headers)? {
-            Some(given) => given,
+        let headers = &mut self.headers;
+        headers.fill(input.signed_headers)?;
+        let payload_hash = match given_payload_hash(headers)? {
+            Some(given) => given.to_owned(),
             None if s3 => UNSIGNED_PAYLOAD.to_owned(),
             None => EMPTY_SHA256.to_owned(),
         };
@@ -101,7 +101,7 @@ impl Signer {
                 method: input.method,
                 path: &canonical_path,
                 params: &params,
-                headers: &headers,
+                headers,
                 host: &url.host,
                 signed_names: &names,
                 payload_hash: &payload_hash,
