@@ -30,15 +30,24 @@ contents_ok() {
   local want
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
     package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
-    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js; do
+    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js package/LICENSE-MIT package/LICENSE-APACHE; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
-  if grep -Ev '^package/(package\.json|README\.md|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|wasm))$' "$tmp/contents"; then
+  if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|wasm))$' "$tmp/contents"; then
     echo "^ files users do not need"
     return 1
   fi
 }
-check "tarball holds js/, pkg/*.js, pkg/*.wasm, README and nothing else" contents_ok
+check "tarball holds js/, pkg/*.js, pkg/*.wasm, README, the licenses and nothing else" contents_ok
+
+# prepack must refuse a checkout that was never built (a tarball without the wasm cannot load).
+unbuilt() {
+  mkdir -p "$tmp/unbuilt/scripts/lib" && cp -r "$root/package.json" "$root/js" "$tmp/unbuilt/" &&
+    cp "$root/scripts/lib/prepack.mjs" "$tmp/unbuilt/scripts/lib/" || return 1
+  if out=$(cd "$tmp/unbuilt" && npm pack --dry-run 2>&1); then echo "npm pack without pkg/ succeeded: $out"; return 1; fi
+  grep -q "run scripts/build" <<<"$out" || { echo "no pointer to scripts/build in: $out"; return 1; }
+}
+check "npm pack refuses a checkout without the built wasm (prepack)" unbuilt
 
 mkdir "$tmp/app"
 cp "$here/app.mjs" "$here/app.ts" "$tmp/app/"
