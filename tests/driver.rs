@@ -1,5 +1,7 @@
 //! `S3Ownership` driven natively over a scripted in-memory store: every claim case, the lease rules at
 //! their boundaries, and how each kind of store answer is settled.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod support;
 

@@ -3,6 +3,8 @@
 //! no panic (a panic kills the wasm instance), a typed error for what is malformed, and the SPEC §3
 //! meaning for what is well formed. The `cargo fuzz` targets under `fuzz/` drive the same functions with
 //! coverage guidance; these run on every `cargo test`.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 use celld_edge::env::{HttpResponse, TransportError};
 use celld_edge::ownership::records::{decode_lease, decode_nonce, decode_owner, MAX_EPOCH};

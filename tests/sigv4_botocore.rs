@@ -5,6 +5,8 @@
 //!
 //! Python comes from `$CELLD_EDGE_PYTHON` or `~/.cache/celld-edge/venv/bin/python`. Without it (or
 //! without botocore) the test skips loudly, unless `CELLD_EDGE_REQUIRE_BOTOCORE=1`, where it fails.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -4,6 +4,8 @@
 //!
 //! Run: `cargo test --test sim` (add `-- --nocapture` for the numbers). Reproduce one seed with
 //! `SIM_SEED=<seed> [SIM_TOOTH=<Tooth>] cargo test --test sim one_seed -- --nocapture`.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod checker;
 mod exec;
