@@ -4,11 +4,11 @@
 // says this node still owns the cell at that epoch. On SIGINT it finishes the write in flight, releases
 // the cell (the epoch is kept) and exits. One JSON line per step on stdout; onEvent's events on stderr.
 //
-//   deno run --allow-net --allow-read --allow-env --config examples/deno/deno.json examples/deno/cell-worker.js
+//   deno run --allow-net --allow-env --config examples/deno/deno.json examples/deno/cell-worker.js
 // Settings (environment): S3_ENDPOINT, S3_BUCKET, S3_REGION (default auto), AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, CELL, and optionally NODE_ID (default random: ids must be unique per running
 // process), S3_PREFIX, LEASE_TTL_MS, MAX_CLOCK_SKEW_MS, WORK_EVERY_MS.
-// (In your own project, map "celld-edge" to "npm:celld-edge" instead of this repo's js/deno.js.)
+// (In your own project, map "celld-edge" to "npm:celld-edge" instead of this repo's js/inline.js.)
 import { S3Ownership, signRequest } from "celld-edge";
 
 const env = (name, fallback) => Deno.env.get(name) || fallback;

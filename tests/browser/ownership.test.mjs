@@ -1,5 +1,5 @@
-// Ownership in headless Chromium: a page imports the package's browser entry (js/browser.js, which fetches
-// the .wasm next to it) and runs the shared ownership checks against both test servers, through their
+// Ownership in headless Chromium: a page imports the package's browser entry (js/inline.js: the wasm
+// inlined, instantiated synchronously) and runs the shared ownership checks against both test servers, through their
 // CORS pass-throughs. Results come back from the page and become node:test subtests.
 import { test } from "node:test";
 import { ownershipServers } from "../common/ownership.mjs";
@@ -14,7 +14,7 @@ const servers = ownershipServers(process.env).map((s) => {
 
 test("ownership checks inside Chromium", async (t) => {
   const results = await resultsFromChromium(`
-    import * as api from "/js/browser.js";
+    import * as api from "/js/inline.js";
     import { runChecks } from "/tests/common/checks.mjs";
     import { ownershipChecks } from "/tests/common/ownership.mjs";
     const servers = ${JSON.stringify(servers)};

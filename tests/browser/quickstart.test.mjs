@@ -20,7 +20,7 @@ if (!browserEndpoint) throw new Error("CELLD_TEST_ATOMIC_BROWSER_ENDPOINT is not
 const server = await freshBucket(signRequest, atomic, "qs-browser");
 const types = { ".js": "text/javascript", ".wasm": "application/wasm" };
 const page = `<!doctype html><meta charset="utf-8"><title>quick start</title>
-<script type="importmap">{ "imports": { "celld-edge": "/js/browser.js" } }</script>
+<script type="importmap">{ "imports": { "celld-edge": "/js/inline.js" } }</script>
 <body>loading<script type="module" src="/examples/quickstart/browser.js"></script></body>`;
 
 const site = http.createServer(async (req, res) => {

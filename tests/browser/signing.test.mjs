@@ -1,5 +1,5 @@
-// Signing in headless Chromium through the package's browser entry (js/browser.js: top-level await, the
-// .wasm fetched next to the glue): the shared signing checks, with the vectors embedded in the page and
+// Signing in headless Chromium through the package's browser entry (js/inline.js: no top-level await, the
+// wasm inlined in the JS): the shared signing checks, with the vectors embedded in the page and
 // the strict servers reached through their CORS pass-throughs.
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -25,7 +25,7 @@ const vectors = loadVectors((p) => readFileSync(p, "utf8"), process.env);
 
 test("signing checks inside Chromium (browser entry)", async (t) => {
   const results = await resultsFromChromium(`
-    import * as api from "/js/browser.js";
+    import * as api from "/js/inline.js";
     import { runChecks } from "/tests/common/checks.mjs";
     import { signingChecks } from "/tests/common/signing.mjs";
     const vectors = ${JSON.stringify(vectors)};

@@ -17,7 +17,7 @@ function fail(message) {
 /** Runs the example until it has acknowledged `acks` writes, then sends SIGINT; returns its JSON lines. */
 async function runExample(prefix, cell, acks) {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-read", "--allow-env", "--config", config, script],
+    args: ["run", "--allow-net", "--allow-env", "--config", config, script],
     env: {
       DENO_NO_UPDATE_CHECK: "1",
       S3_ENDPOINT: store.endpoint, S3_BUCKET: store.bucket, S3_REGION: store.region, S3_PREFIX: prefix,

@@ -12,7 +12,7 @@ const config = new URL("../../examples/deno/deno.json", import.meta.url).pathnam
 Deno.test("Deno quick start: claims cell-1, releases it on SIGINT", async () => {
   const server = await freshBucket(signRequest, atomic, "qs-deno");
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-read", "--allow-env", "--config", config, script],
+    args: ["run", "--allow-net", "--allow-env", "--config", config, script],
     env: { DENO_NO_UPDATE_CHECK: "1", ...quickstartEnv(server) },
     stdout: "piped",
     stderr: "piped",

@@ -28,12 +28,13 @@ echo "tarball $tarball: $(wc -c <"$tmp/$tarball") bytes gzipped, $(wc -l <"$tmp/
 
 contents_ok() {
   local want
-  for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/deno.js \
-    package/js/workerd.js package/js/browser.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
-    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js package/LICENSE-MIT package/LICENSE-APACHE; do
+  for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/inline.js \
+    package/js/workerd.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
+    package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js package/pkg/node.cjs package/pkg/wasm-inline.js \
+    package/pkg/index.d.cts package/LICENSE-MIT package/LICENSE-APACHE; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
-  if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|wasm))$' "$tmp/contents"; then
+  if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|cjs|d\.cts|wasm))$' "$tmp/contents"; then
     echo "^ files users do not need"
     return 1
   fi
@@ -50,19 +51,31 @@ unbuilt() {
 check "npm pack refuses a checkout without the built wasm (prepack)" unbuilt
 
 mkdir "$tmp/app"
-cp "$here/app.mjs" "$here/app.ts" "$tmp/app/"
+cp "$here/app.mjs" "$here/app.ts" "$here/app.cjs" "$here/app-cjs.ts" "$here/node-app.mjs" "$here/browser-app.js" "$tmp/app/"
 (cd "$tmp/app" && npm init -y >/dev/null && npm pkg set type=module >/dev/null &&
   npm install --silent --no-audit --no-fund "../$tarball") >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; echo "installing the tarball failed"; exit 1; }
 
 check "Node imports the installed package (node condition: the bundled entry) and signs" \
   bash -c "cd '$tmp/app' && node app.mjs pkg/node.js"
-check "Deno imports the installed package (deno condition, only --allow-read) and signs" \
-  bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run --allow-read app.mjs js/deno.js"
-check "a bundler targeting browsers resolves the browser entry" \
-  bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --format=esm --platform=browser --log-level=error app.mjs --outfile=bundle.js --external:node:* && grep -q 'await init()\|await __wbg_init()' bundle.js"
+check "Deno imports the installed package (deno condition, no permissions) and signs" \
+  bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run app.mjs js/inline.js"
+check "CommonJS require() of the installed package (require condition) signs" \
+  bash -c "cd '$tmp/app' && node app.cjs"
+check "esbuild --platform=node --bundle output runs from another folder (no wasm file beside it)" \
+  bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --platform=node --format=esm --log-level=error node-app.mjs --outfile='$tmp/elsewhere/app.mjs' && cd '$tmp/elsewhere' && node app.mjs"
+for bundler in esbuild-iife esbuild-esm vite webpack; do
+  check "$bundler bundles a browser program with no manual step, and it signs in Chromium" \
+    node "$here/bundlers.mjs" "$tmp/app" "$root" "$bundler"
+done
 check "TypeScript (strict) type-checks a program against the shipped declarations" \
   "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module nodenext --moduleResolution nodenext "$tmp/app/app.ts"
+mkdir "$tmp/cjs-app"
+cp "$here/app-cjs.ts" "$tmp/cjs-app/"
+ln -s "$tmp/app/node_modules" "$tmp/cjs-app/node_modules"
+echo '{ "name": "cjs-app", "type": "commonjs" }' >"$tmp/cjs-app/package.json"
+check "TypeScript in a CommonJS project (--module node16) type-checks against the require declarations" \
+  "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
