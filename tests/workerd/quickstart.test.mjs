@@ -19,7 +19,7 @@ test("Workers quick start: claim on first request, the owner as the answer after
     S3_ACCESS_KEY_ID: server.accessKeyId, S3_SECRET_ACCESS_KEY: server.secretAccessKey,
   };
   const [a, b] = [await startBundle(bundle, bindings), await startBundle(bundle, bindings)];
-  const ask = async (mf) => (await mf.dispatchFetch("http://quickstart.example/cell%201")).json();
+  const ask = async (mf) => (await mf.dispatchFetch("http://quickstart.example/cells/cell-1")).json();
 
   const claimed = await ask(a);
   deepEqual([claimed.outcome, claimed.epoch, claimed.tookOver, claimed.prior], ["applied", 1, false, null]);
@@ -29,6 +29,12 @@ test("Workers quick start: claim on first request, the owner as the answer after
   const fromB = await ask(b);
   deepEqual(fromB, fromA, "the other Worker routes to the same owner");
   equal((await ask(a)).epoch, 1, "asking again does not move the cell");
+  for (const [path, status] of [["/", 404], ["/favicon.ico", 404], ["/cells/a%2Fb", 400], ["/cells/%E0%A4%A", 400]]) {
+    const res = await a.dispatchFetch(`http://quickstart.example${path}`);
+    equal(res.status, status, `${path} answers ${status}`);
+    if (status === 400) equal((await res.json()).error, "invalid-input", `${path}: a typed error`);
+    else await res.text();
+  }
   await stopWorker(a);
   await stopWorker(b);
 });
