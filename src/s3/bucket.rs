@@ -63,6 +63,19 @@ impl Bucket {
         if host.is_empty() {
             return Err(Error::invalid_value("endpoint ", endpoint, " has no host"));
         }
+        // An endpoint that already names the bucket would put every key inside the bucket under a folder
+        // of the bucket's name (or address `bucket.bucket.host`): a silent wrong layout, so refuse it.
+        let named_in_path = base.rsplit('/').next() == Some(bucket);
+        let named_in_host = host.split('.').next() == Some(bucket) && host.len() > bucket.len();
+        if named_in_path || (named_in_host && !path_style) {
+            return Err(Error::invalid(msg!(
+                "endpoint ",
+                endpoint,
+                " already names bucket ",
+                bucket,
+                ": give the store's endpoint without the bucket, and the bucket as `bucket`"
+            )));
+        }
         let (origin, key_base) = if path_style {
             (msg!(scheme, "://", host), msg!(base, "/", bucket, "/"))
         } else {
@@ -130,5 +143,42 @@ impl Bucket {
             _ => Vec::new(),
         };
         self.build("DELETE", key, headers, Vec::new(), now_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(endpoint: &str, path_style: bool) -> Result<Bucket> {
+        Bucket::new(endpoint, "cells", "auto", path_style, "AKID", "secret", None)
+    }
+
+    #[test]
+    fn an_endpoint_that_names_the_bucket_is_refused() {
+        for (endpoint, path_style) in [
+            ("https://acct.r2.cloudflarestorage.com/cells", true),
+            ("https://acct.r2.cloudflarestorage.com/cells/", true),
+            ("https://proxy.example/s3/cells", true),
+            ("https://cells.s3.us-east-1.amazonaws.com", false),
+        ] {
+            let err = bucket(endpoint, path_style).err().expect(endpoint);
+            assert_eq!(err.code(), "invalid-input", "{endpoint}");
+            assert!(err.message().contains("already names bucket cells"), "{endpoint}: {}", err.message());
+        }
+    }
+
+    #[test]
+    fn endpoints_with_a_base_path_or_a_similar_name_are_kept() {
+        let cases = [
+            ("https://acct.r2.cloudflarestorage.com", true, "https://acct.r2.cloudflarestorage.com/cells/k"),
+            ("https://proxy.example/s3/", true, "https://proxy.example/s3/cells/k"),
+            ("https://proxy.example/cellsx", true, "https://proxy.example/cellsx/cells/k"),
+            ("https://s3.us-east-1.amazonaws.com", false, "https://cells.s3.us-east-1.amazonaws.com/k"),
+            ("http://cells:9000", true, "http://cells:9000/cells/k"),
+        ];
+        for (endpoint, path_style, url) in cases {
+            assert_eq!(bucket(endpoint, path_style).expect(endpoint).url("k"), url);
+        }
     }
 }
