@@ -3,7 +3,7 @@
 
 export * from "./ownership.js";
 
-/** The stable `code` of every error celld-edge throws (SPEC §4). */
+/** The stable `code` of every error celld-edge throws. */
 export type ErrorCode =
   | "invalid-input"
   | "auth"

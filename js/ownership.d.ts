@@ -1,6 +1,6 @@
 // Type declarations for S3Ownership (js/ownership.js), re-exported by index.d.ts.
 
-/** Options of `new S3Ownership(...)` (SPEC §4). */
+/** Options of `new S3Ownership(...)`. */
 export interface S3OwnershipOptions {
   /** `https://<account>.r2.cloudflarestorage.com`, `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`, ... */
   endpoint: string;
@@ -131,6 +131,6 @@ export declare class S3Ownership {
   owner(cell: string): Promise<OwnerInfo | null>;
   /** The ack gate: true iff this node claimed `cell` at `epoch` under its current, valid lease and the record still says so. */
   verify(cell: string, epoch: number): Promise<boolean>;
-  /** Qualifies the store (SPEC §6); rejects with `store-violation` naming the step when it ignores conditions. */
+  /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
   probe(): Promise<ProbeReport>;
 }

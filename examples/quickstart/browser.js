@@ -1,4 +1,4 @@
-import { S3Ownership } from "celld-edge"; // via your bundler, or an import map to celld-edge/js/browser.js
+import { S3Ownership } from "celld-edge"; // via your bundler, or an import map to celld-edge/js/inline.js
 
 // Short-lived credentials from your backend (STS, R2 temporary credentials); the bucket must allow CORS.
 const store = await (await fetch("/credentials")).json(); // { endpoint, bucket, region, accessKeyId, ... }
