@@ -32,6 +32,7 @@ const NORMALIZED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 /** Error codes that say the request was refused for its time alone (nothing was done). */
 const SKEW_CODES = new Set(["RequestTimeTooSkewed", "RequestExpired", "RequestInTheFuture"]);
+const EDGE_SPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
 const FORM_TYPE = "application/x-www-form-urlencoded;charset=UTF-8";
 
 function error(code, message, cause) {
@@ -150,6 +151,8 @@ function collectHeaders(h) {
     if (typeof name !== "string") throw invalid(`header names must be strings, got ${describe(name)}`);
     if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") value = String(value);
     else if (typeof value !== "string") throw invalid(`header ${JSON.stringify(name)} must have a string value, got ${describe(value)}`);
+    // Trimmed as fetch's Headers trims, before repeats are joined (the signer trims only the joined value).
+    value = value.replace(EDGE_SPACE, "");
     const lower = name.toLowerCase();
     const had = out.get(lower);
     out.set(lower, had === undefined ? value : `${had},${value}`);
