@@ -202,7 +202,14 @@ export function awsClientChecks(ctx) {
     }
     if (ctx.botocore.length < 300) fail(`only ${ctx.botocore.length} botocore cases survived the filter`);
     const seen = { sign: 0, presign: 0, s3: 0, generic: 0, unsigned: 0 };
+    let rewritten = 0;
     for (const c of ctx.botocore) {
+      // This runtime's URL parser may rewrite what Node's left alone (workerd encodes `^` in paths):
+      // then it is not the URL botocore signed.
+      if (pathAndQuery(new URL(c.url).href) !== pathAndQuery(c.url)) {
+        rewritten++;
+        continue;
+      }
       const what = `case ${c.id} (${c.mode}, ${c.service}, ${c.method} ${c.url})`;
       const client = new AwsClient({ accessKeyId: c.access_key, secretAccessKey: c.secret, sessionToken: c.token ?? undefined, region: c.region, service: c.service });
       const body = c.body_hex === "" ? undefined : Uint8Array.from(c.body_hex.match(/../g), (h) => parseInt(h, 16));
@@ -226,6 +233,7 @@ export function awsClientChecks(ctx) {
       seen[c.service === "s3" ? "s3" : "generic"]++;
       if (c.unsigned) seen.unsigned++;
     }
+    if (rewritten > ctx.botocore.length / 20) fail(`${rewritten} of ${ctx.botocore.length} case URLs are rewritten by this runtime's URL parser`);
     for (const [k, n] of Object.entries(seen)) if (n < 20) fail(`only ${n} ${k} cases: the filter lost the spread (${JSON.stringify(seen)})`);
   });
 

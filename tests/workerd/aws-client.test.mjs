@@ -1,13 +1,15 @@
 // AwsClient inside workerd: bundles tests/workerd/aws-client (as a user's deploy would), starts it with the
 // vectors, the botocore cases and the server coordinates as bindings, and turns its results into subtests.
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { asSubtests } from "../common/checks.mjs";
 import { AWS_CLIENT_VECTOR_CASES } from "../common/aws-client.mjs";
 import { loadVectorCases } from "../common/vectors-fs.mjs";
 import { loadBotocoreCases } from "../botocore/cases.mjs";
-import { root, startWorker } from "./miniflare.mjs";
+import { disposeAll, root, startWorker } from "./miniflare.mjs";
+
+after(disposeAll); // also when run on its own, not from run.mjs
 
 test("AwsClient checks inside workerd", async (t) => {
   const { cases, skip } = loadBotocoreCases();
