@@ -306,7 +306,8 @@ export class AwsClient {
    */
   async fetch(input, init) {
     const plan = await this.#plan(input, init, true);
-    const send = this.#fetch ?? globalThis.fetch;
+    // globalThis.fetch is looked up per call (a runtime or test may replace it) and called as a method.
+    const send = this.#fetch ?? ((request) => globalThis.fetch(request));
     let skewFixed = false;
     for (let attempt = 0; ; attempt++) {
       const request = this.#request(plan, new Date(Date.now() + this.#skewMs));
