@@ -95,7 +95,7 @@ const SIGNING_NAMES = {
  * AWS regional and global endpoints (virtual-hosted and path-style S3, dual-stack, FIPS, access points,
  * Lambda function URLs), Cloudflare R2 (`auto`) and Backblaze B2.
  */
-export function guessServiceRegion(hostname) {
+function guessServiceRegion(hostname) {
   const host = hostname.toLowerCase();
   if (host === "r2.cloudflarestorage.com" || host.endsWith(".r2.cloudflarestorage.com")) return ["s3", "auto"];
   let m = /(?:^|\.)s3\.([a-z0-9-]+)\.backblazeb2\.com$/.exec(host);

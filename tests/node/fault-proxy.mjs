@@ -25,7 +25,9 @@ export async function proxyFront(upstream) {
       res.writeHead(upRes.statusCode, upRes.headers);
       upRes.pipe(res);
     });
-    fwd.on("error", (e) => res.writeHead(502).end(String(e)));
+    // No answer from the store (s3s-fs may close without reading a chunked body it refuses): the client
+    // sees a cut connection, as it would without the proxy.
+    fwd.on("error", () => (res.headersSent ? res.destroy() : req.socket.destroy()));
     req.pipe(fwd);
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
