@@ -9,6 +9,7 @@
 import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
 
 export * from "./ownership.js";
+export { AwsClient } from "./aws-client.js";
 
 const SEP = "\0";
 const encoder = new TextEncoder();

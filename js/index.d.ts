@@ -86,3 +86,51 @@ export function signRequest(options: SignRequestOptions): SignedRequest;
  * @throws {CelldEdgeError} `invalid-input`, as for {@link signRequest}, and for `expiresIn` out of range.
  */
 export function presignUrl(options: PresignUrlOptions): string;
+
+/** Options of {@link AwsClient} (unknown keys are refused with `invalid-input`). */
+export interface AwsClientOptions extends Credentials {
+  /** Guessed from the host when absent (AWS, R2, B2); `invalid-input` when it cannot be. */
+  service?: string;
+  /** Guessed from the host when absent (`auto` for R2); `invalid-input` when it cannot be. */
+  region?: string;
+  /** Retries of requests safe to repeat, on 5xx, 429 and network errors; default 10. */
+  retries?: number;
+  /** The first backoff's upper bound (full jitter, doubling per retry, each at most 20 s); default 50. */
+  initRetryMs?: number;
+  /** Default true for S3 (`UNSIGNED-PAYLOAD`, as aws4fetch), false elsewhere (the body is hashed). */
+  unsignedPayload?: boolean;
+  /** Default `globalThis.fetch`; called with the signed `Request`. */
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+/** Per-request overrides in `init.aws` (unknown keys are refused, e.g. `expires`, `allHeaders`). */
+export interface AwsRequestOptions extends Partial<Credentials> {
+  service?: string;
+  region?: string;
+  /** `sign()` only: fetch() signs each attempt at the current time. */
+  datetime?: string | Date;
+  /** Query-string auth (a presigned URL), signed for the request's headers. */
+  signQuery?: boolean;
+  /** With `signQuery`: seconds, 1..=604800; default 86400 (or the URL's `X-Amz-Expires`). */
+  expiresIn?: number;
+  unsignedPayload?: boolean;
+}
+
+export type AwsRequestInit = RequestInit & { aws?: AwsRequestOptions };
+
+/**
+ * A drop-in for aws4fetch's `AwsClient` (SPEC §4.1). Conditional requests (`If-Match`, `If-None-Match`,
+ * ...), POSTs and one-shot stream bodies are never resent.
+ */
+export class AwsClient {
+  constructor(options: AwsClientOptions);
+  readonly accessKeyId: string;
+  readonly service: string | undefined;
+  readonly region: string | undefined;
+  readonly retries: number;
+  readonly initRetryMs: number;
+  /** The signed `Request` (for a `Request` input, its body is read into memory unless it carries `x-amz-content-sha256`). */
+  sign(input: string | URL | Request, init?: AwsRequestInit | null): Promise<Request>;
+  /** Signs and sends with retries; rejects with `transport` when no answer came. */
+  fetch(input: string | URL | Request, init?: AwsRequestInit | null): Promise<Response>;
+}

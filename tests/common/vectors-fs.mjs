@@ -15,3 +15,13 @@ export function loadVectors(readText, env) {
     authz: readText(suite + vectorFileBase(name) + ".authz"),
   }));
 }
+
+/** Like loadVectors, for any list of case names (e.g. AWS_CLIENT_VECTOR_CASES). */
+export function loadVectorCases(readText, env, cases) {
+  const suite = testdataDir(env).replace(/\/?$/, "/") + "aws-sig-v4-test-suite/";
+  return cases.map((name) => ({
+    name,
+    req: readText(suite + vectorFileBase(name) + ".req"),
+    authz: readText(suite + vectorFileBase(name) + ".authz"),
+  }));
+}

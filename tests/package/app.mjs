@@ -1,9 +1,9 @@
 // A user's program, run inside a fresh project that installed the packed tarball: imports "celld-edge" by
 // name, checks which entry its runtime resolved (argv: the expected js/ file), signs AWS's S3 examples,
-// gets a typed error for bad input, and finds the ownership class.
+// also through AwsClient, gets a typed error for bad input, and finds the ownership class.
 import * as api from "celld-edge";
 
-const { signRequest, presignUrl, S3Ownership } = api;
+const { signRequest, presignUrl, S3Ownership, AwsClient } = api;
 if (typeof S3Ownership !== "function") throw new Error("S3Ownership is not exported");
 
 const expected = (globalThis.Deno ? Deno.args : process.argv.slice(2))[0];
@@ -14,7 +14,7 @@ if (expected && !resolved.endsWith(`/node_modules/celld-edge/${expected}`)) {
 
 // Every runtime export must be declared in js/index.d.ts; app.ts type-checks each of these names.
 const exported = Object.keys(api).sort().join(",");
-if (exported !== "S3Ownership,presignUrl,signRequest") {
+if (exported !== "AwsClient,S3Ownership,presignUrl,signRequest") {
   throw new Error(`the package exports ${exported}: declare any new export in js/*.d.ts and use it in app.ts`);
 }
 
@@ -32,6 +32,10 @@ const url = presignUrl({ ...example, url: "https://examplebucket.s3.amazonaws.co
 if (!url.endsWith("X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404")) {
   throw new Error(`presign example: ${url}`);
 }
+const viaClient = await new AwsClient({ accessKeyId: example.accessKeyId, secretAccessKey: example.secretAccessKey, region: example.region, unsignedPayload: false }).sign("https://examplebucket.s3.amazonaws.com/test.txt", {
+  headers: { Range: "bytes=0-9" }, aws: { datetime: example.datetime },
+});
+if (viaClient.headers.get("authorization") !== get.headers.authorization) throw new Error(`AwsClient GET example: ${viaClient.headers.get("authorization")}`);
 try {
   signRequest({ ...example, url: "not a url" });
   throw new Error("a bad URL was signed");

@@ -141,6 +141,22 @@ own.claim("c").then((r) => {
   // @ts-expect-error the epoch exists only on an applied claim: narrow on outcome first
   console.log(r.epoch);
 });
+// AwsClient, aws4fetch's drop-in: sign() and fetch() take what fetch takes.
+import { AwsClient, type AwsClientOptions } from "celld-edge";
+
+const awsOptions: AwsClientOptions = { accessKeyId: "AKID", secretAccessKey: "secret", service: "s3", region: "auto", retries: 3, initRetryMs: 20, unsignedPayload: true, fetch: (r: Request) => fetch(r) };
+const aws = new AwsClient(awsOptions);
+async function viaAwsClient(): Promise<number> {
+  const presigned: Request = await aws.sign("https://h/b/k", { method: "PUT", aws: { signQuery: true, expiresIn: 300 } });
+  const res: Response = await aws.fetch(new Request(presigned.url), { headers: { "if-none-match": "*" }, body: "x" });
+  return res.status + aws.retries;
+}
+void viaAwsClient;
+// @ts-expect-error aws4fetch's cache option is refused (the runtime refuses it too)
+new AwsClient({ ...awsOptions, cache: new Map() });
+// @ts-expect-error init.aws knows expiresIn, not expires
+aws.sign("https://h/b/k", { aws: { signQuery: true, expires: 60 } });
+
 // @ts-expect-error not an error code
 const bogus: ErrorCode = "timeout";
 void bogus;
