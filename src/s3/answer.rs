@@ -170,11 +170,11 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         Err(e) => return GetAnswer::Retryable { detail: transport_detail(&e) },
     };
     match resp.status {
-        // Every key read here holds a JSON record: an HTML page is a website (often one that answers
-        // every path with its index page), not the bucket.
-        200 if html(&resp.body) => GetAnswer::Refused(not_s3(key, 200, "an HTML page")),
         200 => match resp.etag {
             Some(etag) if !etag.is_empty() => GetAnswer::Found { body: resp.body, etag },
+            // S3 always sends one: a page without it is a website (often one that answers every path
+            // with its index page), not the bucket. With an ETag, HTML in a record is a corrupt record.
+            _ if html(&resp.body) => GetAnswer::Refused(not_s3(key, 200, "an HTML page and no ETag")),
             // Without a token the record cannot be guarded against; a retry may fare better.
             _ => GetAnswer::Retryable { detail: "200 without an ETag".to_owned() },
         },
@@ -310,10 +310,12 @@ mod tests {
     fn answers_no_s3_api_gives_are_request_refusals_saying_so() {
         let cases: &[(u16, Option<&str>, &str, &str, &str)] = &[
             // status, ETag, body, as a PUT's answer, as a GET's answer
-            (200, Some("\"p\""), PAGE, "not-s3", "not-s3"),
+            // A GET's 200 with an ETag is an object, HTML or not (a corrupt record, when it is ours).
+            (200, Some("\"p\""), PAGE, "not-s3", "found"),
             (200, None, PAGE, "not-s3", "not-s3"),
-            (200, Some("\"p\""), "\n  <html lang=en>", "not-s3", "not-s3"),
-            (200, Some("\"p\""), "<HEAD></HEAD>", "not-s3", "not-s3"),
+            (200, None, "\n  <html lang=en>", "not-s3", "not-s3"),
+            (200, None, "<HEAD></HEAD>", "not-s3", "not-s3"),
+            (200, None, r#"{"ok":true}"#, "not-s3", "retryable"),
             (200, Some("\"j\""), r#"{"ok":true}"#, "not-s3", "found"),
             (201, Some("\"j\""), "[1,2]", "not-s3", "not-s3"),
             (200, Some("\"t\""), "OK", "not-s3", "found"),
