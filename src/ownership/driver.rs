@@ -17,7 +17,7 @@ use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
 use crate::ownership::probe::ProbeReport;
-use crate::ownership::qualify::{self, Flight, Here, Join};
+use crate::ownership::qualify::{self, Flight, Here, Join, Mode};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -236,7 +236,11 @@ impl<E: Env> S3Ownership<E> {
 
     /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
     async fn qualified(&self, fresh: bool) -> Result<ProbeReport> {
-        let trust_record = !fresh && self.config.probe == ProbePolicy::Recorded;
+        let mode = match self.config.probe {
+            _ if fresh => Mode::Explicit,
+            ProbePolicy::Always => Mode::Always,
+            ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
+        };
         let mut waited = None;
         loop {
             match self.qualification.join(self.store.env.wall_ms(), waited, fresh) {
@@ -248,7 +252,7 @@ impl<E: Env> S3Ownership<E> {
                 Join::Lead(leader) => {
                     let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
                     let outcome =
-                        qualify::qualify(&self.store, &self.here(), trust_record, trust, skew, self.budget()).await;
+                        qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await;
                     return leader.finish(outcome);
                 }
             }

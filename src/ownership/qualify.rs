@@ -188,31 +188,47 @@ pub enum Outcome {
     Failed(Error),
 }
 
-/// Reads the record (unless `trust_record` is false, when it is read only for its ETag), then probes and
-/// records the verdict unless a trusted record already holds one. Every request is under `budget`.
-/// Requests: 1 when a trusted record is read; else 1 + the probe + 1 (2 more when a refusal must replace a
-/// pass recorded meanwhile).
-pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, trust_record: bool, trust_ms: u64, skew_ms: u64, budget: Budget) -> Outcome {
+/// Whose verdict counts (`qualify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A trusted record's verdict; a probe (recorded) only when there is none.
+    Trust,
+    /// This instance's own probe (`probe: "always"`); recorded, except over a trusted refusal: one
+    /// instance's pass does not erase another's proof.
+    Always,
+    /// An explicit `probe()`: this probe's verdict replaces whatever is recorded.
+    Explicit,
+}
+
+/// Reads the record, then, unless a trusted record settles it (`Mode::Trust`), probes and records the
+/// verdict. Every request is under `budget`. Requests: 1 when a trusted record is read; else 1 + the
+/// probe + 1 (2 more when a refusal must replace a pass recorded meanwhile).
+pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trust_ms: u64, skew_ms: u64, budget: Budget) -> Outcome {
     let key = record_key(here.prefix);
     let read = match read_record(store, &key, budget).await {
         Ok(read) => read,
         Err(e) => return Outcome::Failed(e),
     };
+    let etag = read.as_ref().map(|(_, etag)| etag.clone());
     let now = store.env.wall_ms();
-    let replace = match judge(read.clone(), here, now, trust_ms, skew_ms) {
-        Judged::Trusted { verdict, until_ms } if trust_record => return kept(verdict, until_ms, &key),
-        Judged::Trusted { .. } => CasGuard::Match(read.map(|(_, etag)| etag).unwrap_or_default()),
-        Judged::Qualify { replace, .. } => replace,
+    let (replace, trusted_refusal) = match judge(read, here, now, trust_ms, skew_ms) {
+        Judged::Trusted { verdict, until_ms } if mode == Mode::Trust => return kept(verdict, until_ms, &key),
+        Judged::Trusted { verdict, .. } => {
+            (CasGuard::Match(etag.unwrap_or_default()), matches!(verdict, Verdict::Refused { .. }))
+        }
+        Judged::Qualify { replace, .. } => (replace, false),
     };
-    let prefix = here.prefix;
-    let (verdict, races) = match run_probe(store, prefix, budget).await {
+    let (verdict, races) = match run_probe(store, here.prefix, budget).await {
         (Ok(report), races) => (Verdict::Qualified(report), races),
         (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.detail }, races),
         (Err(e), _) => return Outcome::Failed(e),
     };
     // When the verdict was reached (the probe took a while): the start of its trust.
     let at = store.env.wall_ms();
-    record_verdict(store, &key, &verdict, at, here, races, replace, budget).await;
+    let keep_theirs = mode == Mode::Always && trusted_refusal && matches!(verdict, Verdict::Qualified(_));
+    if !keep_theirs {
+        record_verdict(store, &key, &verdict, at, here, races, replace, budget).await;
+    }
     match verdict {
         Verdict::Qualified(report) => Outcome::Qualified { report, until_ms: at.saturating_add(trust_ms) },
         Verdict::Refused { step, detail } => {
