@@ -102,6 +102,19 @@ for (const { name, meta, res } of entries) {
   const sig = res.signatures ? `${res.signatures.strict ? "yes" : "no"} (${res.signatures.strict ? "auth" : res.signatures.answer})` : "—";
   p(row([name, meta?.version ?? "—", verdict(res), perQual, firstText, laterText, ...variants(res), sig, median(q.map((r) => r.ms)), time]));
 }
+const unstable = measured.filter(({ res }) => {
+  const passed = res.qualifications.filter((r) => r.ok).length;
+  return passed > 0 && passed < res.qualifications.length;
+}).map((e) => e.name);
+if (unstable.length) {
+  p(
+    "",
+    `**Unstable verdicts** (${unstable.join(", ")}): the probe refused the store in some qualifications and qualified it`,
+    "in others. Its races sample a window; a store that loses a race only rarely is qualified whenever every race of",
+    "a qualification misses it. A qualified run there is no evidence of atomicity; a refusal is proof of a race. Once",
+    "recorded, a refusal outranks passes for the trust period (docs/protocol.md).",
+  );
+}
 p(
   "",
   "Install time is this run's (near zero when the cache already held the server); where an earlier run of the script",
