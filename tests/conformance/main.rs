@@ -222,10 +222,15 @@ fn create_bucket(s: &Server, net: &Net) -> String {
         })
         .unwrap();
     let req = HttpRequest { method: "PUT", url: signed.url, headers: signed.headers, body: Vec::new() };
-    match exchange(&req, Duration::from_secs(10)) {
-        Ok(r) => format!("{} {}", r.status, celld_edge::s3::parse_error(&r.body).0),
-        Err(e) => format!("{e:?}"),
+    // Some servers (localstack) start their S3 service on the first request: give it time.
+    let mut last = String::new();
+    for _ in 0..5 {
+        match exchange(&req, Duration::from_secs(30)) {
+            Ok(r) => return format!("{} {}", r.status, celld_edge::s3::parse_error(&r.body).0),
+            Err(e) => last = format!("{e:?}"),
+        }
     }
+    last
 }
 
 /// One probe with `layout` through the machine, on this server: `Ok(())` passed, else the error code and step.
