@@ -505,3 +505,26 @@ fn racy_stores_are_caught_by_many_small_races() {
     eprintln!("{table}");
     assert!(rate(Layout::DEFAULT, 1.0) > 0.998);
 }
+
+#[test]
+fn a_record_replaced_while_we_probed_is_left_as_theirs() {
+    let mem = MemEnv::new();
+    mem.put_raw(RECORD, "corrupt");
+    let a = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "a", "k", "s"), Slow(mem.clone())).unwrap();
+    let planter = mem.clone();
+    // Another instance records its verdict once our probe's last batch (the cleanup) is out.
+    let plant = std::future::poll_fn(move |_| {
+        if planter.sent_count() < 39 {
+            return Poll::Pending;
+        }
+        planter.put_raw(RECORD, r#"{"theirs":true}"#);
+        Poll::Ready(Ok(celld_edge::ownership::CasOutcome::Applied))
+    });
+    let ops: Vec<Op> = vec![Box::pin(a.cas_owner("c", &CasGuard::Absent, 1)), Box::pin(plant)];
+    let done = run_all(ops);
+    assert!(done[0].is_ok(), "{done:?}");
+    let wire = mem.wire_since(0);
+    assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "{wire:#?}");
+    assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
+    assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
+}
