@@ -6,7 +6,7 @@
 mod support;
 
 use celld_edge::env::TransportError;
-use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, S3Ownership};
+use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, ProbePolicy, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
 
 const TTL: u64 = 10_000;
@@ -18,7 +18,7 @@ fn node(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
     config.max_clock_skew_ms = SKEW;
     config.addr = format!("{id}.internal:7000");
     // The scripted faults below target the protocol's own requests; the probe has tests of its own.
-    config.probe = false;
+    config.probe = ProbePolicy::Off;
     S3Ownership::new(config, env.clone()).unwrap()
 }
 
@@ -579,7 +579,7 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     let env = MemEnv::new();
     let mut config = Config::new(ENDPOINT, BUCKET, "n 1+ü", "k", "s");
     config.prefix = "tenants/x/".into();
-    config.probe = false;
+    config.probe = ProbePolicy::Off;
     let a = S3Ownership::new(config, env.clone()).unwrap();
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
@@ -598,76 +598,6 @@ fn celld_written_records_are_read_and_claimed_over() {
     let owner = block_on(a.owner("c")).unwrap().unwrap();
     assert_eq!((owner.node.as_str(), owner.epoch, owner.live, owner.addr.as_str()), ("celld-1", 41, false, "10.0.0.1:4000"));
     assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 42);
-}
-
-fn probing(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
-    S3Ownership::new(Config::new(ENDPOINT, BUCKET, id, "k", "s"), env.clone()).unwrap()
-}
-
-#[test]
-fn the_first_write_runs_the_probe_once_and_cleans_up() {
-    let env = MemEnv::new();
-    let a = probing(&env, "a");
-    block_on(a.acquire_lease()).unwrap();
-    let after_first = env.sent_count();
-    assert!(after_first > 2 * 8, "the probe ran ({after_first} requests)");
-    block_on(a.claim("c")).unwrap();
-    assert_eq!(env.sent_count() - after_first, 2, "no second probe: read + create");
-    let keys: Vec<String> = env.0.borrow().objects.keys().cloned().collect();
-    assert_eq!(keys, ["cells/c/own.json", "nodes/a.json"], "probe keys were deleted");
-    let report = block_on(a.probe()).unwrap();
-    assert_eq!((report.if_match_missing_status, report.conditional_delete, report.etag_quoted), (404, true, true));
-}
-
-#[test]
-fn a_store_that_ignores_conditions_is_refused_before_any_write() {
-    let env = MemEnv::new();
-    env.0.borrow_mut().ignore_conditions = true;
-    let a = probing(&env, "a");
-    let err = block_on(a.acquire_lease()).unwrap_err();
-    assert_eq!(err.code(), "store-violation");
-    assert!(err.to_string().contains("create-again"), "{err}");
-    assert!(env.body("nodes/a.json").is_none(), "nothing of the protocol was written");
-    // The verdict is kept: no second probe, same refusal.
-    let sent = env.sent_count();
-    assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "not-leased");
-    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "store-violation");
-    assert_eq!(env.sent_count(), sent);
-}
-
-#[test]
-fn the_probe_reports_412_for_if_match_on_a_missing_key() {
-    let env = MemEnv::new();
-    env.0.borrow_mut().if_match_missing = 412;
-    let report = block_on(probing(&env, "a").probe()).unwrap();
-    assert_eq!(report.if_match_missing_status, 412);
-}
-
-#[test]
-fn an_ambiguous_probe_is_a_transport_error_not_a_pass() {
-    let env = MemEnv::new();
-    for _ in 0..3 {
-        env.push(Fault::Drop(Ok((503, "SlowDown")))); // the first create of each attempt
-    }
-    let err = block_on(probing(&env, "a").probe()).unwrap_err();
-    assert_eq!(err.code(), "transport", "{err}");
-}
-
-#[test]
-fn a_store_without_conditional_writes_is_a_store_violation_not_a_transport_error() {
-    let env = MemEnv::new();
-    env.push(Fault::Drop(Ok((501, "NotImplemented"))));
-    let err = block_on(probing(&env, "a").probe()).unwrap_err();
-    assert_eq!(err.code(), "store-violation", "{err}");
-    assert!(err.to_string().contains("does not implement conditional writes"), "{err}");
-}
-
-#[test]
-fn a_409_during_the_probe_is_inconclusive_and_retried_not_a_violation() {
-    let env = MemEnv::new();
-    env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
-    let report = block_on(probing(&env, "a").probe()).unwrap();
-    assert_eq!(report.if_match_missing_status, 404);
 }
 
 #[test]

@@ -16,8 +16,8 @@ use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, 
 use crate::ownership::ids::{check_id, check_prefix};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
-use crate::ownership::join::join_all;
-use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
+use crate::ownership::probe::ProbeReport;
+use crate::ownership::qualify::{self, Flight, Here, Join, Mode};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -41,9 +41,27 @@ pub struct Config {
     pub path_style: bool,
     /// Timeout of each request other than renewals (which are bounded by the remaining authority).
     pub request_timeout_ms: u32,
-    /// Run the store probe (SPEC §6) before this instance's first write. Opting out trusts the store.
-    pub probe: bool,
+    /// When the store probe (SPEC §6) runs before this instance's first write.
+    pub probe: ProbePolicy,
+    /// How long a verdict recorded in the bucket (`<prefix>probe/qualified.json`) is trusted after it was
+    /// reached; then the next instance qualifies again. At most 90 days; 0 never trusts a record.
+    pub probe_trust_ms: u64,
 }
+
+/// When an instance qualifies its store (`Config::probe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbePolicy {
+    /// Trust the bucket's recorded verdict while it is fresh (one GET); otherwise probe and record.
+    Recorded,
+    /// Probe on every instance's first write, whatever the bucket records (and record the verdict).
+    Always,
+    /// Never probe: trust the store.
+    Off,
+}
+
+/// Default `probe_trust_ms`: a week.
+pub const PROBE_TRUST_MS: u64 = 7 * 86_400_000;
+const MAX_PROBE_TRUST_MS: u64 = 90 * 86_400_000;
 
 impl Config {
     /// Defaults from the SPEC: region "us-east-1", ttl 10 s, skew 1 s, path style, no prefix, no addr.
@@ -62,7 +80,8 @@ impl Config {
             max_clock_skew_ms: 1_000,
             path_style: true,
             request_timeout_ms: 10_000,
-            probe: true,
+            probe: ProbePolicy::Recorded,
+            probe_trust_ms: PROBE_TRUST_MS,
         }
     }
 }
@@ -112,8 +131,6 @@ struct State {
     claims: Claims,
     /// The owner-record versions this instance last read or wrote, whatever the lease.
     known: Known,
-    /// The store probe's verdict, once known (a refusal is kept too: the store will not change its mind).
-    probed: Option<Result<ProbeReport>>,
 }
 
 /// Claim rounds (read, decide, write) before a claim under constant contention gives up.
@@ -123,6 +140,8 @@ pub struct S3Ownership<E: Env> {
     store: Store<E>,
     config: Config,
     state: RefCell<State>,
+    /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
+    qualification: Flight,
 }
 
 impl<E: Env> S3Ownership<E> {
@@ -139,6 +158,9 @@ impl<E: Env> S3Ownership<E> {
         if config.request_timeout_ms == 0 {
             return Err(Error::invalid("requestTimeoutMs must be positive"));
         }
+        if config.probe_trust_ms > MAX_PROBE_TRUST_MS {
+            return Err(Error::invalid(msg!("probeTrustMs (", config.probe_trust_ms, ") must be at most 90 days")));
+        }
         if config.addr.chars().any(char::is_control) {
             return Err(Error::invalid("addr contains a control character"));
         }
@@ -151,7 +173,8 @@ impl<E: Env> S3Ownership<E> {
             &config.secret_access_key,
             config.session_token.as_deref(),
         )?;
-        Ok(S3Ownership { store: Store::new(env, bucket), config, state: RefCell::new(State::default()) })
+        let (state, qualification) = (RefCell::new(State::default()), Flight::default());
+        Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification })
     }
 
     pub fn env(&self) -> &E {
@@ -191,52 +214,48 @@ impl<E: Env> S3Ownership<E> {
 
     // ---- the store probe (SPEC §6) ----
 
-    /// Qualifies the store: conditional writes honoured alone and under concurrency. Runs the probe anew
-    /// and caches its verdict for this instance.
+    fn here(&self) -> Here<'_> {
+        let endpoint = self.config.endpoint.trim_end_matches('/');
+        Here { endpoint, bucket: &self.config.bucket, prefix: &self.config.prefix }
+    }
+
+    /// Qualifies the store now, whatever is recorded or kept (after any qualification in progress), and
+    /// records the verdict in the bucket for later instances.
     pub async fn probe(&self) -> Result<ProbeReport> {
-        let verdict = self.run_probe().await;
-        if !matches!(&verdict, Err(Error::Transport(_))) {
-            self.state.borrow_mut().probed = Some(verdict.clone());
-        }
-        verdict
+        self.qualified(true).await
     }
 
-    /// Steps the probe's machine: sends what it asks for (each batch concurrently) and hands it the answers.
-    async fn run_probe(&self) -> Result<ProbeReport> {
-        let (store, budget) = (&self.store, self.budget());
-        let (mut probe, mut next) = Probe::new(&self.config.prefix, [store.nonce(), store.nonce(), store.nonce()]);
-        loop {
-            let requests = match next {
-                Next::Send(requests) => requests,
-                Next::Done(report) => return Ok(report),
-                Next::Failed(e) => return Err(e),
-            };
-            let answers = join_all(requests.into_iter().map(|request| async move {
-                match request {
-                    Request::Put { key, guard, body } => {
-                        let (status, answer) = store.put_cas_status(&key, &guard, body, budget).await;
-                        Answer::Written(status, answer)
-                    }
-                    Request::Get { key } => Answer::Read(store.get(&key, budget).await.map(|found| found.map(|(_, etag)| etag))),
-                    Request::Delete { key, guard } => {
-                        let (status, answer) = store.delete(&key, guard.as_ref(), budget).await;
-                        Answer::Written(status, answer)
-                    }
-                }
-            }));
-            next = probe.step(answers.await);
-        }
-    }
-
-    /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).
+    /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
+    /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
-        if !self.config.probe {
+        if self.config.probe == ProbePolicy::Off {
             return Ok(());
         }
-        let cached = self.state.borrow().probed.clone();
-        match cached {
-            Some(verdict) => verdict.map(|_| ()),
-            None => self.probe().await.map(|_| ()),
+        self.qualified(false).await.map(|_| ())
+    }
+
+    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
+    async fn qualified(&self, fresh: bool) -> Result<ProbeReport> {
+        let mode = match self.config.probe {
+            _ if fresh => Mode::Explicit,
+            ProbePolicy::Always => Mode::Always,
+            ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
+        };
+        let mut waited = None;
+        loop {
+            match self.qualification.join(self.store.env.wall_ms(), waited, fresh) {
+                Join::Known(verdict) => return verdict,
+                Join::Wait(flight) => {
+                    self.qualification.wait(flight).await;
+                    waited = Some(flight);
+                }
+                Join::Lead(leader) => {
+                    let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+                    let outcome =
+                        qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await;
+                    return leader.finish(outcome);
+                }
+            }
         }
     }
 

@@ -1,7 +1,8 @@
-//! The ownership protocol (SPEC §2-§5). Pure parts — `records` (wire shapes), `json` (their codec),
+//! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes), `json` (their codec),
 //! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation), `probe` (the store probe's
 //! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
-//! ambiguous writes by readback); `S3Ownership` (in `driver`) sequences them over an [`crate::env::Env`].
+//! ambiguous writes by readback); `qualify` records and trusts the probe's verdict per bucket;
+//! `S3Ownership` (in `driver`) sequences them over an [`crate::env::Env`].
 
 pub mod cas;
 mod claims;
@@ -13,10 +14,11 @@ mod join;
 mod known;
 pub mod lease;
 pub mod probe;
+pub mod qualify;
 pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 
-pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, S3Ownership};
+pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, ProbePolicy, S3Ownership};
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

@@ -1,6 +1,8 @@
 //! What the store's answers mean (SPEC §3): each HTTP outcome of a GET or a conditional PUT becomes one
 //! value of a small enum. Pure and total: every status, header and body — however malformed — maps to
-//! an answer, never a panic.
+//! an answer, never a panic. An answer no S3 API would give (an HTML page, a JSON document where S3
+//! sends XML or nothing) is a `request` refusal saying "not an S3 API": a wrong endpoint must never read
+//! as a store that breaks conditional writes, nor as a write that may have landed.
 
 use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
@@ -76,6 +78,44 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
     if auth { Error::Auth(refusal) } else { Error::Request(refusal) }
 }
 
+/// What a body is when no S3 API would send it where S3 sends XML or nothing; `None` when S3 could have
+/// (empty, or XML). Our own records are JSON, so a GET's body is judged by [`html`] alone.
+fn foreign(body: &[u8]) -> Option<&'static str> {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &body[i..]);
+    let start = start.strip_prefix("\u{feff}".as_bytes()).unwrap_or(start);
+    match start.first() {
+        None => None,
+        Some(b'<') if html(start) => Some("an HTML page"),
+        Some(b'<') => None,
+        Some(b'{' | b'[') => Some("a JSON document"),
+        Some(_) => Some("a body that is not XML"),
+    }
+}
+
+/// The body starts like an HTML document (after whitespace).
+fn html(body: &[u8]) -> bool {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &body[i..]);
+    let head = &start[..start.len().min(14)];
+    ["<!doctype html", "<html", "<head", "<body"]
+        .iter()
+        .any(|tag| head.len() >= tag.len() && head[..tag.len()].eq_ignore_ascii_case(tag.as_bytes()))
+}
+
+/// The `request` refusal of an answer that did not come from an S3 API.
+fn not_s3(key: &str, status: u16, what: &str) -> Error {
+    let message = msg!("not an S3 API: it answered ", status, " with ", what, " (check the endpoint)");
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message }))
+}
+
+/// A refusal (3xx, 4xx, 501): the store's own, or "not an S3 API" when the body is not S3's. 401/403 stay
+/// `auth` whatever the body: a proxy's denial page in front of a real store is still a denial.
+fn refusal(key: &str, status: u16, body: &[u8]) -> Error {
+    match foreign(body) {
+        Some(what) if status != 401 && status != 403 => not_s3(key, status, what),
+        _ => store_error(key, status, body),
+    }
+}
+
 fn describe(status: u16, body: &[u8]) -> String {
     match parse_error(body) {
         (code, _) if !code.is_empty() => msg!(status, " ", code),
@@ -97,12 +137,15 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         Err(e) => return PutAnswer::Ambiguous { detail: transport_detail(&e) },
     };
     match resp.status {
-        200..=299 => match resp.etag {
-            Some(etag) if !etag.is_empty() => PutAnswer::Applied { etag },
-            _ => PutAnswer::Ambiguous { detail: msg!(resp.status, " without an ETag") },
+        // S3 answers a write with no body (or XML): a page or a JSON document is some other server's.
+        status @ 200..=299 => match (foreign(&resp.body), resp.etag) {
+            (Some(what), _) => PutAnswer::Refused(not_s3(key, status, what)),
+            (None, Some(etag)) if !etag.is_empty() => PutAnswer::Applied { etag },
+            _ => PutAnswer::Ambiguous { detail: msg!(status, " without an ETag") },
         },
         304 | 412 => PutAnswer::Rejected,
         404 if parse_error(&resp.body).0 == "NoSuchKey" => PutAnswer::Rejected,
+        409 if foreign(&resp.body).is_some() => PutAnswer::Refused(refusal(key, 409, &resp.body)),
         409 => {
             let (code, _) = parse_error(&resp.body);
             match code.as_str() {
@@ -113,9 +156,10 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         }
         // 501: the store does not implement what the request asks (conditional headers, on B2 and
         // others); nothing was applied.
-        501 => PutAnswer::Refused(store_error(key, 501, &resp.body)),
+        501 => PutAnswer::Refused(refusal(key, 501, &resp.body)),
+        // A CDN's error page in front of a real store is HTML too: a 5xx stays "may have landed".
         429 | 500..=599 => PutAnswer::Ambiguous { detail: describe(resp.status, &resp.body) },
-        status => PutAnswer::Refused(store_error(key, status, &resp.body)),
+        status => PutAnswer::Refused(refusal(key, status, &resp.body)),
     }
 }
 
@@ -128,6 +172,9 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
     match resp.status {
         200 => match resp.etag {
             Some(etag) if !etag.is_empty() => GetAnswer::Found { body: resp.body, etag },
+            // S3 always sends one: a page without it is a website (often one that answers every path
+            // with its index page), not the bucket. With an ETag, HTML in a record is a corrupt record.
+            _ if html(&resp.body) => GetAnswer::Refused(not_s3(key, 200, "an HTML page and no ETag")),
             // Without a token the record cannot be guarded against; a retry may fare better.
             _ => GetAnswer::Retryable { detail: "200 without an ETag".to_owned() },
         },
@@ -135,10 +182,10 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         404 => match parse_error(&resp.body).0.as_str() {
             "NoSuchKey" => GetAnswer::Missing,
             "" if resp.body.is_empty() => GetAnswer::Missing,
-            _ => GetAnswer::Refused(store_error(key, 404, &resp.body)),
+            _ => GetAnswer::Refused(refusal(key, 404, &resp.body)),
         },
         429 | 500..=599 => GetAnswer::Retryable { detail: describe(resp.status, &resp.body) },
-        status => GetAnswer::Refused(store_error(key, status, &resp.body)),
+        status => GetAnswer::Refused(refusal(key, status, &resp.body)),
     }
 }
 
@@ -217,12 +264,95 @@ mod tests {
         assert_eq!(classify_get("k", resp(404, None, &xml("NoSuchKey"))), GetAnswer::Missing);
         assert!(matches!(classify_get("k", resp(404, None, &xml("NoSuchBucket"))), GetAnswer::Refused(_)));
         assert_eq!(classify_get("k", resp(404, None, "")), GetAnswer::Missing);
-        assert!(matches!(classify_get("k", resp(404, None, "<html>Not Found</html>")), GetAnswer::Refused(_)));
+        assert_eq!(kind_get(classify_get("k", resp(404, None, "<html>Not Found</html>"))), "not-s3");
         assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable { .. }));
         assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable { .. }));
         assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable { .. }));
         match classify_get("k", resp(403, None, "<html>denied</html>")) {
             GetAnswer::Refused(e) => assert_eq!(e.code(), "auth"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// What a classified answer is, in one word (`not-s3` for a "not an S3 API" refusal).
+    fn kind_put(a: PutAnswer) -> &'static str {
+        match a {
+            PutAnswer::Applied { .. } => "applied",
+            PutAnswer::Rejected => "rejected",
+            PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Ambiguous { .. } => "ambiguous",
+            PutAnswer::Refused(e) => kind_error(&e),
+        }
+    }
+
+    fn kind_get(a: GetAnswer) -> &'static str {
+        match a {
+            GetAnswer::Found { .. } => "found",
+            GetAnswer::Missing => "missing",
+            GetAnswer::Retryable { .. } => "retryable",
+            GetAnswer::Refused(e) => kind_error(&e),
+        }
+    }
+
+    fn kind_error(e: &Error) -> &'static str {
+        match e {
+            Error::Request(r) if r.message.starts_with("not an S3 API") => {
+                assert!(e.to_string().contains("not an S3 API"), "{e}");
+                "not-s3"
+            }
+            e => e.code(),
+        }
+    }
+
+    const PAGE: &str = "<!DOCTYPE html><html><head><title>Welcome</title></head><body>hi</body></html>";
+
+    #[test]
+    fn answers_no_s3_api_gives_are_request_refusals_saying_so() {
+        let cases: &[(u16, Option<&str>, &str, &str, &str)] = &[
+            // status, ETag, body, as a PUT's answer, as a GET's answer
+            // A GET's 200 with an ETag is an object, HTML or not (a corrupt record, when it is ours).
+            (200, Some("\"p\""), PAGE, "not-s3", "found"),
+            (200, None, PAGE, "not-s3", "not-s3"),
+            (200, None, "\n  <html lang=en>", "not-s3", "not-s3"),
+            (200, None, "<HEAD></HEAD>", "not-s3", "not-s3"),
+            (200, None, r#"{"ok":true}"#, "not-s3", "retryable"),
+            (200, Some("\"j\""), r#"{"ok":true}"#, "not-s3", "found"),
+            (201, Some("\"j\""), "[1,2]", "not-s3", "not-s3"),
+            (200, Some("\"t\""), "OK", "not-s3", "found"),
+            (200, Some("\"t\""), "\u{feff}{\"a\":1}", "not-s3", "found"),
+            // What S3 answers: nothing, or XML.
+            (200, Some("\"e\""), "", "applied", "found"),
+            (200, Some("\"e\""), " \r\n", "applied", "found"),
+            (200, Some("\"e\""), "<?xml version=\"1.0\"?><PutObjectResult/>", "applied", "found"),
+            (404, None, PAGE, "not-s3", "not-s3"),
+            (404, None, "404 page not found\n", "not-s3", "not-s3"),
+            (404, None, r#"{"error":"not found"}"#, "not-s3", "not-s3"),
+            (404, None, &xml("NoSuchKey"), "rejected", "missing"),
+            (404, None, "", "request", "missing"),
+            (400, None, r#"{"message":"bad"}"#, "not-s3", "not-s3"),
+            (405, None, PAGE, "not-s3", "not-s3"),
+            (301, None, PAGE, "not-s3", "not-s3"),
+            (301, None, &xml("PermanentRedirect"), "request", "request"),
+            (409, None, PAGE, "not-s3", "not-s3"),
+            (501, None, "Not Implemented", "not-s3", "retryable"),
+            (501, None, &xml("NotImplemented"), "request", "retryable"),
+            // A denial is a denial, whoever's page says it; a 5xx page may front a real store.
+            (403, None, PAGE, "auth", "auth"),
+            (401, None, r#"{"error":"unauthorized"}"#, "auth", "auth"),
+            (502, None, PAGE, "ambiguous", "retryable"),
+            (503, None, "<html><body>Service Unavailable</body></html>", "ambiguous", "retryable"),
+            (412, None, PAGE, "rejected", "not-s3"),
+        ];
+        for &(status, etag, body, put, get) in cases {
+            let answer = resp(status, etag, body);
+            assert_eq!(kind_put(classify_put("k", answer.clone())), put, "PUT {status} {etag:?} {body:?}");
+            assert_eq!(kind_get(classify_get("k", answer)), get, "GET {status} {etag:?} {body:?}");
+        }
+        match classify_put("probe/cas-x-a", resp(200, Some("\"p\""), PAGE)) {
+            PutAnswer::Refused(e) => assert_eq!(
+                e.to_string(),
+                "store refused request for probe/cas-x-a: 200 : not an S3 API: it answered 200 with an HTML page (check the endpoint)"
+            ),
             other => panic!("{other:?}"),
         }
     }

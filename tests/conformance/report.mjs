@@ -1,7 +1,8 @@
 // Writes docs/conformance.md (on stdout) from the per-server results scripts/conformance collected: the
-// run.mjs output (probe answers per step, suite checks) and the script's own meta (install/run time, why a
-// server could not be measured), plus the hand-written public-documentation section. It only formats what
-// was measured: it must never turn a missing or failed measurement into a verdict the data does not show.
+// native runner's output (tests/conformance/main.rs: qualifications, request counts, race layouts,
+// signatures) and the script's own meta (install/run time, why a server could not be measured), plus the
+// hand-written public-documentation section. It only formats what was measured: it must never turn a
+// missing or failed measurement into a verdict the data does not show.
 //
 //   node tests/conformance/report.mjs RESULTS_DIR PUBLIC_DOCS_MD SERVER...
 import { existsSync, readFileSync } from "node:fs";
@@ -10,7 +11,6 @@ import os from "node:os";
 const [dir, publicDocs, ...servers] = process.argv.slice(2);
 const readJson = (path) => (existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : null);
 
-const STEPS = ["create", "create-again", "update-current", "update-stale", "concurrent-create", "concurrent-update", "if-match-missing", "conditional-delete"];
 const cell = (s) => String(s ?? "—").replace(/\|/g, "\\|").replace(/\n/g, " ");
 const row = (cols) => `| ${cols.map(cell).join(" | ")} |`;
 const distinct = (xs) => [...new Set(xs)];
@@ -21,9 +21,6 @@ function machine() {
   return `${release ?? os.type()}, Linux ${os.release()}, ${cpus.length} × ${cpus[0]?.model?.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 }
 
-/** The store's part of a refusal message ("... at step X: <detail>"), without the run's own ETags. */
-const detailOf = (run) => run.error.message.replace(/^.*? at step \S+: /, "").replace(/ \(ETag [^)]*\)/g, "");
-
 /** ["2× a", "1× b"]: how often each distinct text occurs, most frequent first. */
 function tally(xs) {
   const counts = new Map();
@@ -31,161 +28,128 @@ function tally(xs) {
   return [...counts].sort((a, b) => b[1] - a[1]).map(([x, n]) => `${n}× ${x}`);
 }
 
-/** "3× concurrent-create (2/8, 3/8, 4/8 applied)": the recorded refusals, compactly. */
-function recorded(refused) {
-  const groups = new Map();
-  for (const r of refused) {
-    const burst = /^(\d+) of (\d+) concurrent/.exec(detailOf(r));
-    const key = burst ? r.step : `${r.step}: ${detailOf(r)}`;
-    const g = groups.get(key) ?? { n: 0, bursts: [] };
-    g.n++;
-    if (burst) g.bursts.push(`${burst[1]}/${burst[2]}`);
-    groups.set(key, g);
-  }
-  return [...groups].map(([key, g]) => `${g.n}× ${key}${g.bursts.length ? ` (${g.bursts.join(", ")} applied)` : ""}`).join("; ");
-}
-
-/** Every probe run of a server: the recorded ones and the counted ones. */
-function totals(res) {
-  const t = res.tally ?? { runs: 0, passed: 0, refused: {} };
-  const refused = { ...t.refused };
-  for (const r of res.probe.filter((r) => !r.ok)) refused[r.step] = (refused[r.step] ?? 0) + 1;
-  return { runs: res.probe.length + t.runs, passed: res.probe.filter((r) => r.ok).length + t.passed, refused };
-}
+const kinds = (r) => (r ? `${r.total} (${r.GET} GET, ${r.PUT} PUT, ${r.DELETE} DELETE)` : "—");
+const median = (xs) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] : null);
 
 function verdict(res) {
-  const { runs, passed } = totals(res);
-  const why = recorded(res.probe.filter((r) => !r.ok));
-  if (passed === runs) return `**qualified** in all ${runs} probe runs`;
-  if (passed === 0) return `**refused** in all ${runs} probe runs — recorded: ${why}`;
-  return `**unstable: refused in ${runs - passed} of ${runs} probe runs, qualified in ${passed}**${why ? ` — recorded: ${why}` : ""}`;
-}
-
-/** "3 of 50 (refused: 40 at concurrent-create, 7 at concurrent-update)". */
-function rate(res) {
-  const { runs, passed, refused } = totals(res);
-  const why = Object.entries(refused).sort((a, b) => b[1] - a[1]).map(([step, n]) => `${n} at ${step}`).join(", ");
-  return `${passed} of ${runs}${why ? ` (refused: ${why})` : ""}`;
+  const q = res.qualifications;
+  const passed = q.filter((r) => r.ok).length;
+  const why = tally(q.filter((r) => !r.ok).map((r) => `${r.code} at ${r.step}`)).join(", ");
+  if (passed === q.length) return `**qualified** in all ${q.length} qualifications`;
+  if (passed === 0) return `**refused** in all ${q.length} qualifications (${why})`;
+  return `**unstable: refused in ${q.length - passed} of ${q.length}** (${why}), qualified in ${passed}`;
 }
 
 function variants(res) {
-  const passed = res.probe.filter((r) => r.ok);
+  const passed = res.qualifications.filter((r) => r.ok);
   if (passed.length === 0) return ["—", "—", "—"];
   const show = (f) => distinct(passed.map(f)).join(" / ");
   return [
     show((r) => String(r.report.ifMatchMissingStatus)),
-    show((r) => `${r.report.conditionalDelete ? "yes" : "no"} (${r.steps["conditional-delete"] ?? "?"})`),
+    show((r) => (r.report.conditionalDelete ? "yes" : "no")),
     show((r) => (r.report.etagQuoted ? "quoted" : "unquoted")),
   ];
 }
 
-function suiteSummary(res) {
-  if (!res.suite) return "not run (no probe run passed)";
-  const failed = res.suite.filter((c) => !c.ok);
-  return failed.length === 0 ? `${res.suite.length}/${res.suite.length} pass` : `${res.suite.length - failed.length}/${res.suite.length} pass`;
-}
-
 const entries = servers.map((name) => ({ name, meta: readJson(`${dir}/${name}.meta.json`), res: readJson(`${dir}/${name}.json`) }));
-const measured = entries.filter((e) => e.res?.probe);
+const measured = entries.filter((e) => e.res?.qualifications);
 const out = [];
 const p = (...lines) => out.push(...lines);
+const runs = measured[0]?.res.qualifications.length ?? 0;
+const layoutRuns = measured[0]?.res.layouts[0]?.runs ?? 0;
 
 p(
   "# Store conformance",
   "",
   `Generated by \`scripts/conformance\` on ${new Date().toISOString().replace(/\.\d+Z$/, "Z")}; machine: ${machine()}.`,
   "Do not edit by hand: re-run `scripts/conformance` (all servers; it installs what it needs under",
-  "`~/.cache/celld-edge/conformance/`). It is not part of `scripts/test`, whose CI probe test covers one honest and",
-  "one lying server.",
+  "`~/.cache/celld-edge/conformance/`). It is not part of `scripts/test`.",
   "",
-  "For each server the script could install here, it starts the server on a loopback port, then:",
+  "For each server the script could install here, it starts the server on a loopback port and runs the Rust core",
+  "against it natively (`tests/conformance/main.rs`: plain HTTP, a thread per request, so the probe's concurrent",
+  "writers really overlap at the server):",
   "",
-  "1. runs `probe()` (SPEC §6) **5 times** step by step, then 45 more times counting only the outcome, each on a",
-  "   fresh `S3Ownership` and a fresh prefix: create (`If-None-Match: *`, must apply), create again (must be",
-  "   rejected), update with the current ETag (`If-Match`, must apply), update with the stale ETag (must be",
-  "   rejected), then rounds of concurrent creates on a fresh key and concurrent `If-Match` updates with one token",
-  "   (exactly one write of each burst may apply; burst size and rounds are the library's, `src/ownership/probe.rs`),",
-  "   `If-Match` on a missing key (must be rejected; 404 or 412 is reported), and a DELETE whose `If-Match` does not",
-  "   hold (reported: conditional DELETE). Each step's answers are recorded from the wire (a counting `fetch`), as",
-  "   `status [S3 error code]`; the bursts of a step, all rounds together, as `count×answer`.",
-  "2. signs one read with a wrong secret: a store that checks SigV4 refuses it (`auth`), one that does not serves it.",
-  "3. if any probe run passed, runs the shared ownership suite (`tests/common/ownership.mjs`, the checks every",
-  "   runtime's suite runs) with `atomic: true`, so every instance probes the store again before its first write.",
+  `1. **${runs} qualifications** (\`probe()\`, SPEC §6), each on a fresh prefix: the read of \`<prefix>probe/qualified.json\`,`,
+  "   the probe, the write of the verdict. The probe (`src/ownership/probe.rs`) is one attempt: 6 fresh keys raced by",
+  "   2 concurrent creates each, then by 2 concurrent `If-Match` updates on each key's winning ETag (at most one write",
+  "   of each race may apply), and beside them create / create-again / update-current / update-stale on one key,",
+  "   `If-Match` on a missing key, a GET of a key never written (an S3 API answers 404), a DELETE whose `If-Match`",
+  "   does not hold, and the cleanup.",
+  "2. a **first instance** (`acquireLease()` + `claim()` on a bucket never qualified) and a **later instance** (the",
+  "   same on the now-qualified prefix), every request counted.",
+  `3. **race layouts**: ${layoutRuns} probes of each layout through the probe's machine alone, counting refusals: how often`,
+  "   a layout catches a store that races (and never an atomic one).",
+  "4. one read signed with a wrong secret: a store that checks SigV4 refuses it (`auth`), one that does not serves it.",
+  "",
+  "The shared ownership suite (`tests/common/ownership.mjs`) is not part of this matrix: it runs through the wasm",
+  "package in every runtime's suite of `scripts/test`, against the local servers.",
   "",
   "## Summary",
   "",
-  row(["server", "version", "verdict", "probe passed (all runs)", "If-Match on a missing key", "conditional DELETE", "ETag", "checks SigV4", "ownership suite", "install / run (s)"]),
-  row(["---", "---", "---", "---", "---", "---", "---", "---", "---", "---"]),
+  row(["server", "version", "verdict", "requests per qualification", "first instance: acquire + claim", "later instance", "If-Match on a missing key", "conditional DELETE", "ETag", "checks SigV4", "ms per qualification (median)", "install / run (s)"]),
+  row(Array(12).fill("---")),
 );
 for (const { name, meta, res } of entries) {
   const time = meta ? `${meta.installS} / ${meta.runS}${meta.lastInstallS ? ` (last real install ${meta.lastInstallS} s, ${meta.lastInstallOn}${meta.lastInstallNote ? `, ${meta.lastInstallNote}` : ""})` : ""}` : "—";
-  if (!res?.probe) {
+  if (!res?.qualifications) {
     const why = meta?.reason || res?.error || "no result";
-    p(row([name, res?.version ?? "—", `not measured: ${why}`, "—", "—", "—", "—", "—", "—", time]));
+    p(row([name, meta?.version ?? "—", `not measured: ${why}`, ...Array(8).fill("—"), time]));
     continue;
   }
-  const sig = res.signatures ? `${res.signatures.strict ? "yes" : "no"} (${res.signatures.answer})` : "—";
-  p(row([name, res.version, verdict(res), rate(res), ...variants(res), sig, suiteSummary(res), time]));
+  const q = res.qualifications;
+  const perQual = tally(q.map((r) => kinds(r.requests))).join("; ");
+  const first = res.instances?.first;
+  const later = res.instances?.later;
+  const firstText = first ? `${kinds(first.requests)}${first.error ? `: ${first.error.replace(/ \(ETag [^)]*\)/g, "")}` : ""}` : "—";
+  const laterText = later ? `${kinds(later.requests)}: ${later.wire.join(", ")}` : "not run (not qualified)";
+  const sig = res.signatures ? `${res.signatures.strict ? "yes" : "no"} (${res.signatures.strict ? "auth" : res.signatures.answer})` : "—";
+  p(row([name, meta?.version ?? "—", verdict(res), perQual, firstText, laterText, ...variants(res), sig, median(q.map((r) => r.ms)), time]));
 }
-const unstable = measured.filter(({ res }) => ![0, totals(res).runs].includes(totals(res).passed)).map((e) => e.name);
+const unstable = measured.filter(({ res }) => {
+  const passed = res.qualifications.filter((r) => r.ok).length;
+  return passed > 0 && passed < res.qualifications.length;
+}).map((e) => e.name);
 if (unstable.length) {
   p(
     "",
-    `**Unstable verdicts** (${unstable.join(", ")}): the probe refused the store in some runs and qualified it in others.`,
-    "Its concurrent steps sample a race; a store that loses the race only some of the time is qualified whenever",
-    "every burst of a run misses the window. A qualified run there is no evidence of atomicity.",
+    `**Unstable verdicts** (${unstable.join(", ")}): the probe refused the store in some qualifications and qualified it`,
+    "in others. Its races sample a window; a store that loses a race only rarely is qualified whenever every race of",
+    "a qualification misses it. A qualified run there is no evidence of atomicity; a refusal is proof of a race. Once",
+    "recorded, a refusal outranks passes for the trust period (docs/protocol.md).",
   );
 }
 p(
   "",
   "Install time is this run's (near zero when the cache already held the server); where an earlier run of the script",
-  "did the real install, its time is shown too. ministack, moto and s3s-fs are installed by `scripts/setup`, which",
-  "the script runs first (measured on a fresh machine of this image: ~40 s, 2–3 min and ~10 min).",
+  "did the real install, its time is shown too. ministack, moto and s3s-fs are installed by `scripts/setup`.",
   "",
+  "## Race layouts: how often each catches the store",
+  "",
+  "Refusals out of the probes run with each layout (keys × concurrent writers per key, and filler bytes per racing",
+  "body). The library runs 6 × 2 (38 requests). On an atomic store any refusal would be a false alarm.",
+  "",
+  row(["server", "layout", "requests per probe", "refused", "as"]),
+  row(["---", "---", "---", "---", "---"]),
 );
-
-p("## Probe answers, step by step", "", row(["server", "run", ...STEPS, "result", "ms"]), row(["---", "---", ...STEPS.map(() => "---"), "---", "---"]));
 for (const { name, res } of measured) {
-  res.probe.forEach((run, i) => {
-    const result = run.ok ? "passed" : `${run.error.code} at ${run.step}`;
-    p(row([i === 0 ? name : "", i + 1, ...STEPS.map((s) => run.steps[s] ?? "not reached"), result, run.ms]));
+  res.layouts.forEach((l, i) => {
+    const refused = Object.values(l.refused).reduce((a, b) => a + b, 0);
+    const as = Object.entries(l.refused).map(([k, n]) => `${n}× ${k}`).join(", ") || "—";
+    p(row([i === 0 ? name : "", `${l.keys} × ${l.writers}${l.pad ? `, ${l.pad} B bodies` : ""}`, l.requests, `${refused} of ${l.runs}`, as]));
   });
 }
-p("", "Refusals, as the library reported them (the run's own ETags left out):", "");
-const refusals = measured.filter(({ res }) => res.probe.some((r) => !r.ok));
+
+p("", "## Refusals, as the library reported them", "");
+const refusals = measured.filter(({ res }) => res.qualifications.some((r) => !r.ok));
 if (refusals.length === 0) p("- none");
 for (const { name, res } of refusals) {
   p(`- ${name}:`);
-  for (const m of tally(res.probe.filter((r) => !r.ok).map((r) => `\`${r.error.code}\` ${r.error.message.replace(/ \(ETag [^)]*\)/g, "")}`))) {
+  for (const m of tally(res.qualifications.filter((r) => !r.ok).map((r) => `\`${r.code}\` ${r.message.replace(/ \(ETag [^)]*\)/g, "")}`))) {
     p(`  - ${m}`);
   }
 }
 
-p(
-  "",
-  "## Ownership suite",
-  "",
-  "Every instance in the suite runs the probe before its first write. On a store the probe refuses, a FAIL with",
-  "`store-violation` is the probe doing its job in that instance; a pass there means the probe qualified the store",
-  "for that instance.",
-  "",
-);
-for (const { name, res } of measured) {
-  if (!res.suite) {
-    p(`- **${name}**: not run — the probe refused the store in every run, so no instance would write to it.`);
-    continue;
-  }
-  const failed = res.suite.filter((c) => !c.ok);
-  p(`- **${name}**: ${suiteSummary(res)} (${Math.round(res.suite.reduce((a, c) => a + c.ms, 0) / 1000)} s)`);
-  for (const c of failed) p(`  - FAIL ${c.name}: ${c.error}`);
-}
-const checks = measured.find((e) => e.res.suite)?.res.suite ?? [];
-if (checks.length) {
-  p("", "Checks run:", "");
-  for (const c of checks) p(`- ${c.name}`);
-}
-
-const notRun = entries.filter((e) => !e.res?.probe);
+const notRun = entries.filter((e) => !e.res?.qualifications);
 if (notRun.length) {
   p("", "## Not measured", "");
   for (const { name, meta, res } of notRun) p(`- **${name}**: ${meta?.reason || res?.error || "no result was recorded"}`);

@@ -161,7 +161,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     }
     let known: BTreeSet<String> =
         facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
-    let probe_keys = format!("{}probe/cas-", facts.prefix);
+    let probe_keys = format!("{}probe/", facts.prefix); // the probe's scratch keys and its recorded verdict
     for key in store.objects.keys() {
         if !known.contains(key) && !key.starts_with(&probe_keys) {
             bad("wire", format!("write to unexpected key {key:?}"));

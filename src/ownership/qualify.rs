@@ -1,0 +1,563 @@
+//! Qualifying a bucket once, not every instance (SPEC §6, changed 2026-12-01). The probe's verdict is
+//! recorded at `<prefix>probe/qualified.json` and a later instance trusts it, for `probe_trust_ms`, from
+//! one GET. Here: the record's codec, the rule for whether a record read is trusted (`judge`), the
+//! sequence that reads, probes and records (`qualify`), and `Flight`, which makes an instance's concurrent
+//! callers share one qualification in flight.
+//!
+//! What it must never do: trust a record it cannot fully read or that another endpoint, bucket, prefix or
+//! probe revision wrote; replace a record without a condition; keep a failure that is not proof (a refusal
+//! or a transport error is reported to the callers that shared the attempt, and the next caller tries
+//! again). A recorded refusal outranks a pass: one instance's lucky pass of a racy store must not
+//! overwrite another's proof that it races.
+
+use crate::prelude::*;
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use crate::env::Env;
+use crate::error::{msg, Error, Failure, Result};
+use crate::ownership::cas::{Budget, Store};
+use crate::ownership::join::join_all;
+use crate::ownership::json::{self, missing, once, ObjectWriter};
+use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
+use crate::ownership::records::CasGuard;
+use crate::s3::PutAnswer;
+
+/// The record's own format.
+const FORMAT: u64 = 1;
+/// What a pass proves changes with the probe's script: a record of another revision is not trusted.
+/// 1 was the bursts of 16 writers on one key; 2 is many small races on fresh keys.
+pub const PROBE_REVISION: u64 = 2;
+const LIBRARY: &str = concat!("celld-edge ", env!("CARGO_PKG_VERSION"));
+
+/// Where a verdict holds: a record names all three, and is trusted only where all three are ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Here<'a> {
+    /// As configured, without a trailing `/`.
+    pub endpoint: &'a str,
+    pub bucket: &'a str,
+    pub prefix: &'a str,
+}
+
+/// What a qualification concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Qualified(ProbeReport),
+    /// The store broke conditional writes at `step` (a `store-violation`).
+    Refused { step: String, detail: String },
+}
+
+/// `<prefix>probe/qualified.json` as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QualifiedRecord {
+    pub verdict: Verdict,
+    /// Wall clock when the verdict was reached.
+    pub at_ms: u64,
+    pub library: String,
+    pub probe_revision: u64,
+    pub endpoint: String,
+    pub bucket: String,
+    pub prefix: String,
+    pub etag: String,
+}
+
+pub fn record_key(prefix: &str) -> String {
+    msg!(prefix, "probe/qualified.json")
+}
+
+/// The record of `verdict`, reached at `at_ms` against `here`; `races` is how many races the probe ran.
+pub fn encode_record(verdict: &Verdict, at_ms: u64, here: &Here<'_>, races: u64) -> Vec<u8> {
+    let mut w = ObjectWriter::new();
+    w.uint("format", FORMAT);
+    match verdict {
+        Verdict::Qualified(_) => w.str("verdict", "qualified"),
+        Verdict::Refused { .. } => w.str("verdict", "refused"),
+    };
+    w.uint("at_ms", at_ms).str("library", LIBRARY).uint("probe_revision", PROBE_REVISION);
+    w.str("endpoint", here.endpoint).str("bucket", here.bucket).str("prefix", here.prefix);
+    match verdict {
+        Verdict::Qualified(r) => {
+            w.uint("if_match_missing_status", r.if_match_missing_status.into());
+            w.boolean("conditional_delete", r.conditional_delete).boolean("etag_quoted", r.etag_quoted);
+            w.uint("races", races)
+        }
+        Verdict::Refused { step, detail } => w.str("step", step).str("detail", detail),
+    };
+    w.finish().into_bytes()
+}
+
+/// Decodes the record read from `key`; anything short of a complete record of a known verdict is
+/// `corrupt-record` (and so not trusted).
+pub fn decode_record(key: &str, body: &[u8], etag: &str) -> Result<QualifiedRecord> {
+    let corrupt = |detail: String| Error::CorruptRecord(Box::new(Failure { key: key.to_owned(), detail }));
+    let (mut format, mut verdict, mut at_ms, mut library, mut revision) = (None, None, None, None, None);
+    let (mut endpoint, mut bucket, mut prefix) = (None, None, None);
+    let (mut status, mut delete, mut quoted, mut step, mut detail) = (None, None, None, None, None);
+    json::object(body, |name, r| match name {
+        "format" => once(&mut format, name, r.uint()?),
+        "verdict" => once(&mut verdict, name, r.string()?),
+        "at_ms" => once(&mut at_ms, name, r.uint()?),
+        "library" => once(&mut library, name, r.string()?),
+        "probe_revision" => once(&mut revision, name, r.uint()?),
+        "endpoint" => once(&mut endpoint, name, r.string()?),
+        "bucket" => once(&mut bucket, name, r.string()?),
+        "prefix" => once(&mut prefix, name, r.string()?),
+        "if_match_missing_status" => once(&mut status, name, r.uint()?),
+        "conditional_delete" => once(&mut delete, name, r.boolean()?),
+        "etag_quoted" => once(&mut quoted, name, r.boolean()?),
+        "step" => once(&mut step, name, r.string()?),
+        "detail" => once(&mut detail, name, r.string()?),
+        _ => r.skip(),
+    })
+    .map_err(corrupt)?;
+    let need = |v: Option<String>, name: &str| v.ok_or_else(|| corrupt(missing(name)));
+    if format != Some(FORMAT) {
+        return Err(corrupt(msg!("format is not ", FORMAT)));
+    }
+    let verdict = match need(verdict, "verdict")?.as_str() {
+        "qualified" => {
+            let status = status.ok_or_else(|| corrupt(missing("if_match_missing_status")))?;
+            Verdict::Qualified(ProbeReport {
+                if_match_missing_status: u16::try_from(status).map_err(|_| corrupt("status out of range".into()))?,
+                conditional_delete: delete.ok_or_else(|| corrupt(missing("conditional_delete")))?,
+                etag_quoted: quoted.ok_or_else(|| corrupt(missing("etag_quoted")))?,
+            })
+        }
+        "refused" => Verdict::Refused { step: need(step, "step")?, detail: need(detail, "detail")? },
+        other => return Err(corrupt(msg!("unknown verdict ", other))),
+    };
+    Ok(QualifiedRecord {
+        verdict,
+        at_ms: at_ms.ok_or_else(|| corrupt(missing("at_ms")))?,
+        library: need(library, "library")?,
+        probe_revision: revision.ok_or_else(|| corrupt(missing("probe_revision")))?,
+        endpoint: need(endpoint, "endpoint")?,
+        bucket: need(bucket, "bucket")?,
+        prefix: need(prefix, "prefix")?,
+        etag: etag.to_owned(),
+    })
+}
+
+/// What a record read says to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// Trust it until `until_ms` (wall).
+    Trusted { verdict: Verdict, until_ms: u64 },
+    /// Qualify; record the verdict under this guard (absent, or the untrusted record's ETag).
+    Qualify { replace: CasGuard, why: &'static str },
+}
+
+/// Whether the record read (`None`: absent; `Err`: it did not decode, under that ETag) is trusted at
+/// wall time `now_ms`, for `trust_ms` after it was written, by an instance at `here` whose wall clock
+/// may be `skew_ms` behind the writer's.
+pub fn judge(read: Option<(Result<QualifiedRecord>, String)>, here: &Here<'_>, now_ms: u64, trust_ms: u64, skew_ms: u64) -> Judged {
+    let (record, etag) = match read {
+        None => return Judged::Qualify { replace: CasGuard::Absent, why: "no record" },
+        Some((Err(_), etag)) => return Judged::Qualify { replace: CasGuard::Match(etag), why: "corrupt" },
+        Some((Ok(record), etag)) => (record, etag),
+    };
+    let replace = CasGuard::Match(etag);
+    let why = if record.probe_revision != PROBE_REVISION {
+        "another probe revision"
+    } else if record.endpoint != here.endpoint || record.bucket != here.bucket || record.prefix != here.prefix {
+        "foreign"
+    } else if record.at_ms > now_ms.saturating_add(skew_ms) {
+        "from the future"
+    } else if now_ms >= record.at_ms.saturating_add(trust_ms) {
+        "expired"
+    } else {
+        return Judged::Trusted { verdict: record.verdict, until_ms: record.at_ms.saturating_add(trust_ms) };
+    };
+    Judged::Qualify { replace, why }
+}
+
+/// The `store-violation` a refused verdict stands for.
+pub fn violation(step: &str, detail: &str) -> Error {
+    Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail: detail.to_owned() }))
+}
+
+/// How a qualification ended, for [`Flight`].
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Qualified { report: ProbeReport, until_ms: u64 },
+    /// Proof the store breaks conditional writes: kept, like a pass.
+    Refused { error: Error, until_ms: u64 },
+    /// Not proof of anything (transport, auth, "not an S3 API"): reported, not kept.
+    Failed(Error),
+}
+
+/// Whose verdict counts (`qualify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A trusted record's verdict; a probe (recorded) only when there is none.
+    Trust,
+    /// This instance's own probe (`probe: "always"`); recorded, except over a trusted refusal: one
+    /// instance's pass does not erase another's proof.
+    Always,
+    /// An explicit `probe()`: this probe's verdict replaces whatever is recorded.
+    Explicit,
+}
+
+/// Reads the record, then, unless a trusted record settles it (`Mode::Trust`), probes and records the
+/// verdict. Every request is under `budget`. Requests: 1 when a trusted record is read; else 1 + the
+/// probe + 1 (2 more when a refusal must replace a pass recorded meanwhile).
+pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trust_ms: u64, skew_ms: u64, budget: Budget) -> Outcome {
+    let key = record_key(here.prefix);
+    let read = match read_record(store, &key, budget).await {
+        Ok(read) => read,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let etag = read.as_ref().map(|(_, etag)| etag.clone());
+    let now = store.env.wall_ms();
+    let (replace, trusted_refusal) = match judge(read, here, now, trust_ms, skew_ms) {
+        Judged::Trusted { verdict, until_ms } if mode == Mode::Trust => return kept(verdict, until_ms, &key),
+        Judged::Trusted { verdict, .. } => {
+            (CasGuard::Match(etag.unwrap_or_default()), matches!(verdict, Verdict::Refused { .. }))
+        }
+        Judged::Qualify { replace, .. } => (replace, false),
+    };
+    let (verdict, races) = match run_probe(store, here.prefix, budget).await {
+        (Ok(report), races) => (Verdict::Qualified(report), races),
+        (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.detail }, races),
+        (Err(e), _) => return Outcome::Failed(e),
+    };
+    // When the verdict was reached (the probe took a while): the start of its trust.
+    let at = store.env.wall_ms();
+    let keep_theirs = mode == Mode::Always && trusted_refusal && matches!(verdict, Verdict::Qualified(_));
+    if !keep_theirs {
+        record_verdict(store, &key, &verdict, at, here, races, replace, budget).await;
+    }
+    match verdict {
+        Verdict::Qualified(report) => Outcome::Qualified { report, until_ms: at.saturating_add(trust_ms) },
+        Verdict::Refused { step, detail } => {
+            Outcome::Refused { error: violation(&step, &detail), until_ms: at.saturating_add(trust_ms) }
+        }
+    }
+}
+
+/// A trusted record's verdict, as this instance keeps it.
+fn kept(verdict: Verdict, until_ms: u64, key: &str) -> Outcome {
+    match verdict {
+        Verdict::Qualified(report) => Outcome::Qualified { report, until_ms },
+        Verdict::Refused { step, detail } => {
+            let detail = msg!(detail, " (recorded in ", key, "; probe() qualifies the store again)");
+            Outcome::Refused { error: violation(&step, &detail), until_ms }
+        }
+    }
+}
+
+/// GET of the record: `None` when absent, else what it decodes to and its ETag.
+async fn read_record<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Option<(Result<QualifiedRecord>, String)>> {
+    Ok(store.get(key, budget).await?.map(|(body, etag)| (decode_record(key, &body, &etag), etag)))
+}
+
+/// Writes the verdict's record under `guard`. Best effort: the verdict holds for this instance whether or
+/// not it is recorded. When someone else's record got there first, theirs stands, except that a refusal
+/// replaces a pass (conditionally, on the ETag just read).
+#[allow(clippy::too_many_arguments)]
+async fn record_verdict<E: Env>(
+    store: &Store<E>,
+    key: &str,
+    verdict: &Verdict,
+    at_ms: u64,
+    here: &Here<'_>,
+    races: u64,
+    guard: CasGuard,
+    budget: Budget,
+) {
+    let body = encode_record(verdict, at_ms, here, races);
+    if !matches!(store.put_cas(key, &guard, body.clone(), budget).await, PutAnswer::Rejected) {
+        return;
+    }
+    if !matches!(verdict, Verdict::Refused { .. }) {
+        return;
+    }
+    if let Ok(Some((Ok(current), etag))) = read_record(store, key, budget).await {
+        if matches!(current.verdict, Verdict::Qualified(_)) {
+            store.put_cas(key, &CasGuard::Match(etag), body, budget).await;
+        }
+    }
+}
+
+/// Steps the probe's machine: sends what it asks for (each batch concurrently) and hands it the answers.
+/// Also gives the number of races it ran, for the record.
+pub async fn run_probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> (Result<ProbeReport>, u64) {
+    let (mut probe, mut next) = Probe::new(prefix, store.nonce());
+    loop {
+        let requests = match next {
+            Next::Send(requests) => requests,
+            Next::Done(report) => return (Ok(report), probe.decided_races()),
+            Next::Failed(e) => return (Err(e), probe.decided_races()),
+        };
+        let answers = join_all(requests.into_iter().map(|request| async move {
+            match request {
+                Request::Put { key, guard, body } => {
+                    let (status, answer) = store.put_cas_status(&key, &guard, body, budget).await;
+                    Answer::Written(status, answer)
+                }
+                Request::Get { key } => Answer::Read(store.get(&key, budget).await.map(|found| found.map(|(_, etag)| etag))),
+                Request::Delete { key, guard } => {
+                    let (status, answer) = store.delete(&key, guard.as_ref(), budget).await;
+                    Answer::Written(status, answer)
+                }
+            }
+        }));
+        next = probe.step(answers.await);
+    }
+}
+
+/// What this instance knows of its store's qualification.
+#[derive(Debug)]
+enum Standing {
+    Unknown,
+    /// One caller is qualifying; the others wait for it.
+    InFlight { flight: u64, waiters: Vec<Waker> },
+    Qualified { report: ProbeReport, until_ms: u64 },
+    Refused { error: Error, until_ms: u64 },
+    /// The last flight failed in a way that is not kept: its waiters get this error, later callers try again.
+    Failed { flight: u64, error: Error },
+}
+
+/// One qualification in flight per instance; its result shared by every caller that waited for it.
+#[derive(Debug)]
+pub struct Flight {
+    standing: RefCell<Standing>,
+    next: Cell<u64>,
+}
+
+impl Default for Flight {
+    fn default() -> Self {
+        Flight { standing: RefCell::new(Standing::Unknown), next: Cell::new(0) }
+    }
+}
+
+/// What a caller does next (`Flight::join`).
+pub enum Join<'a> {
+    /// The answer is known.
+    Known(Result<ProbeReport>),
+    /// Another caller's flight is under way: wait for it (`Flight::wait`), then join again.
+    Wait(u64),
+    /// This caller qualifies: run it and hand the outcome to `Leader::finish`.
+    Lead(Leader<'a>),
+}
+
+impl Flight {
+    /// At wall time `now_ms`: a kept verdict still current, a flight to wait for, or the lead. `waited`:
+    /// the flight this caller last waited for (whose failure is then its answer too). With `fresh`, a kept
+    /// verdict is not enough (an explicit `probe()`): the caller leads, after any flight in progress.
+    pub fn join(&self, now_ms: u64, waited: Option<u64>, fresh: bool) -> Join<'_> {
+        let mut standing = self.standing.borrow_mut();
+        match &*standing {
+            Standing::InFlight { flight, .. } => return Join::Wait(*flight),
+            Standing::Qualified { report, until_ms } if !fresh && now_ms < *until_ms => {
+                return Join::Known(Ok(report.clone()))
+            }
+            Standing::Refused { error, until_ms } if !fresh && now_ms < *until_ms => {
+                return Join::Known(Err(error.clone()))
+            }
+            Standing::Failed { flight, error } if !fresh && waited == Some(*flight) => {
+                return Join::Known(Err(error.clone()))
+            }
+            _ => {}
+        }
+        let flight = self.next.get();
+        self.next.set(flight + 1);
+        *standing = Standing::InFlight { flight, waiters: Vec::new() };
+        Join::Lead(Leader { flight: self, id: flight, done: false })
+    }
+
+    /// Resolves once flight `id` is over (finished, or abandoned by a leader that was dropped).
+    pub fn wait(&self, id: u64) -> Wait<'_> {
+        Wait { flight: self, id }
+    }
+
+    fn settle(&self, standing: Standing) {
+        let old = core::mem::replace(&mut *self.standing.borrow_mut(), standing);
+        if let Standing::InFlight { waiters, .. } = old {
+            for waker in waiters {
+                waker.wake();
+            }
+        }
+    }
+}
+
+/// The caller that qualifies. Dropped before `finish` (its operation was cancelled), it hands the lead
+/// back: the waiters wake and one of them leads.
+pub struct Leader<'a> {
+    flight: &'a Flight,
+    id: u64,
+    done: bool,
+}
+
+impl Leader<'_> {
+    /// Keeps a pass or a proven refusal, reports any other failure to the waiters; the caller's answer.
+    pub fn finish(mut self, outcome: Outcome) -> Result<ProbeReport> {
+        self.done = true;
+        let flight = self.id;
+        let (standing, answer) = match outcome {
+            Outcome::Qualified { report, until_ms } => (Standing::Qualified { report: report.clone(), until_ms }, Ok(report)),
+            Outcome::Refused { error, until_ms } => (Standing::Refused { error: error.clone(), until_ms }, Err(error)),
+            Outcome::Failed(error) => (Standing::Failed { flight, error: error.clone() }, Err(error)),
+        };
+        self.flight.settle(standing);
+        answer
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.flight.settle(Standing::Unknown);
+        }
+    }
+}
+
+/// `Flight::wait`'s future.
+pub struct Wait<'a> {
+    flight: &'a Flight,
+    id: u64,
+}
+
+impl Future for Wait<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut *self.flight.standing.borrow_mut() {
+            Standing::InFlight { flight, waiters } if *flight == self.id => {
+                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                    waiters.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HERE: Here<'static> = Here { endpoint: "https://s3.example", bucket: "cells", prefix: "p/" };
+    const DAY: u64 = 86_400_000;
+
+    fn report() -> ProbeReport {
+        ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true }
+    }
+
+    fn read(body: &[u8]) -> Option<(Result<QualifiedRecord>, String)> {
+        Some((decode_record("p/probe/qualified.json", body, "\"r\""), "\"r\"".into()))
+    }
+
+    #[test]
+    fn a_record_round_trips_and_names_what_it_learnt() {
+        let body = encode_record(&Verdict::Qualified(report()), 1_000, &HERE, 12);
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"format":1,"verdict":"qualified","at_ms":1000,"library":"celld-edge "#,
+                env!("CARGO_PKG_VERSION"),
+                r#"","probe_revision":2,"endpoint":"https://s3.example","bucket":"cells","prefix":"p/","#,
+                r#""if_match_missing_status":404,"conditional_delete":true,"etag_quoted":true,"races":12}"#
+            )
+        );
+        let rec = decode_record("k", &body, "\"r\"").unwrap();
+        assert_eq!((rec.verdict, rec.at_ms, rec.etag.as_str()), (Verdict::Qualified(report()), 1_000, "\"r\""));
+        let refused = Verdict::Refused { step: "concurrent-create".into(), detail: "2 of 2".into() };
+        let rec = decode_record("k", &encode_record(&refused, 5, &HERE, 3), "\"r\"").unwrap();
+        assert_eq!(rec.verdict, refused);
+    }
+
+    #[test]
+    fn the_trust_rule() {
+        let qualified = encode_record(&Verdict::Qualified(report()), 10 * DAY, &HERE, 12);
+        let trusted = |now| judge(read(&qualified), &HERE, now, 7 * DAY, 1_000);
+        assert_eq!(trusted(10 * DAY), Judged::Trusted { verdict: Verdict::Qualified(report()), until_ms: 17 * DAY });
+        assert_eq!(trusted(17 * DAY - 1), Judged::Trusted { verdict: Verdict::Qualified(report()), until_ms: 17 * DAY });
+        let replace = CasGuard::Match("\"r\"".into());
+        assert_eq!(trusted(17 * DAY), Judged::Qualify { replace: replace.clone(), why: "expired" });
+        // A reader whose clock is a little behind the writer's still trusts it; far behind, not.
+        assert!(matches!(trusted(10 * DAY - 1_000), Judged::Trusted { .. }));
+        assert_eq!(trusted(10 * DAY - 1_001), Judged::Qualify { replace: replace.clone(), why: "from the future" });
+        // Elsewhere, it proves nothing here.
+        for here in [
+            Here { endpoint: "https://other.example", ..HERE },
+            Here { bucket: "other", ..HERE },
+            Here { prefix: "", ..HERE },
+        ] {
+            assert_eq!(judge(read(&qualified), &here, 10 * DAY, 7 * DAY, 0), Judged::Qualify { replace: replace.clone(), why: "foreign" });
+        }
+        let old = String::from_utf8(qualified.clone()).unwrap().replace("\"probe_revision\":2", "\"probe_revision\":1");
+        assert_eq!(judge(read(old.as_bytes()), &HERE, 10 * DAY, 7 * DAY, 0).clone(), Judged::Qualify { replace: replace.clone(), why: "another probe revision" });
+        assert_eq!(judge(None, &HERE, 0, 7 * DAY, 0), Judged::Qualify { replace: CasGuard::Absent, why: "no record" });
+        // No trust period: never trusted.
+        assert!(matches!(judge(read(&qualified), &HERE, 10 * DAY, 0, 0), Judged::Qualify { why: "expired", .. }));
+    }
+
+    #[test]
+    fn anything_short_of_a_whole_record_is_corrupt_and_replaced_on_its_etag() {
+        let full = String::from_utf8(encode_record(&Verdict::Qualified(report()), 10, &HERE, 12)).unwrap();
+        let bad = [
+            "".to_owned(),
+            "<html></html>".to_owned(),
+            "{}".to_owned(),
+            full.replace("\"format\":1", "\"format\":2"),
+            full.replace("qualified", "maybe"),
+            full.replace(",\"etag_quoted\":true", ""),
+            full.replace("404", "70000"),
+            full.replace("\"at_ms\":10", "\"at_ms\":\"10\""),
+            full.replace("\"bucket\":\"cells\"", "\"bucket\":\"cells\",\"bucket\":\"cells\""),
+            full[..full.len() - 1].to_owned(),
+        ];
+        for body in bad {
+            assert_eq!(decode_record("k", body.as_bytes(), "\"r\"").unwrap_err().code(), "corrupt-record", "{body}");
+            assert_eq!(
+                judge(read(body.as_bytes()), &HERE, 10, DAY, 0),
+                Judged::Qualify { replace: CasGuard::Match("\"r\"".into()), why: "corrupt" }
+            );
+        }
+        // Unknown fields are fine (a later library may add some).
+        let more = full.replace("{\"format\":1", "{\"format\":1,\"note\":{\"x\":[1]}");
+        assert!(decode_record("k", more.as_bytes(), "\"r\"").is_ok());
+    }
+
+    fn noop() -> Context<'static> {
+        Context::from_waker(Waker::noop())
+    }
+
+    #[test]
+    fn one_flight_at_a_time_its_failure_shared_then_retried() {
+        let flight = Flight::default();
+        let Join::Lead(leader) = flight.join(0, None, false) else { panic!("the first caller leads") };
+        let Join::Wait(id) = flight.join(0, None, false) else { panic!("the second waits") };
+        let mut wait = core::pin::pin!(flight.wait(id));
+        assert!(wait.as_mut().poll(&mut noop()).is_pending());
+        let e = Error::transport("k".into(), "reset".into());
+        assert_eq!(leader.finish(Outcome::Failed(e.clone())), Err(e.clone()));
+        assert!(wait.as_mut().poll(&mut noop()).is_ready());
+        // The waiter gets that flight's failure; a caller that did not wait for it tries again.
+        assert!(matches!(flight.join(0, Some(id), false), Join::Known(Err(got)) if got == e));
+        let Join::Lead(leader) = flight.join(0, None, false) else { panic!("a new caller leads again") };
+        assert_eq!(leader.finish(Outcome::Qualified { report: report(), until_ms: 100 }), Ok(report()));
+        assert!(matches!(flight.join(99, None, false), Join::Known(Ok(r)) if r == report()));
+        // Kept until it expires; `fresh` leads anyway.
+        assert!(matches!(flight.join(100, None, false), Join::Lead(_)));
+        assert!(matches!(flight.join(0, None, true), Join::Lead(_)));
+    }
+
+    #[test]
+    fn a_refusal_is_kept_and_a_dropped_leader_hands_the_lead_on() {
+        let flight = Flight::default();
+        let Join::Lead(leader) = flight.join(0, None, false) else { panic!() };
+        let e = violation("concurrent-create", "2 of 2");
+        assert_eq!(leader.finish(Outcome::Refused { error: e.clone(), until_ms: 50 }), Err(e.clone()));
+        assert!(matches!(flight.join(10, None, false), Join::Known(Err(got)) if got == e));
+        let Join::Lead(leader) = flight.join(60, None, false) else { panic!() };
+        let Join::Wait(id) = flight.join(60, None, false) else { panic!() };
+        drop(leader);
+        assert!(core::pin::pin!(flight.wait(id)).poll(&mut noop()).is_ready());
+        assert!(matches!(flight.join(60, Some(id), false), Join::Lead(_)), "an abandoned flight reports nothing");
+    }
+}
