@@ -2,6 +2,8 @@
 //! the recorded verdict is trusted, replaced and refused, that one instance's concurrent callers share one
 //! qualification and that a refusal is not kept; what a non-S3 endpoint is reported as; and how often the
 //! probe catches stores that check conditions non-atomically (seeded timing models of such stores).
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod support;
 

@@ -7,6 +7,8 @@
 //!
 //!   CONF_NAME=.. CONF_ENDPOINT=http://127.0.0.1:PORT CONF_BUCKET=.. CONF_KEY=.. CONF_SECRET=.. \
 //!   [CONF_RUNS=50] [CONF_LAYOUT_RUNS=40] cargo test --release --test conformance -- --ignored --nocapture
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::future::Future;
 use std::io::{Read, Write};
