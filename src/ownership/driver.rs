@@ -12,8 +12,9 @@ use crate::env::{Env, Event};
 use crate::error::{msg, Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
-use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, Step};
-use crate::ownership::ids::{check_id, check_prefix};
+use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, writes_over_known, Step};
+use crate::ownership::control::FleetMarker;
+use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
 use crate::ownership::join::join_all;
@@ -43,6 +44,9 @@ pub struct Config {
     pub request_timeout_ms: u32,
     /// Run the store probe (SPEC §6) before this instance's first write. Opting out trusts the store.
     pub probe: bool,
+    /// Which cell and node ids are accepted: celld's sets (the default), or wider UTF-8 ids for buckets
+    /// no celld node shares (SPEC §2).
+    pub ids: IdSet,
 }
 
 impl Config {
@@ -63,6 +67,7 @@ impl Config {
             path_style: true,
             request_timeout_ms: 10_000,
             probe: true,
+            ids: IdSet::Celld,
         }
     }
 }
@@ -76,6 +81,9 @@ pub struct OwnerInfo {
     pub addr: String,
     /// The owner's lease is not provably dead (peer rule, SPEC §5).
     pub live: bool,
+    /// The owner is dead but its celld node log is not sealed: nobody may claim the cell until celld
+    /// recovers that log (SPEC §2).
+    pub awaiting_recovery: bool,
 }
 
 /// How `claim_with` starts.
@@ -123,12 +131,13 @@ pub struct S3Ownership<E: Env> {
     store: Store<E>,
     config: Config,
     state: RefCell<State>,
+    fleet: FleetMarker,
 }
 
 impl<E: Env> S3Ownership<E> {
     /// Validates the configuration; sends nothing.
     pub fn new(config: Config, env: E) -> Result<Self> {
-        check_id("node", &config.node)?;
+        check_node(config.ids, &config.node)?;
         check_prefix(&config.prefix)?;
         if config.lease_ttl_ms <= config.max_clock_skew_ms || config.lease_ttl_ms > 86_400_000 {
             return Err(Error::invalid(msg!(
@@ -151,7 +160,8 @@ impl<E: Env> S3Ownership<E> {
             &config.secret_access_key,
             config.session_token.as_deref(),
         )?;
-        Ok(S3Ownership { store: Store::new(env, bucket), config, state: RefCell::new(State::default()) })
+        let state = RefCell::new(State::default());
+        Ok(S3Ownership { store: Store::new(env, bucket), config, state, fleet: FleetMarker::default() })
     }
 
     pub fn env(&self) -> &E {
@@ -230,6 +240,7 @@ impl<E: Env> S3Ownership<E> {
 
     /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).
     async fn ensure_probed(&self) -> Result<()> {
+        self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await?;
         if !self.config.probe {
             return Ok(());
         }
@@ -243,7 +254,7 @@ impl<E: Env> S3Ownership<E> {
     // ---- low level (SPEC §4), names as in celld ----
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         let read = self.read_decoded(&self.owner_key(cell), decode_owner).await;
         let mut state = self.state.borrow_mut();
         match &read {
@@ -282,7 +293,7 @@ impl<E: Env> S3Ownership<E> {
 
     /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`.
     pub async fn cas_owner(&self, cell: &str, guard: &CasGuard, epoch: u64) -> Result<CasOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         check_epoch(epoch)?;
         check_guard(guard)?;
         self.ensure_probed().await?;
@@ -322,7 +333,7 @@ impl<E: Env> S3Ownership<E> {
     }
 
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
-        check_id("node", node)?;
+        check_node(self.config.ids, node)?;
         self.read_decoded(&self.lease_key(node), decode_lease).await
     }
 
@@ -513,7 +524,7 @@ impl<E: Env> S3Ownership<E> {
     /// store check that the version is still current; a refused guard sends the claim back to reading (one
     /// extra round, not counted against contention).
     pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         self.require_lease()?;
         let started = self.store.env.mono_ms();
         let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
@@ -542,8 +553,10 @@ impl<E: Env> S3Ownership<E> {
                     match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
                         Some(step) => step,
                         None => {
+                            let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
-                            let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
+                            let (live, epoch) = (!awaiting_recovery, rec.epoch);
+                            let owner = OwnerInfo { node, epoch, addr, live, awaiting_recovery };
                             return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
@@ -574,16 +587,16 @@ impl<E: Env> S3Ownership<E> {
                 }
                 Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true } });
+                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false } });
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
                     return Ok(ClaimOutcome::Rejected { owner });
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
-                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true });
+                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false });
                 }
             }
         }
@@ -623,7 +636,7 @@ impl<E: Env> S3Ownership<E> {
     /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token
     /// the claim left, falling back to read-then-write when that token has moved.
     pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         let claimed = self.state.borrow().claims.get(cell).cloned();
         match claimed {
             Some((epoch, etag)) => match self.release_at(cell, epoch, CasGuard::Match(etag)).await? {
@@ -644,17 +657,18 @@ impl<E: Env> S3Ownership<E> {
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
         if rec.is_released() {
-            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false }));
+            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false }));
         }
         if rec.node == self.config.node {
             let live = self.lease_valid();
-            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live }));
+            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false }));
         }
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
         let live = lease.as_ref().is_some_and(|l| !peer_dead(l.expires_ms, self.skew_for_peers(), now));
+        let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
         let addr = lease.map(|l| l.addr).unwrap_or_default();
-        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live }))
+        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery }))
     }
 
     /// The ack gate: true iff this node claimed `cell` at `epoch` under its current lease, the lease is
