@@ -4,7 +4,7 @@
 mod support;
 
 use celld_edge::env::TransportError;
-use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, S3Ownership};
+use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
 
 const TTL: u64 = 10_000;
@@ -426,6 +426,8 @@ fn conditional_writes_are_never_resent_blindly() {
 fn lease_validity_ends_ttl_minus_skew_after_the_anchor_taken_before_the_write() {
     let env = MemEnv::new();
     let a = node(&env, "a");
+    env.push(Fault::Slow(0.0)); // the read of the fleet marker
+    env.push(Fault::Slow(0.0)); // its create
     env.push(Fault::Slow(0.0)); // the read of the lease record
     env.push(Fault::Slow(300.0)); // the write takes 300 ms: it counts against us
     block_on(a.acquire_lease()).unwrap();
@@ -578,10 +580,12 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     let mut config = Config::new(ENDPOINT, BUCKET, "n 1+ü", "k", "s");
     config.prefix = "tenants/x/".into();
     config.probe = false;
+    config.ids = IdSet::Utf8;
     let a = S3Ownership::new(config, env.clone()).unwrap();
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
     assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
+    assert!(env.body("tenants/x/fleet/control.json").is_some());
     assert!(env.body("tenants/x/cells/cell %2F ☃/own.json").is_some());
     let owner = block_on(a.owner("cell %2F ☃")).unwrap().unwrap();
     assert_eq!((owner.node.as_str(), owner.live), ("n 1+ü", true));
@@ -612,7 +616,7 @@ fn the_first_write_runs_the_probe_once_and_cleans_up() {
     block_on(a.claim("c")).unwrap();
     assert_eq!(env.sent_count() - after_first, 2, "no second probe: read + create");
     let keys: Vec<String> = env.0.borrow().objects.keys().cloned().collect();
-    assert_eq!(keys, ["cells/c/own.json", "nodes/a.json"], "probe keys were deleted");
+    assert_eq!(keys, ["cells/c/own.json", "fleet/control.json", "nodes/a.json"], "probe keys were deleted");
     let report = block_on(a.probe()).unwrap();
     assert_eq!((report.if_match_missing_status, report.conditional_delete, report.etag_quoted), (404, true, true));
 }

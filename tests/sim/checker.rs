@@ -162,8 +162,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     let known: BTreeSet<String> =
         facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
     let probe_keys = format!("{}probe/cas-", facts.prefix);
+    let marker = format!("{}{}", facts.prefix, celld_edge::ownership::control::MARKER_KEY);
     for key in store.objects.keys() {
-        if !known.contains(key) && !key.starts_with(&probe_keys) {
+        if !known.contains(key) && !key.starts_with(&probe_keys) && *key != marker {
             bad("wire", format!("write to unexpected key {key:?}"));
         }
     }

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use celld_edge::env::Env;
 use celld_edge::ownership::teeth::Tooth;
 use celld_edge::ownership::CasOutcome;
-use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, S3Ownership};
+use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, IdSet, S3Ownership};
 use celld_edge::Error;
 
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
@@ -294,6 +294,8 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.prefix = ctx.prefix.to_owned();
     cfg.path_style = ctx.path_style;
     cfg.probe = ctx.probe;
+    // One cell id (`cell é+1`) is outside celld's sets, to keep the wire's encoding honest.
+    cfg.ids = IdSet::Utf8;
     let env = SimEnv::new(ctx.world.clone(), node, incarnation);
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
