@@ -342,6 +342,20 @@ fn a_live_celld_owner_with_an_open_log_is_routed_to() {
     }
 }
 
+#[test]
+fn celld_cleanup_tombstoning_our_lease_fences_the_renewal() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert!(matches!(block_on(a.claim("c")).unwrap(), ClaimOutcome::Applied { .. }));
+    // celld's dead-node clean-up judged our lease dead (its clock ran ahead, or we slept): it writes the
+    // record back with `expires_ms: 0` and every other field kept, our nonce included.
+    let mut lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").unwrap()).unwrap();
+    lease["expires_ms"] = 0.into();
+    env.put_raw("nodes/a.json", &lease.to_string());
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced", "the tombstone is not our renewal");
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+}
+
 // ---- ids ----
 
 #[test]

@@ -364,8 +364,10 @@ impl<E: Env> S3Ownership<E> {
 
     fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
         let state = self.state.borrow();
+        // celld's dead-node clean-up rewrites a dead lease with `expires_ms: 0`, keeping our nonce.
+        let tombstone = rec.expires_ms == 0;
         state.lease.as_ref().is_some_and(|l| l.etag == rec.etag)
-            || rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n))
+            || (!tombstone && rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n)))
     }
 
     // ---- leases (SPEC §5) ----
