@@ -240,7 +240,9 @@ impl<E: Env> S3Ownership<E> {
 
     /// Before the first write: the cached verdict, or a probe now (unless the caller opted out).
     async fn ensure_probed(&self) -> Result<()> {
-        self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await?;
+        if !armed!(self.store, SkipFleetMarker) {
+            self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await?;
+        }
         if !self.config.probe {
             return Ok(());
         }
@@ -334,7 +336,11 @@ impl<E: Env> S3Ownership<E> {
 
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
         check_node(self.config.ids, node)?;
-        self.read_decoded(&self.lease_key(node), decode_lease).await
+        let lease = self.read_decoded(&self.lease_key(node), decode_lease).await;
+        if armed!(self.store, IgnoreNodeLog) {
+            return lease.map(|l| l.map(|l| NodeLeaseRecord { log: None, ..l }));
+        }
+        lease
     }
 
     /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.

@@ -4,6 +4,7 @@
 //! the one fact of celld's folded node log that ownership depends on (`awaits_recovery`).
 
 use crate::prelude::*;
+use alloc::string::ToString;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

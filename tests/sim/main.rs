@@ -5,6 +5,7 @@
 //! Run: `cargo test --test sim` (add `-- --nocapture` for the numbers). Reproduce one seed with
 //! `SIM_SEED=<seed> [SIM_TOOTH=<Tooth>] cargo test --test sim one_seed -- --nocapture`.
 
+mod celld;
 mod checker;
 mod exec;
 mod store;
