@@ -775,6 +775,53 @@ mod tests {
         assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
     }
 
+    /// n0's lease, as a celld node writes it, with its log in `state` for generation 1.
+    fn plant_log(h: &mut Hist, state: &str, at: u64) {
+        let body = format!(
+            r#"{{"node":"n0","expires_ms":{},"addr":"a","log":{{"state":"{state}","epoch":1,"ensemble":[],"tiered":0}}}}"#,
+            crate::exec::EPOCH_MS + TTL
+        );
+        h.store.plant("nodes/n0.json", body.as_bytes(), Tag { node: 1, incarnation: 0, op: 90, sent: at }, at);
+    }
+
+    #[test]
+    fn a_takeover_before_the_holders_log_is_sealed_is_caught() {
+        let mut h = clean();
+        h.celld = vec![true, true];
+        plant_log(&mut h, "open", 3_000); // written by n1: not a sealing, so also a lease-history breach
+        assert_eq!(h.rules(), vec!["takeover-before-recovery", "lease-history"]);
+        // Sealed by another celld node (nothing else changed) before the takeover: clean.
+        let mut h = clean();
+        h.celld = vec![true, true];
+        plant_log(&mut h, "sealed", 3_000);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_celld_taker_needs_no_skew_margin_but_an_edge_taker_does() {
+        let mut h = clean();
+        h.store.objects.get_mut("cells/c/own.json").unwrap()[1].at = 3_100;
+        h.celld = vec![false, true];
+        assert_eq!(h.rules(), Vec::<&str>::new(), "celld's rule: dead at expires_ms <= now");
+        h.celld = vec![false, false];
+        assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+    }
+
+    #[test]
+    fn edge_writes_need_the_bucket_marker_first() {
+        let mut h = clean();
+        h.store.objects.remove(MARKER_KEY);
+        assert_eq!(h.rules(), vec!["backend-marker"]);
+        let mut h = clean();
+        let dynamo = br#"{"format":1,"backend":"dynamodb","table":"t","region":"r","fleet":"f"}"#;
+        h.store.objects.get_mut(MARKER_KEY).unwrap()[0].body = Some(dynamo.to_vec());
+        assert_eq!(h.rules(), vec!["backend-marker"]);
+        let mut h = clean();
+        let tag = Tag { node: 1, incarnation: 0, op: 91, sent: 1 };
+        h.store.plant(MARKER_KEY, celld_edge::ownership::control::BUCKET_MARKER, tag, 1);
+        assert_eq!(h.rules(), vec!["backend-marker"], "the marker is never written twice");
+    }
+
     #[test]
     fn late_installed_renewal_counts_for_the_owner() {
         let mut h = clean();
