@@ -40,6 +40,9 @@ pub enum Error {
     NotLeased(Box<String>),
     /// This node's lease was lost (replaced, or renewed too late): its claims are void.
     Fenced(Box<String>),
+    /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
+    /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
+    UnsupportedBackend(Box<Failure>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message.
@@ -71,6 +74,7 @@ impl Error {
             Error::StoreViolation(_) => "store-violation",
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
+            Error::UnsupportedBackend(_) => "unsupported-backend",
         }
     }
 
@@ -117,6 +121,7 @@ impl Error {
             Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.detail),
             Error::NotLeased(m) => msg!("no valid lease: ", **m),
             Error::Fenced(m) => msg!("fenced: ", **m),
+            Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.detail),
         }
     }
 }

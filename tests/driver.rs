@@ -6,7 +6,7 @@
 mod support;
 
 use celld_edge::env::TransportError;
-use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, ProbePolicy, S3Ownership};
+use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, ProbePolicy, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
 
 const TTL: u64 = 10_000;
@@ -428,6 +428,8 @@ fn conditional_writes_are_never_resent_blindly() {
 fn lease_validity_ends_ttl_minus_skew_after_the_anchor_taken_before_the_write() {
     let env = MemEnv::new();
     let a = node(&env, "a");
+    env.push(Fault::Slow(0.0)); // the read of the fleet marker
+    env.push(Fault::Slow(0.0)); // its create
     env.push(Fault::Slow(0.0)); // the read of the lease record
     env.push(Fault::Slow(300.0)); // the write takes 300 ms: it counts against us
     block_on(a.acquire_lease()).unwrap();
@@ -580,10 +582,12 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     let mut config = Config::new(ENDPOINT, BUCKET, "n 1+ü", "k", "s");
     config.prefix = "tenants/x/".into();
     config.probe = ProbePolicy::Off;
+    config.ids = IdSet::Utf8;
     let a = S3Ownership::new(config, env.clone()).unwrap();
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
     assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
+    assert!(env.body("tenants/x/fleet/control.json").is_some());
     assert!(env.body("tenants/x/cells/cell %2F ☃/own.json").is_some());
     let owner = block_on(a.owner("cell %2F ☃")).unwrap().unwrap();
     assert_eq!((owner.node.as_str(), owner.live), ("n 1+ü", true));

@@ -7,7 +7,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use celld_edge::env::{HttpResponse, TransportError};
-use celld_edge::ownership::records::{decode_lease, decode_nonce, decode_owner, MAX_EPOCH};
+use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_nonce, decode_owner, MAX_EPOCH};
 use celld_edge::s3::{classify_get, classify_put, parse_error, GetAnswer, PutAnswer};
 use proptest::prelude::*;
 
@@ -125,6 +125,37 @@ fn record(fields: &'static [&'static str]) -> impl Strategy<Value = serde_json::
     )
 }
 
+/// Whether celld's decoder (serde, like ours) takes `v` as a folded node log: an object with the fields,
+/// or serde's sequence form of the same struct; `null` is no log.
+fn log_ok(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+    let opt = |v: Option<&Value>, ok: fn(&Value) -> bool| v.is_none_or(|v| v.is_null() || ok(v));
+    match v {
+        Value::Null => true,
+        Value::Object(o) => {
+            o.get("state").is_some_and(Value::is_string)
+                && o.get("epoch").is_some_and(Value::is_u64)
+                && o.get("ensemble").is_some_and(strings)
+                && o.get("tiered").is_some_and(Value::is_u64)
+                && o.get("active").is_none_or(Value::is_boolean)
+                && opt(o.get("claimant"), Value::is_string)
+                && opt(o.get("claimed_ms"), Value::is_u64)
+        }
+        Value::Array(a) => {
+            (4..=7).contains(&a.len())
+                && a[0].is_string()
+                && a[1].is_u64()
+                && strings(&a[2])
+                && a[3].is_u64()
+                && a.get(4).is_none_or(Value::is_boolean)
+                && opt(a.get(5), Value::is_string)
+                && opt(a.get(6), Value::is_u64)
+        }
+        _ => false,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 4_000, ..ProptestConfig::default() })]
 
@@ -232,16 +263,20 @@ proptest! {
     }
 
     #[test]
-    fn lease_records_decode_or_are_corrupt(rec in record(&["node", "expires_ms", "addr", "nonce"]), junk in prop::collection::vec(any::<u8>(), 0..64)) {
+    fn lease_records_decode_or_are_corrupt(rec in record(&["node", "expires_ms", "addr", "nonce", "log"]), junk in prop::collection::vec(any::<u8>(), 0..64)) {
         let body = serde_json::to_vec(&rec).expect("values serialize");
         let ok = rec.get("node").is_some_and(|v| v.is_string())
             && rec.get("expires_ms").is_some_and(|v| v.is_u64())
             && rec.get("addr").is_none_or(|v| v.is_string())
-            && rec.get("nonce").is_none_or(|v| v.is_string() || v.is_null());
+            && rec.get("nonce").is_none_or(|v| v.is_string() || v.is_null())
+            && rec.get("log").is_none_or(log_ok);
         match decode_lease("nodes/n.json", &body, "t") {
             Ok(r) => {
                 prop_assert!(ok, "accepted {rec}");
                 prop_assert_eq!(Some(r.expires_ms), rec["expires_ms"].as_u64());
+                let state = rec.get("log").and_then(|l| l.get("state").or_else(|| l.get(0))).and_then(|s| s.as_str());
+                prop_assert_eq!(r.log.as_ref().map(|l| l.state.as_str()), state);
+                prop_assert_eq!(awaits_recovery(&r), state.is_some_and(|s| s != "sealed"));
             }
             Err(e) => {
                 prop_assert!(!ok, "refused a valid lease {rec}: {e}");

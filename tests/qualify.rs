@@ -29,11 +29,30 @@ fn instance(env: &MemEnv, node: &str, probe: ProbePolicy) -> S3Ownership<MemEnv>
     S3Ownership::new(config, env.clone()).unwrap()
 }
 
-/// What `call` sent, as `METHOD key [condition]`.
-fn wire_of<T>(env: &MemEnv, call: impl Future<Output = T>) -> (T, Vec<String>) {
+/// What `call` sent, as `METHOD key [condition]`, celld's fleet marker included.
+fn full_wire_of<T>(env: &MemEnv, call: impl Future<Output = T>) -> (T, Vec<String>) {
     let from = env.sent_count();
     let out = block_on(call);
     (out, env.wire_since(from))
+}
+
+/// What `call` sent for the qualification and the protocol: `full_wire_of` without the fleet marker's
+/// requests (once per instance, tested in tests/celld_compat.rs; counted in the two budget tests here).
+fn wire_of<T>(env: &MemEnv, call: impl Future<Output = T>) -> (T, Vec<String>) {
+    let (out, wire) = full_wire_of(env, call);
+    (out, wire.into_iter().filter(|w| !w.contains(MARKER)).collect())
+}
+
+const MARKER: &str = "fleet/control.json";
+
+/// Plants the fleet marker as an earlier instance made it: this instance's check is then one GET, which
+/// `pass_marker_check` lets through before the faults a test aims at the qualification.
+fn plant_marker(env: &MemEnv) {
+    env.put_raw(MARKER, r#"{"format":1,"backend":"bucket"}"#);
+}
+
+fn pass_marker_check(env: &MemEnv) {
+    env.push(Fault::Slow(0.0));
 }
 
 fn count(wire: &[String], method: &str) -> usize {
@@ -56,12 +75,15 @@ fn acquire_and_claim(a: &S3Ownership<MemEnv>, cell: &str) -> Result<(), celld_ed
 fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     let env = MemEnv::new();
     let a = instance(&env, "a", ProbePolicy::Recorded);
-    let (done, wire) = wire_of(&env, async { acquire_and_claim(&a, "c") });
+    let (done, full) = full_wire_of(&env, async { acquire_and_claim(&a, "c") });
     done.unwrap();
+    // First, celld's fleet marker: read, and created where absent.
+    assert_eq!(full[..2], [format!("GET {MARKER}"), format!("PUT {MARKER} if-none-match")]);
+    assert!(full.len() <= 50, "{full:#?}");
+    let wire: Vec<String> = full.into_iter().filter(|w| !w.contains(MARKER)).collect();
     // Qualification: the record's GET, the probe (38), the record's create; then lease and claim (2 + 2).
     assert_eq!(Layout::DEFAULT.requests(), 38);
     assert_eq!(wire.len(), 1 + 38 + 1 + 4, "{wire:#?}");
-    assert!(wire.len() <= 50);
     // Qualification: 2 GET (record, a key never written), 30 PUT (29 probe + record), 8 DELETE.
     assert_eq!((count(&wire, "GET"), count(&wire, "PUT"), count(&wire, "DELETE")), (2 + 2, 30 + 2, 8));
     assert_eq!(wire[0], format!("GET {RECORD}"));
@@ -77,7 +99,7 @@ fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     assert_eq!((rec["if_match_missing_status"].as_u64(), rec["conditional_delete"].as_bool()), (Some(404), Some(true)));
     assert_eq!(rec["races"], 12);
     let keys: Vec<String> = env.0.borrow().objects.keys().cloned().collect();
-    assert_eq!(keys, ["cells/c/own.json", "nodes/a.json", RECORD], "the probe's keys were deleted");
+    assert_eq!(keys, ["cells/c/own.json", MARKER, "nodes/a.json", RECORD], "the probe's keys were deleted");
     // This instance keeps its verdict: no second qualification.
     let (_, wire) = wire_of(&env, a.claim("d"));
     assert_eq!(wire, ["GET cells/d/own.json", "PUT cells/d/own.json if-none-match"]);
@@ -89,11 +111,12 @@ fn a_later_instance_reads_the_record_and_acquires_and_claims_in_5_requests() {
     acquire_and_claim(&instance(&env, "a", ProbePolicy::Recorded), "c").unwrap();
     env.advance(DAY);
     let b = instance(&env, "b", ProbePolicy::Recorded);
-    let (done, wire) = wire_of(&env, async { acquire_and_claim(&b, "d") });
+    let (done, wire) = full_wire_of(&env, async { acquire_and_claim(&b, "d") });
     done.unwrap();
     assert_eq!(
         wire,
         [
+            format!("GET {MARKER}"),
             format!("GET {RECORD}"),
             "GET nodes/b.json".into(),
             "PUT nodes/b.json if-none-match".into(),
@@ -101,8 +124,8 @@ fn a_later_instance_reads_the_record_and_acquires_and_claims_in_5_requests() {
             "PUT cells/d/own.json if-none-match".into(),
         ]
     );
-    // Room for the fleet marker's read (issue 14) within the 6 of SPEC §6.
-    assert!(wire.len() < 6);
+    // The fleet marker's read included: within the 6 of SPEC §6.
+    assert!(wire.len() <= 6);
 }
 
 #[test]
@@ -216,6 +239,8 @@ fn a_recorded_refusal_refuses_from_one_get_and_outranks_a_pass() {
 fn a_refusal_of_the_qualification_is_reported_and_the_next_operation_tries_again() {
     let env = MemEnv::new();
     let a = instance(&env, "a", ProbePolicy::Recorded);
+    plant_marker(&env);
+    pass_marker_check(&env);
     env.push(Fault::Drop(Ok((403, "AccessDenied"))));
     let err = block_on(a.acquire_lease()).unwrap_err();
     assert_eq!(err.code(), "auth");
@@ -226,6 +251,8 @@ fn a_refusal_of_the_qualification_is_reported_and_the_next_operation_tries_again
     // An inconclusive probe is transport, and is not kept either.
     let env = MemEnv::new();
     let b = instance(&env, "b", ProbePolicy::Recorded);
+    plant_marker(&env);
+    pass_marker_check(&env);
     env.push(Fault::Drop(Ok((404, "NoSuchKey")))); // the record's read
     for _ in 0..12 {
         env.push(Fault::Drop(Ok((503, "SlowDown")))); // every racer of the creates
@@ -309,16 +336,19 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     assert!(outcomes.iter().all(|o| o.is_ok()), "{outcomes:?}");
     let wire = mem.wire_since(0);
     assert_eq!(count(&wire, &format!("GET {RECORD}")), 1, "one qualification: {wire:#?}");
-    assert_eq!(wire.len(), 40 + 4);
+    assert_eq!(count(&wire, &format!("GET {MARKER}")), 1, "one marker check: {wire:#?}");
+    assert_eq!(wire.len(), 40 + 2 + 4, "qualification, marker read and create, four writes");
     // And they share its failure, which is not kept: the next call qualifies again.
     let mem = MemEnv::new();
     let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Slow(mem.clone())).unwrap();
+    plant_marker(&mem);
+    pass_marker_check(&mem);
     mem.push(Fault::Drop(Ok((403, "InvalidAccessKeyId"))));
     let writes: Vec<Op> =
         (0..3).map(|i| Box::pin(b.cas_owner(["c0", "c1", "c2"][i], &CasGuard::Absent, 1)) as _).collect();
     let outcomes = run_all(writes);
     assert!(outcomes.iter().all(|o| o.as_ref().is_err_and(|e| e.code() == "auth")), "{outcomes:?}");
-    assert_eq!(mem.sent_count(), 1, "the three callers shared one refused read");
+    assert_eq!(mem.sent_count(), 2, "the marker's read, then the three callers shared one refused read");
     let again: Vec<Op> = vec![Box::pin(b.cas_owner("c0", &CasGuard::Absent, 1))];
     assert!(run_all(again)[0].is_ok());
 }
@@ -512,11 +542,12 @@ fn racy_stores_are_caught_by_many_small_races() {
 fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let mem = MemEnv::new();
     mem.put_raw(RECORD, "corrupt");
+    plant_marker(&mem);
     let a = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "a", "k", "s"), Slow(mem.clone())).unwrap();
     let planter = mem.clone();
     // Another instance records its verdict once our probe's last batch (the cleanup) is out.
     let plant = std::future::poll_fn(move |_| {
-        if planter.sent_count() < 39 {
+        if planter.sent_count() < 1 + 39 {
             return Poll::Pending;
         }
         planter.put_raw(RECORD, r#"{"theirs":true}"#);
@@ -526,7 +557,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let done = run_all(ops);
     assert!(done[0].is_ok(), "{done:?}");
     let wire = mem.wire_since(0);
-    assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "{wire:#?}");
+    assert_eq!(wire[1 + 39], format!("PUT {RECORD} if-match"), "{wire:#?}");
     assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
     assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
 }

@@ -5,7 +5,7 @@
 use crate::prelude::*;
 use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::lease::peer_dead;
-use crate::ownership::records::{CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
+use crate::ownership::records::{awaits_recovery, CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
 
 /// What a claim should do after reading the owner record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub fn writes_over_known(me: &str, known: Option<&OwnerRecord>) -> bool {
 }
 
 /// The decision once the holder's lease is known: dead (absent, or `expires_ms + skew <= now`) → take
-/// over at epoch + 1; otherwise `None` (the holder is live: route to it).
+/// over at epoch + 1; otherwise `None` (the holder is live: route to it; or dead but `awaiting_recovery`).
 pub fn after_peer_lease(
     current: &OwnerRecord,
     lease: Option<&NodeLeaseRecord>,
@@ -44,10 +44,16 @@ pub fn after_peer_lease(
     wall_now_ms: u64,
 ) -> Result<Option<Step>> {
     let dead = lease.is_none_or(|l| peer_dead(l.expires_ms, max_skew_ms, wall_now_ms));
-    if !dead {
+    if !dead || awaiting_recovery(lease, max_skew_ms, wall_now_ms) {
         return Ok(None);
     }
     Ok(Some(Step::Write { guard: CasGuard::Match(current.etag.clone()), epoch: next_epoch(current)?, took_over: true }))
+}
+
+/// The node-log gate (SPEC §2): the holder's lease is dead but carries a celld node log that is not
+/// sealed, so the cell waits for celld to recover that log before anyone takes it over.
+pub fn awaiting_recovery(lease: Option<&NodeLeaseRecord>, max_skew_ms: u64, wall_now_ms: u64) -> bool {
+    lease.is_some_and(|l| peer_dead(l.expires_ms, max_skew_ms, wall_now_ms) && awaits_recovery(l))
 }
 
 fn next_epoch(rec: &OwnerRecord) -> Result<u64> {
@@ -69,7 +75,7 @@ mod tests {
     }
 
     fn lease(expires_ms: u64) -> NodeLeaseRecord {
-        NodeLeaseRecord { node: "b".into(), expires_ms, addr: String::new(), etag: "l".into(), nonce: None }
+        NodeLeaseRecord { node: "b".into(), expires_ms, addr: String::new(), etag: "l".into(), nonce: None, log: None }
     }
 
     #[test]
@@ -99,6 +105,36 @@ mod tests {
         );
         // No lease record at all: the holder is dead.
         assert!(after_peer_lease(&held, None, skew, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_dead_holder_with_an_unsealed_log_awaits_recovery() {
+        use crate::ownership::records::NodeLog;
+        let held = rec("b", 2);
+        let (skew, expires, dead_at) = (1_000, 100_000, 101_000);
+        let with_log = |state: &str| NodeLeaseRecord {
+            log: Some(NodeLog {
+                state: state.into(),
+                epoch: 4,
+                ensemble: vec!["x".into()],
+                tiered: 9,
+                active: false,
+                claimant: None,
+                claimed_ms: None,
+            }),
+            ..lease(expires)
+        };
+        for state in ["open", "recovering", "anything-else"] {
+            let l = with_log(state);
+            assert_eq!(after_peer_lease(&held, Some(&l), skew, dead_at).unwrap(), None, "{state}");
+            assert!(awaiting_recovery(Some(&l), skew, dead_at), "{state}");
+            // Live, it is simply the owner: routed to, not awaiting anything.
+            assert!(!awaiting_recovery(Some(&l), skew, dead_at - 1), "{state}");
+        }
+        let sealed = with_log("sealed");
+        assert!(!awaiting_recovery(Some(&sealed), skew, dead_at));
+        assert!(matches!(after_peer_lease(&held, Some(&sealed), skew, dead_at).unwrap(), Some(Step::Write { epoch: 3, .. })));
+        assert!(!awaiting_recovery(None, skew, dead_at));
     }
 
     #[test]

@@ -12,8 +12,9 @@ use crate::env::{Env, Event};
 use crate::error::{msg, Error, Quoted, Result};
 use crate::ownership::cas::{armed, Budget, Settled, Store};
 use crate::ownership::claims::Claims;
-use crate::ownership::decide::{after_peer_lease, claim_step, writes_over_known, Step};
-use crate::ownership::ids::{check_id, check_prefix};
+use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, writes_over_known, Step};
+use crate::ownership::control::FleetMarker;
+use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, self_deadline};
 use crate::ownership::probe::ProbeReport;
@@ -46,6 +47,9 @@ pub struct Config {
     /// How long a verdict recorded in the bucket (`<prefix>probe/qualified.json`) is trusted after it was
     /// reached; then the next instance qualifies again. At most 90 days; 0 never trusts a record.
     pub probe_trust_ms: u64,
+    /// Which cell and node ids are accepted: celld's sets (the default), or wider UTF-8 ids for buckets
+    /// no celld node shares (SPEC §2).
+    pub ids: IdSet,
 }
 
 /// When an instance qualifies its store (`Config::probe`).
@@ -82,6 +86,7 @@ impl Config {
             request_timeout_ms: 10_000,
             probe: ProbePolicy::Recorded,
             probe_trust_ms: PROBE_TRUST_MS,
+            ids: IdSet::Celld,
         }
     }
 }
@@ -95,6 +100,9 @@ pub struct OwnerInfo {
     pub addr: String,
     /// The owner's lease is not provably dead (peer rule, SPEC §5).
     pub live: bool,
+    /// The owner is dead but its celld node log is not sealed: nobody may claim the cell until celld
+    /// recovers that log (SPEC §2).
+    pub awaiting_recovery: bool,
 }
 
 /// How `claim_with` starts.
@@ -142,12 +150,13 @@ pub struct S3Ownership<E: Env> {
     state: RefCell<State>,
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
     qualification: Flight,
+    fleet: FleetMarker,
 }
 
 impl<E: Env> S3Ownership<E> {
     /// Validates the configuration; sends nothing.
     pub fn new(config: Config, env: E) -> Result<Self> {
-        check_id("node", &config.node)?;
+        check_node(config.ids, &config.node)?;
         check_prefix(&config.prefix)?;
         if config.lease_ttl_ms <= config.max_clock_skew_ms || config.lease_ttl_ms > 86_400_000 {
             return Err(Error::invalid(msg!(
@@ -174,7 +183,7 @@ impl<E: Env> S3Ownership<E> {
             config.session_token.as_deref(),
         )?;
         let (state, qualification) = (RefCell::new(State::default()), Flight::default());
-        Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification })
+        Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default() })
     }
 
     pub fn env(&self) -> &E {
@@ -228,6 +237,17 @@ impl<E: Env> S3Ownership<E> {
     /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
+        // celld's fleet marker first: a fleet of another backend is refused before anything is written.
+        if !armed!(self.store, SkipFleetMarker) {
+            if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
+                // A marker that does not decode may be a wrong endpoint's page: the qualification tells
+                // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
+                if e.code() == "corrupt-record" && self.config.probe != ProbePolicy::Off {
+                    self.qualified(false).await?;
+                }
+                return Err(e);
+            }
+        }
         if self.config.probe == ProbePolicy::Off {
             return Ok(());
         }
@@ -262,7 +282,7 @@ impl<E: Env> S3Ownership<E> {
     // ---- low level (SPEC §4), names as in celld ----
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         let read = self.read_decoded(&self.owner_key(cell), decode_owner).await;
         let mut state = self.state.borrow_mut();
         match &read {
@@ -301,7 +321,7 @@ impl<E: Env> S3Ownership<E> {
 
     /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`.
     pub async fn cas_owner(&self, cell: &str, guard: &CasGuard, epoch: u64) -> Result<CasOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         check_epoch(epoch)?;
         check_guard(guard)?;
         self.ensure_probed().await?;
@@ -341,8 +361,12 @@ impl<E: Env> S3Ownership<E> {
     }
 
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
-        check_id("node", node)?;
-        self.read_decoded(&self.lease_key(node), decode_lease).await
+        check_node(self.config.ids, node)?;
+        let lease = self.read_decoded(&self.lease_key(node), decode_lease).await;
+        if armed!(self.store, IgnoreNodeLog) {
+            return lease.map(|l| l.map(|l| NodeLeaseRecord { log: None, ..l }));
+        }
+        lease
     }
 
     /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.
@@ -372,8 +396,10 @@ impl<E: Env> S3Ownership<E> {
 
     fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
         let state = self.state.borrow();
+        // celld's dead-node clean-up rewrites a dead lease with `expires_ms: 0`, keeping our nonce.
+        let tombstone = rec.expires_ms == 0;
         state.lease.as_ref().is_some_and(|l| l.etag == rec.etag)
-            || rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n))
+            || (!tombstone && rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n)))
     }
 
     // ---- leases (SPEC §5) ----
@@ -532,7 +558,7 @@ impl<E: Env> S3Ownership<E> {
     /// store check that the version is still current; a refused guard sends the claim back to reading (one
     /// extra round, not counted against contention).
     pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         self.require_lease()?;
         let started = self.store.env.mono_ms();
         let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
@@ -561,8 +587,10 @@ impl<E: Env> S3Ownership<E> {
                     match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
                         Some(step) => step,
                         None => {
+                            let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
-                            let owner = OwnerInfo { node, epoch: rec.epoch, addr, live: true };
+                            let (live, epoch) = (!awaiting_recovery, rec.epoch);
+                            let owner = OwnerInfo { node, epoch, addr, live, awaiting_recovery };
                             return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
@@ -593,16 +621,16 @@ impl<E: Env> S3Ownership<E> {
                 }
                 Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true } });
+                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false } });
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
                     return Ok(ClaimOutcome::Rejected { owner });
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
-                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true });
+                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false });
                 }
             }
         }
@@ -642,7 +670,7 @@ impl<E: Env> S3Ownership<E> {
     /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token
     /// the claim left, falling back to read-then-write when that token has moved.
     pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
-        check_id("cell", cell)?;
+        check_cell(self.config.ids, cell)?;
         let claimed = self.state.borrow().claims.get(cell).cloned();
         match claimed {
             Some((epoch, etag)) => match self.release_at(cell, epoch, CasGuard::Match(etag)).await? {
@@ -663,17 +691,18 @@ impl<E: Env> S3Ownership<E> {
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
         if rec.is_released() {
-            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false }));
+            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false }));
         }
         if rec.node == self.config.node {
             let live = self.lease_valid();
-            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live }));
+            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false }));
         }
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
         let live = lease.as_ref().is_some_and(|l| !peer_dead(l.expires_ms, self.skew_for_peers(), now));
+        let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
         let addr = lease.map(|l| l.addr).unwrap_or_default();
-        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live }))
+        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery }))
     }
 
     /// The ack gate: true iff this node claimed `cell` at `epoch` under its current lease, the lease is

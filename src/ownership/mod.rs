@@ -1,11 +1,13 @@
-//! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes), `json` (their codec),
+//! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes and their serde codec),
 //! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation), `probe` (the store probe's
 //! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
-//! ambiguous writes by readback); `qualify` records and trusts the probe's verdict per bucket;
-//! `S3Ownership` (in `driver`) sequences them over an [`crate::env::Env`].
+//! ambiguous writes by readback); `control` reads celld's fleet marker over it; `qualify` records and
+//! trusts the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
+//! [`crate::env::Env`]. `json` is the wasm bindings' little codec.
 
 pub mod cas;
 mod claims;
+pub mod control;
 pub mod decide;
 mod driver;
 pub mod ids;
@@ -20,5 +22,6 @@ pub mod records;
 pub mod teeth;
 
 pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, ProbePolicy, S3Ownership};
+pub use ids::IdSet;
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

@@ -11,6 +11,8 @@
 //! overwrite another's proof that it races.
 
 use crate::prelude::*;
+use alloc::borrow::Cow;
+use serde::{Deserialize, Serialize};
 use core::cell::{Cell, RefCell};
 use core::future::Future;
 use core::pin::Pin;
@@ -20,9 +22,8 @@ use crate::env::Env;
 use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::join::join_all;
-use crate::ownership::json::{self, missing, once, ObjectWriter};
 use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
-use crate::ownership::records::CasGuard;
+use crate::ownership::records::{corrupt, decode_object, CasGuard};
 use crate::s3::PutAnswer;
 
 /// The record's own format.
@@ -67,75 +68,94 @@ pub fn record_key(prefix: &str) -> String {
     msg!(prefix, "probe/qualified.json")
 }
 
+/// The record's shape on the wire: the fields of both verdicts, each present only with its verdict.
+#[derive(Serialize, Deserialize)]
+struct Wire<'a> {
+    format: u64,
+    verdict: Cow<'a, str>,
+    at_ms: u64,
+    library: Cow<'a, str>,
+    probe_revision: u64,
+    endpoint: Cow<'a, str>,
+    bucket: Cow<'a, str>,
+    prefix: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    if_match_missing_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conditional_delete: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    etag_quoted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    races: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<Cow<'a, str>>,
+}
+
 /// The record of `verdict`, reached at `at_ms` against `here`; `races` is how many races the probe ran.
 pub fn encode_record(verdict: &Verdict, at_ms: u64, here: &Here<'_>, races: u64) -> Vec<u8> {
-    let mut w = ObjectWriter::new();
-    w.uint("format", FORMAT);
-    match verdict {
-        Verdict::Qualified(_) => w.str("verdict", "qualified"),
-        Verdict::Refused { .. } => w.str("verdict", "refused"),
+    let mut wire = Wire {
+        format: FORMAT,
+        verdict: Cow::Borrowed("qualified"),
+        at_ms,
+        library: Cow::Borrowed(LIBRARY),
+        probe_revision: PROBE_REVISION,
+        endpoint: Cow::Borrowed(here.endpoint),
+        bucket: Cow::Borrowed(here.bucket),
+        prefix: Cow::Borrowed(here.prefix),
+        if_match_missing_status: None,
+        conditional_delete: None,
+        etag_quoted: None,
+        races: None,
+        step: None,
+        detail: None,
     };
-    w.uint("at_ms", at_ms).str("library", LIBRARY).uint("probe_revision", PROBE_REVISION);
-    w.str("endpoint", here.endpoint).str("bucket", here.bucket).str("prefix", here.prefix);
     match verdict {
         Verdict::Qualified(r) => {
-            w.uint("if_match_missing_status", r.if_match_missing_status.into());
-            w.boolean("conditional_delete", r.conditional_delete).boolean("etag_quoted", r.etag_quoted);
-            w.uint("races", races)
+            wire.if_match_missing_status = Some(r.if_match_missing_status);
+            wire.conditional_delete = Some(r.conditional_delete);
+            wire.etag_quoted = Some(r.etag_quoted);
+            wire.races = Some(races);
         }
-        Verdict::Refused { step, detail } => w.str("step", step).str("detail", detail),
-    };
-    w.finish().into_bytes()
+        Verdict::Refused { step, detail } => {
+            wire.verdict = Cow::Borrowed("refused");
+            wire.step = Some(Cow::Borrowed(step));
+            wire.detail = Some(Cow::Borrowed(detail));
+        }
+    }
+    // A struct of strings, numbers and booleans always serializes.
+    serde_json::to_vec(&wire).unwrap_or_default()
 }
 
 /// Decodes the record read from `key`; anything short of a complete record of a known verdict is
 /// `corrupt-record` (and so not trusted).
 pub fn decode_record(key: &str, body: &[u8], etag: &str) -> Result<QualifiedRecord> {
-    let corrupt = |detail: String| Error::CorruptRecord(Box::new(Failure { key: key.to_owned(), detail }));
-    let (mut format, mut verdict, mut at_ms, mut library, mut revision) = (None, None, None, None, None);
-    let (mut endpoint, mut bucket, mut prefix) = (None, None, None);
-    let (mut status, mut delete, mut quoted, mut step, mut detail) = (None, None, None, None, None);
-    json::object(body, |name, r| match name {
-        "format" => once(&mut format, name, r.uint()?),
-        "verdict" => once(&mut verdict, name, r.string()?),
-        "at_ms" => once(&mut at_ms, name, r.uint()?),
-        "library" => once(&mut library, name, r.string()?),
-        "probe_revision" => once(&mut revision, name, r.uint()?),
-        "endpoint" => once(&mut endpoint, name, r.string()?),
-        "bucket" => once(&mut bucket, name, r.string()?),
-        "prefix" => once(&mut prefix, name, r.string()?),
-        "if_match_missing_status" => once(&mut status, name, r.uint()?),
-        "conditional_delete" => once(&mut delete, name, r.boolean()?),
-        "etag_quoted" => once(&mut quoted, name, r.boolean()?),
-        "step" => once(&mut step, name, r.string()?),
-        "detail" => once(&mut detail, name, r.string()?),
-        _ => r.skip(),
-    })
-    .map_err(corrupt)?;
-    let need = |v: Option<String>, name: &str| v.ok_or_else(|| corrupt(missing(name)));
-    if format != Some(FORMAT) {
-        return Err(corrupt(msg!("format is not ", FORMAT)));
+    let wire: Wire<'_> = decode_object(key, body)?;
+    let missing = |name: &str| corrupt(key, msg!("missing field ", name));
+    if wire.format != FORMAT {
+        return Err(corrupt(key, msg!("format is not ", FORMAT)));
     }
-    let verdict = match need(verdict, "verdict")?.as_str() {
-        "qualified" => {
-            let status = status.ok_or_else(|| corrupt(missing("if_match_missing_status")))?;
-            Verdict::Qualified(ProbeReport {
-                if_match_missing_status: u16::try_from(status).map_err(|_| corrupt("status out of range".into()))?,
-                conditional_delete: delete.ok_or_else(|| corrupt(missing("conditional_delete")))?,
-                etag_quoted: quoted.ok_or_else(|| corrupt(missing("etag_quoted")))?,
-            })
-        }
-        "refused" => Verdict::Refused { step: need(step, "step")?, detail: need(detail, "detail")? },
-        other => return Err(corrupt(msg!("unknown verdict ", other))),
+    let verdict = match &*wire.verdict {
+        "qualified" => Verdict::Qualified(ProbeReport {
+            if_match_missing_status: wire.if_match_missing_status.ok_or_else(|| missing("if_match_missing_status"))?,
+            conditional_delete: wire.conditional_delete.ok_or_else(|| missing("conditional_delete"))?,
+            etag_quoted: wire.etag_quoted.ok_or_else(|| missing("etag_quoted"))?,
+        }),
+        "refused" => Verdict::Refused {
+            step: wire.step.ok_or_else(|| missing("step"))?.into_owned(),
+            detail: wire.detail.ok_or_else(|| missing("detail"))?.into_owned(),
+        },
+        other => return Err(corrupt(key, msg!("unknown verdict ", other))),
     };
     Ok(QualifiedRecord {
         verdict,
-        at_ms: at_ms.ok_or_else(|| corrupt(missing("at_ms")))?,
-        library: need(library, "library")?,
-        probe_revision: revision.ok_or_else(|| corrupt(missing("probe_revision")))?,
-        endpoint: need(endpoint, "endpoint")?,
-        bucket: need(bucket, "bucket")?,
-        prefix: need(prefix, "prefix")?,
+        at_ms: wire.at_ms,
+        library: wire.library.into_owned(),
+        probe_revision: wire.probe_revision,
+        endpoint: wire.endpoint.into_owned(),
+        bucket: wire.bucket.into_owned(),
+        prefix: wire.prefix.into_owned(),
         etag: etag.to_owned(),
     })
 }

@@ -1,10 +1,14 @@
-//! The records in the bucket (SPEC §2), wire-compatible with celld: what they look like on the wire, how
-//! they decode (unknown fields ignored; anything else malformed is `corrupt-record`, never "absent"), and
-//! the guard/outcome vocabulary of conditional writes.
+//! The records in the bucket (SPEC §2), wire-compatible with celld v0.3-v0.6: what they look like on the
+//! wire, how they decode (serde_json; unknown fields ignored; anything else malformed is `corrupt-record`
+//! naming the key, never "absent", never a panic), the guard/outcome vocabulary of conditional writes, and
+//! the one fact of celld's folded node log that ownership depends on (`awaits_recovery`).
 
 use crate::prelude::*;
+use alloc::string::ToString;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
 use crate::error::{msg, Error, Failure, Result};
-use crate::ownership::json::{self, missing, once, ObjectWriter};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
@@ -34,6 +38,35 @@ pub struct NodeLeaseRecord {
     pub addr: String,
     pub etag: String,
     pub nonce: Option<String>,
+    /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
+    pub log: Option<NodeLog>,
+}
+
+/// celld's folded node log (`log` in its lease): the writes the node acknowledged that may live only in
+/// its log until the log is `sealed`. Decoded as celld decodes it, so that a lease celld would refuse to
+/// read is refused here too.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NodeLog {
+    /// `open`, `recovering` or `sealed` (any other value is treated as not sealed).
+    pub state: String,
+    pub epoch: u64,
+    pub ensemble: Vec<String>,
+    pub tiered: u64,
+    #[serde(default)]
+    pub active: bool,
+    /// The node recovering the log, while `recovering` (celld >= 0.6).
+    #[serde(default)]
+    pub claimant: Option<String>,
+    /// That node's last heartbeat on the recovery, Unix ms.
+    #[serde(default)]
+    pub claimed_ms: Option<u64>,
+}
+
+/// The node-log gate (SPEC §2): a dead holder whose lease carries a log that is not `sealed` is not
+/// taken over until celld recovers that log; taking over first would skip writes the holder acknowledged.
+/// A lease without a log (every edge lease, celld before its first fleet open) does not wait.
+pub fn awaits_recovery(lease: &NodeLeaseRecord) -> bool {
+    lease.log.as_ref().is_some_and(|log| log.state != "sealed")
 }
 
 /// The precondition of a conditional PUT.
@@ -52,69 +85,101 @@ pub enum CasOutcome {
     Rejected,
 }
 
-fn corrupt(key: &str, detail: impl Into<String>) -> Error {
+pub(crate) fn corrupt(key: &str, detail: impl Into<String>) -> Error {
     Error::CorruptRecord(Box::new(Failure { key: key.to_owned(), detail: detail.into() }))
+}
+
+/// Decodes `body` as one JSON object of shape `T`. serde accepts an array for a struct too; a record
+/// is an object, so anything else is refused before serde sees it.
+pub(crate) fn decode_object<T: DeserializeOwned>(key: &str, body: &[u8]) -> Result<T> {
+    let start = body.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    if start.is_none_or(|i| body[i] != b'{') {
+        return Err(corrupt(key, "not a JSON object"));
+    }
+    serde_json::from_slice(body).map_err(|e| corrupt(key, e.to_string()))
+}
+
+#[derive(Serialize)]
+struct OwnerOut<'a> {
+    node: &'a str,
+    epoch: u64,
+    nonce: &'a str,
+}
+
+#[derive(Serialize)]
+struct LeaseOut<'a> {
+    node: &'a str,
+    expires_ms: u64,
+    addr: &'a str,
+    nonce: &'a str,
+}
+
+#[derive(Deserialize)]
+struct OwnerIn {
+    node: String,
+    epoch: u64,
+    #[serde(default)]
+    nonce: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LeaseIn {
+    node: String,
+    expires_ms: u64,
+    #[serde(default)]
+    addr: String,
+    #[serde(default)]
+    nonce: Option<String>,
+    #[serde(default)]
+    log: Option<NodeLog>,
+}
+
+#[derive(Deserialize)]
+struct NonceIn {
+    #[serde(default)]
+    nonce: Option<String>,
+}
+
+/// serde_json cannot fail on these shapes (string keys, strings and integers only).
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
 }
 
 /// `{"node":"…","epoch":N,"nonce":"…"}`.
 pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
-    ObjectWriter::new().str("node", node).uint("epoch", epoch).str("nonce", nonce).finish().into_bytes()
+    to_json(&OwnerOut { node, epoch, nonce })
 }
 
 /// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…"}`.
 pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec<u8> {
-    let mut w = ObjectWriter::new();
-    w.str("node", node).uint("expires_ms", expires_ms);
-    w.str("addr", addr).str("nonce", nonce).finish().into_bytes()
+    to_json(&LeaseOut { node, expires_ms, addr, nonce })
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
 pub fn decode_owner(key: &str, body: &[u8], etag: &str) -> Result<OwnerRecord> {
-    let (mut node, mut epoch, mut nonce) = (None, None, None);
-    json::object(body, |name, r| match name {
-        "node" => once(&mut node, name, r.string()?),
-        "epoch" => once(&mut epoch, name, r.uint()?),
-        "nonce" => once(&mut nonce, name, r.opt_string()?),
-        _ => r.skip(),
-    })
-    .map_err(|d| corrupt(key, d))?;
-    let node = node.ok_or_else(|| corrupt(key, missing("node")))?;
-    let epoch = epoch.ok_or_else(|| corrupt(key, missing("epoch")))?;
-    if epoch > MAX_EPOCH {
-        return Err(corrupt(key, msg!("epoch ", epoch, " exceeds 2^53 - 1")));
+    let rec: OwnerIn = decode_object(key, body)?;
+    if rec.epoch > MAX_EPOCH {
+        return Err(corrupt(key, msg!("epoch ", rec.epoch, " exceeds 2^53 - 1")));
     }
-    Ok(OwnerRecord { node, epoch, etag: etag.to_owned(), nonce: nonce.flatten() })
+    Ok(OwnerRecord { node: rec.node, epoch: rec.epoch, etag: etag.to_owned(), nonce: rec.nonce })
 }
 
 /// Decodes `nodes/<node>.json` read from `key` with token `etag`.
 pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecord> {
-    let (mut node, mut expires_ms, mut addr, mut nonce) = (None, None, None, None);
-    json::object(body, |name, r| match name {
-        "node" => once(&mut node, name, r.string()?),
-        "expires_ms" => once(&mut expires_ms, name, r.uint()?),
-        "addr" => once(&mut addr, name, r.string()?),
-        "nonce" => once(&mut nonce, name, r.opt_string()?),
-        _ => r.skip(),
-    })
-    .map_err(|d| corrupt(key, d))?;
+    let rec: LeaseIn = decode_object(key, body)?;
     Ok(NodeLeaseRecord {
-        node: node.ok_or_else(|| corrupt(key, missing("node")))?,
-        expires_ms: expires_ms.ok_or_else(|| corrupt(key, missing("expires_ms")))?,
-        addr: addr.unwrap_or_default(),
+        node: rec.node,
+        expires_ms: rec.expires_ms,
+        addr: rec.addr,
         etag: etag.to_owned(),
-        nonce: nonce.flatten(),
+        nonce: rec.nonce,
+        log: rec.log,
     })
 }
 
 /// The writer nonce of any record this library wrote, to recognise "my write landed" on readback.
 pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
-    let mut nonce = None;
-    json::object(body, |name, r| match name {
-        "nonce" => once(&mut nonce, name, r.opt_string()?),
-        _ => r.skip(),
-    })
-    .map_err(|d| corrupt(key, d))?;
-    Ok(nonce.flatten())
+    decode_object::<NonceIn>(key, body).map(|r| r.nonce)
 }
 
 #[cfg(test)]
@@ -143,12 +208,37 @@ mod tests {
     fn lease_round_trip_and_celld_extras() {
         let body = encode_lease("n", 1_700_000_000_000, "10.0.0.1:7000", "z");
         let r = decode_lease("k", &body, "t").unwrap();
-        assert_eq!((r.expires_ms, r.addr.as_str()), (1_700_000_000_000, "10.0.0.1:7000"));
-        let celld = br#"{"node":"n","expires_ms":5,"addr":"a:1","load":0.5,"log":[],"peer_protocol":2,
-            "probe_public_key":"abc","ownership_index_generation":7}"#;
+        assert_eq!((r.expires_ms, r.addr.as_str(), r.log.as_ref()), (1_700_000_000_000, "10.0.0.1:7000", None));
+        let celld = br#"{"node":"n","expires_ms":5,"addr":"a:1","load":{"sampled_ms":1},"peer_protocol":2,
+            "probe_public_key":"abc","ownership_index_generation":"g7","paced_handoff":true}"#;
         assert_eq!(decode_lease("k", celld, "t").unwrap().addr, "a:1");
-        let r = decode_lease("k", br#"{"node":"n","expires_ms":5,"nonce":null}"#, "t").unwrap();
-        assert_eq!((r.addr.as_str(), r.nonce), ("", None));
+        let r = decode_lease("k", br#"{"node":"n","expires_ms":5,"nonce":null,"log":null}"#, "t").unwrap();
+        assert_eq!((r.addr.as_str(), r.nonce, r.log), ("", None, None));
+    }
+
+    #[test]
+    fn the_folded_log_decodes_as_celld_decodes_it_and_gates_takeover() {
+        let lease = |log: &str| decode_lease("k", format!(r#"{{"node":"n","expires_ms":5,"log":{log}}}"#).as_bytes(), "t");
+        let open = lease(r#"{"state":"open","epoch":3,"ensemble":["a","b"],"tiered":7,"active":true}"#).unwrap();
+        let log = open.log.as_ref().unwrap();
+        assert_eq!((log.state.as_str(), log.epoch, log.ensemble.len(), log.tiered, log.active), ("open", 3, 2, 7, true));
+        assert!(awaits_recovery(&open));
+        let recovering =
+            lease(r#"{"state":"recovering","epoch":3,"ensemble":[],"tiered":0,"claimant":"m","claimed_ms":9}"#).unwrap();
+        let log = recovering.log.as_ref().unwrap();
+        assert_eq!((log.claimant.as_deref(), log.claimed_ms), (Some("m"), Some(9)));
+        assert!(awaits_recovery(&recovering));
+        // A state this release does not know is not sealed: wait rather than guess.
+        assert!(awaits_recovery(&lease(r#"{"state":"fencing","epoch":1,"ensemble":[],"tiered":0}"#).unwrap()));
+        let sealed = lease(r#"{"state":"sealed","epoch":3,"ensemble":["a"],"tiered":7,"future":1}"#).unwrap();
+        assert!(!awaits_recovery(&sealed));
+        assert!(!awaits_recovery(&decode_lease("k", br#"{"node":"n","expires_ms":5}"#, "t").unwrap()));
+        // A log celld itself could not read makes the whole lease corrupt, never "no log".
+        for bad in [r#"{"epoch":3,"ensemble":[],"tiered":0}"#, r#"{"state":"open"}"#, r#""sealed""#, "7", r#"{"state":1,"epoch":1,"ensemble":[],"tiered":0}"#] {
+            let e = lease(bad).unwrap_err();
+            assert_eq!(e.code(), "corrupt-record", "{bad}");
+            assert!(e.to_string().contains("corrupt record at k"), "{e}");
+        }
     }
 
     #[test]
@@ -166,23 +256,30 @@ mod tests {
     fn malformed_records_are_corrupt_naming_the_key() {
         let cases: &[&[u8]] = &[
             b"",
+            b"  ",
             b"<html>",
             b"{}",
             br#"{"node":"a"}"#,
             br#"{"node":1,"epoch":1}"#,
             br#"{"node":"a","epoch":-1}"#,
             br#"{"node":"a","epoch":1.5}"#,
+            br#"{"node":"a","epoch":1e3}"#,
             br#"{"node":"a","epoch":9007199254740992}"#,
+            br#"{"node":"a","epoch":18446744073709551616}"#,
             br#"{"node":"a","epoch":1"#,
+            br#"{"node":"a","epoch":1}x"#,
+            br#"{"node":"a","epoch":1,}"#,
             b"\xff\xfe",
+            b"{\"node\":\"\xff\",\"epoch\":1}",
             br#"[1,2]"#,
             br#"{"node":"a","epoch":1,"nonce":5}"#,
             br#"{"node":"a","epoch":1,"epoch":2}"#,
             br#"["a",1]"#,
+            br#"  ["a",1]"#,
         ];
         for body in cases {
             let e = decode_owner("cells/c/own.json", body, "t").unwrap_err();
-            assert_eq!(e.code(), "corrupt-record");
+            assert_eq!(e.code(), "corrupt-record", "{:?}", String::from_utf8_lossy(body));
             assert!(e.to_string().contains("cells/c/own.json"), "{e}");
         }
         for body in [
@@ -195,5 +292,13 @@ mod tests {
         ] {
             assert_eq!(decode_lease("nodes/n.json", body, "t").unwrap_err().code(), "corrupt-record");
         }
+        // Hostile nesting never exhausts the stack: serde_json skips an ignored field without recursing,
+        // and bounds nesting in the fields it decodes.
+        let deep = format!("{{\"node\":\"a\",\"epoch\":1,\"x\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(decode_owner("k", deep.as_bytes(), "t").unwrap().node, "a");
+        let unclosed = format!("{{\"node\":\"a\",\"epoch\":1,\"x\":{}}}", "[".repeat(100_000));
+        assert_eq!(decode_owner("k", unclosed.as_bytes(), "t").unwrap_err().code(), "corrupt-record");
+        let log = format!("{{\"node\":\"n\",\"expires_ms\":1,\"log\":{{\"state\":{}}}}}", "[".repeat(100_000));
+        assert_eq!(decode_lease("k", log.as_bytes(), "t").unwrap_err().code(), "corrupt-record");
     }
 }

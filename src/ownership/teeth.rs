@@ -19,10 +19,14 @@ pub enum Tooth {
     SkipReadback,
     /// Answer a refused claim that started without a read from the version seen earlier, without reading.
     AnswerFromKnown,
+    /// Ignore celld's folded node log: take over a dead holder whose log is not sealed.
+    IgnoreNodeLog,
+    /// Write without reading the fleet's backend marker first.
+    SkipFleetMarker,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 7] = [
+    pub const ALL: [Tooth; 9] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -30,5 +34,7 @@ impl Tooth {
         Tooth::InstallLateRenewal,
         Tooth::SkipReadback,
         Tooth::AnswerFromKnown,
+        Tooth::IgnoreNodeLog,
+        Tooth::SkipFleetMarker,
     ];
 }

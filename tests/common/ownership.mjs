@@ -82,7 +82,8 @@ export function ownershipChecks({ api, server, runtime }) {
       if (!o.leaseValid()) fail(`${node}: lease not valid after acquireLease`);
       return o;
     };
-    const cell = (name) => `${name} ${unique()} +ü`;
+    // celld's id set (the default, SPEC §2), with characters the path must percent-encode (`:` `$`).
+    const cell = (name) => `${name}:${unique()}$x`;
 
     /** Writes raw bytes at a key under the test prefix (to plant corrupt records). */
     const plant = async (key, body) => {

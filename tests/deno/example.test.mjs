@@ -61,7 +61,7 @@ async function readObject(prefix, key) {
 
 Deno.test("examples/deno: claim, fenced writes acknowledged after verify, release on SIGINT", async () => {
   const prefix = `deno-example-${Date.now()}/`;
-  const cell = "orders eu+1";
+  const cell = "orders:eu.1"; // celld's ids (the default), percent-encoded in the path
   const observer = new S3Ownership({ ...store, prefix, node: "observer", probe: false });
 
   for (const expectedEpoch of [1, 2]) {

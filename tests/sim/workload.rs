@@ -14,9 +14,10 @@ use std::rc::Rc;
 use celld_edge::env::Env;
 use celld_edge::ownership::teeth::Tooth;
 use celld_edge::ownership::CasOutcome;
-use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, ProbePolicy, S3Ownership};
+use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, IdSet, ProbePolicy, S3Ownership};
 use celld_edge::Error;
 
+use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
 use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
@@ -35,11 +36,13 @@ pub struct Params {
     pub max_drift: f64,
     /// Upper bound of each per-request fault rate.
     pub max_fault_rate: f64,
+    /// A rule the celld-like nodes break (`celld.rs`).
+    pub celld_tooth: Option<CelldTooth>,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08 }
+        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08, celld_tooth: None }
     }
 }
 
@@ -55,21 +58,24 @@ pub struct Report {
 }
 
 /// Shared between the node tasks and the observer.
-struct Ctx {
-    world: Rc<World>,
-    params: Params,
-    seed: u64,
-    names: Vec<String>,
-    cells: Vec<String>,
-    prefix: &'static str,
-    path_style: bool,
+pub(crate) struct Ctx {
+    pub(crate) world: Rc<World>,
+    pub(crate) params: Params,
+    pub(crate) seed: u64,
+    pub(crate) names: Vec<String>,
+    pub(crate) cells: Vec<String>,
+    pub(crate) prefix: &'static str,
+    pub(crate) path_style: bool,
     /// Renew from a loop of its own beside the operations (`startRenewing`), not between them.
     background_renewal: bool,
     probe: bool,
     ledger: RefCell<Ledger>,
     /// Each node's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
-    next_gen: Cell<u64>,
+    pub(crate) next_gen: Cell<u64>,
+    /// Which nodes are celld-like, and the backend each was set up for; their current lives.
+    celld: Vec<Option<Backend>>,
+    pub(crate) celld_live: RefCell<Vec<Option<CelldSlot>>>,
 }
 
 struct NodeSlot {
@@ -79,14 +85,14 @@ struct NodeSlot {
 }
 
 impl Ctx {
-    fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
+    pub(crate) fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
         let id = self.world.new_op();
         let now = self.world.now();
         let rec = OpRecord { id, node, incarnation, gen, kind, start: now, end: now, result: OpResult::Unfinished };
         self.ledger.borrow_mut().ops.insert(id, rec);
         id
     }
-    fn end(&self, id: u64, result: OpResult) {
+    pub(crate) fn end(&self, id: u64, result: OpResult) {
         let now = self.world.now();
         let mut ledger = self.ledger.borrow_mut();
         let rec = ledger.ops.get_mut(&id).expect("ops are begun before they end");
@@ -145,6 +151,19 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // The store probe (SPEC §6) runs before an instance's first write unless opted out; a quarter of
     // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
     let probe = rng.chance(0.25);
+    // Half the seeds share the bucket with one or two celld-like nodes (the last node ids); in one of
+    // ten of those, the first is set up for celld's DynamoDB backend and races to mark the fleet so.
+    let mut nodes = nodes;
+    let mut celld_roles: Vec<Option<Backend>> = vec![None; n];
+    if rng.chance(0.5) {
+        let k = rng.range(1, 2) as usize;
+        let dynamo = rng.chance(0.1);
+        for (j, i) in (n - k..n).enumerate() {
+            nodes[i] = format!("celld-{j}");
+            celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
+        }
+    }
+    let is_celld: Vec<bool> = celld_roles.iter().map(Option::is_some).collect();
     if trace {
         world.enable_trace();
     }
@@ -162,6 +181,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..n).map(|_| None).collect()),
         next_gen: Cell::new(0),
+        celld: celld_roles,
+        celld_live: RefCell::new((0..n).map(|_| None).collect()),
     });
 
     let factory_ctx = ctx.clone();
@@ -170,10 +191,14 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         &world,
         n,
         params.run_ms,
-        move |node, incarnation| Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
+        move |node, incarnation| match factory_ctx.celld[node] {
+            Some(backend) => Box::pin(celld::life(factory_ctx.clone(), node, incarnation, backend)),
+            None => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
+        },
         move || observe(&observer_ctx),
     );
     ctx.live.borrow_mut().clear();
+    ctx.celld_live.borrow_mut().clear();
     let mut lines = world.take_trace();
     let ctx = Rc::try_unwrap(ctx).unwrap_or_else(|_| panic!("node tasks still hold the context"));
     let ledger = ctx.ledger.into_inner();
@@ -186,6 +211,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         prefix,
         lease_ttl_ms: params.ttl_ms,
         max_clock_skew_ms: params.skew_ms,
+        celld: &is_celld,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
@@ -221,6 +247,15 @@ fn observe(ctx: &Ctx) {
             continue;
         }
         for (cell, &epoch) in slot.beliefs.borrow().iter() {
+            ledger.act(node, slot.incarnation, cell, epoch, now);
+        }
+    }
+    for (node, slot) in ctx.celld_live.borrow().iter().enumerate() {
+        let Some(slot) = slot else { continue };
+        if !ctx.world.is_running(node) || ctx.world.incarnation(node) != slot.incarnation || !slot.node.may_act() {
+            continue;
+        }
+        for (cell, &epoch) in slot.node.beliefs.borrow().iter() {
             ledger.act(node, slot.incarnation, cell, epoch, now);
         }
     }
@@ -294,6 +329,8 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.prefix = ctx.prefix.to_owned();
     cfg.path_style = ctx.path_style;
     cfg.probe = if ctx.probe { ProbePolicy::Recorded } else { ProbePolicy::Off };
+    // One cell id (`cell é+1`) is outside celld's sets, to keep the wire's encoding honest.
+    cfg.ids = IdSet::Utf8;
     let env = SimEnv::new(ctx.world.clone(), node, incarnation);
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
@@ -381,6 +418,9 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
                             took_over: *took_over,
                             prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
                         },
+                        Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
+                            OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
+                        }
                         Ok(ClaimOutcome::Rejected { owner }) => {
                             OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
                         }

@@ -55,7 +55,7 @@ test("cell-router Worker (root wrangler.toml): contention, routing hints, takeov
   const a = await startBundle(bundle, bindings("edge-a"));
   const b = await startBundle(bundle, bindings("edge-b"));
   const workers = { "edge-a": a, "edge-b": b };
-  const cells = Array.from({ length: 8 }, (_, i) => `cell ${i + 1} ü`);
+  const cells = Array.from({ length: 8 }, (_, i) => `cell:${i + 1}$x`); // celld's ids, percent-encoded in the path
 
   // Both Workers race for every cell at once (two rounds, so both isolates are warm and leased).
   const owners = new Map();

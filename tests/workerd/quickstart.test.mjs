@@ -19,7 +19,7 @@ test("Workers quick start: claim on first request, the owner as the answer after
     S3_ACCESS_KEY_ID: server.accessKeyId, S3_SECRET_ACCESS_KEY: server.secretAccessKey,
   };
   const [a, b] = [await startBundle(bundle, bindings), await startBundle(bundle, bindings)];
-  const ask = async (mf) => (await mf.dispatchFetch("http://quickstart.example/cells/cell-1")).json();
+  const ask = async (mf) => (await mf.dispatchFetch("http://quickstart.example/cells/room%3A1")).json();
 
   const claimed = await ask(a);
   deepEqual([claimed.outcome, claimed.epoch, claimed.tookOver, claimed.prior], ["applied", 1, false, null]);

@@ -1,0 +1,227 @@
+//! The fleet's backend marker (SPEC §2, celld >= 0.6): `<prefix>fleet/control.json` says where the fleet
+//! keeps its ownership records. celld can keep them in a DynamoDB table instead of the bucket; then every
+//! `cells/<cell>/own.json` here is absent, and a claim made here would create a second owner at epoch 1
+//! beside the table's. So an instance reads the marker before its first write: absent → create the bucket
+//! marker with `If-None-Match: *` (as a celld node does, so a celld node configured for a table refuses
+//! this fleet instead of splitting it); `bucket` → go on; anything else → `unsupported-backend`, with
+//! nothing written. One GET per instance (plus one create when absent), shared by concurrent callers and
+//! kept for the instance's life; it must never cost a request per claim, and never write over a marker.
+
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
+use core::cell::RefCell;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use crate::env::Env;
+use crate::error::{msg, Error, Failure, Quoted, Result};
+use crate::ownership::cas::{Budget, Store, MAX_RECONCILES};
+use crate::ownership::records::{corrupt, decode_object, CasGuard};
+use crate::s3::PutAnswer;
+
+/// Where celld keeps the marker, under the fleet's prefix.
+pub const MARKER_KEY: &str = "fleet/control.json";
+
+/// The marker of a fleet whose records live in the bucket, byte for byte as celld writes it.
+pub const BUCKET_MARKER: &[u8] = br#"{"format":1,"backend":"bucket"}"#;
+
+/// The one marker format celld (0.6) and this library read.
+const FORMAT: u64 = 1;
+
+/// celld's marker. celld refuses a marker with fields it does not know, so this does too.
+#[derive(Deserialize)]
+struct Marker {
+    format: u64,
+    backend: String,
+    #[serde(default)]
+    table: Option<String>,
+    /// Read only to check their types, as celld does.
+    #[serde(default, rename = "region")]
+    _region: Option<String>,
+    #[serde(default, rename = "fleet")]
+    _fleet: Option<String>,
+}
+
+const FIELDS: [&str; 5] = ["format", "backend", "table", "region", "fleet"];
+
+/// Judges a marker read from `key`: `Ok` when the fleet keeps its records in the bucket.
+pub fn judge(key: &str, body: &[u8]) -> Result<()> {
+    let marker: Marker = decode_object(key, body)?;
+    let fields: BTreeMap<String, IgnoredAny> = decode_object(key, body)?;
+    if let Some(unknown) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(corrupt(key, msg!("unknown field ", Quoted(unknown), " (celld refuses such a marker too)")));
+    }
+    let refuse = |detail: String| Err(Error::UnsupportedBackend(Box::new(Failure { key: key.to_owned(), detail })));
+    if marker.format != FORMAT {
+        return refuse(msg!("marker format ", marker.format, "; this library reads format ", FORMAT));
+    }
+    match marker.backend.as_str() {
+        "bucket" => Ok(()),
+        "dynamodb" => refuse(msg!(
+            "the fleet keeps its ownership records in celld's \"dynamodb\" backend (table ",
+            Quoted(marker.table.as_deref().unwrap_or("")),
+            "), which this library cannot reach: every cell in the bucket would read as absent"
+        )),
+        other => refuse(msg!("the fleet names backend ", Quoted(other), ", which this library cannot reach")),
+    }
+}
+
+/// Reads the marker under `prefix`, creating the bucket marker when there is none; `Ok` when the
+/// fleet's records live in the bucket. Writes nothing but that create.
+pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
+    let key = msg!(prefix, MARKER_KEY);
+    let mut ambiguity: Option<String> = None;
+    for _ in 0..=MAX_RECONCILES {
+        if let Some(body) = read(store, &key, budget).await? {
+            return judge(&key, &body);
+        }
+        match store.put_cas(&key, &CasGuard::Absent, BUCKET_MARKER.to_vec(), budget).await {
+            PutAnswer::Applied { .. } => return Ok(()),
+            // Someone created it first (or an earlier attempt of ours landed): read what is there.
+            PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
+            // The marker's content says everything, whoever wrote it: reading it back settles this.
+            PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
+            PutAnswer::Refused(e) => return Err(e),
+        }
+    }
+    let detail = msg!("the marker stayed absent through ", MAX_RECONCILES + 1, " attempts to create it");
+    Err(match ambiguity {
+        Some(last) => Error::ambiguous(key, msg!(detail, "; last: ", last)),
+        None => Error::transport(key, detail),
+    })
+}
+
+/// A GET of the marker; a body that does not decode is read once more, as records are (a truncated
+/// transfer looks the same as a corrupt marker, and only the marker stays so).
+async fn read<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Option<Vec<u8>>> {
+    let Some((body, _)) = store.get(key, budget).await? else { return Ok(None) };
+    if !matches!(judge(key, &body), Err(Error::CorruptRecord(_))) {
+        return Ok(Some(body));
+    }
+    Ok(store.get(key, budget).await?.map(|(body, _)| body))
+}
+
+/// The marker's verdict for one instance: checked once, by one caller at a time; concurrent callers wait
+/// for that caller's answer. A verdict is kept only when the bucket cannot change its mind under this
+/// instance (a bucket fleet, or one that keeps its records elsewhere); any other failure is tried again
+/// by the next write.
+#[derive(Default)]
+pub struct FleetMarker {
+    state: RefCell<State>,
+}
+
+#[derive(Default)]
+enum State {
+    #[default]
+    Unknown,
+    Checking(Vec<Waker>),
+    Known(Result<()>),
+}
+
+impl FleetMarker {
+    /// `Ok` once the fleet's records are known to live in the bucket, checking now if nobody has.
+    pub async fn ensure<E: Env>(&self, store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
+        loop {
+            match &*self.state.borrow() {
+                State::Known(verdict) => return verdict.clone(),
+                State::Checking(_) => {}
+                State::Unknown => break,
+            }
+            Waiting(self).await;
+        }
+        *self.state.borrow_mut() = State::Checking(Vec::new());
+        let mut leader = Leader(self);
+        let verdict = ensure_bucket_backend(store, prefix, budget).await;
+        let keep = matches!(verdict, Ok(()) | Err(Error::UnsupportedBackend(_)));
+        leader.finish(if keep { State::Known(verdict.clone()) } else { State::Unknown });
+        verdict
+    }
+
+    fn settle(&self, next: State) {
+        let previous = core::mem::replace(&mut *self.state.borrow_mut(), next);
+        if let State::Checking(waiters) = previous {
+            waiters.into_iter().for_each(Waker::wake);
+        }
+    }
+}
+
+/// The caller doing the check. Dropped before it finished (its operation was cancelled), it hands the
+/// check back, so a waiter takes it up instead of waiting forever.
+struct Leader<'a>(&'a FleetMarker);
+
+impl Leader<'_> {
+    fn finish(&mut self, next: State) {
+        self.0.settle(next);
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        if matches!(&*self.0.state.borrow(), State::Checking(_)) {
+            self.0.settle(State::Unknown);
+        }
+    }
+}
+
+/// Pending while another caller checks; registers this task's waker once.
+struct Waiting<'a>(&'a FleetMarker);
+
+impl Future for Waiting<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut *self.0.state.borrow_mut() {
+            State::Checking(waiters) => {
+                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                    waiters.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_celld_writes_and_what_they_mean() {
+        let key = "p/fleet/control.json";
+        assert_eq!(judge(key, BUCKET_MARKER), Ok(()));
+        assert_eq!(judge(key, br#" {"backend":"bucket","format":1,"table":null} "#), Ok(()));
+        let dynamo = br#"{"format":1,"backend":"dynamodb","table":"celld-ctl","region":"us-east-2","fleet":"0f1e2d3c4b5a69788796a5b4c3d2e1f0"}"#;
+        let e = judge(key, dynamo).unwrap_err();
+        assert_eq!(e.code(), "unsupported-backend");
+        let text = e.to_string();
+        assert!(text.contains(key) && text.contains("\"dynamodb\"") && text.contains("\"celld-ctl\""), "{text}");
+        let e = judge(key, br#"{"format":1,"backend":"spanner"}"#).unwrap_err();
+        assert!(e.code() == "unsupported-backend" && e.to_string().contains("\"spanner\""), "{e}");
+        let e = judge(key, br#"{"format":2,"backend":"bucket"}"#).unwrap_err();
+        assert!(e.code() == "unsupported-backend" && e.to_string().contains("format 2"), "{e}");
+    }
+
+    #[test]
+    fn a_marker_that_does_not_decode_is_corrupt_naming_the_key() {
+        for body in [
+            &b""[..],
+            b"<html></html>",
+            b"[1,\"bucket\"]",
+            b"{}",
+            br#"{"format":1}"#,
+            br#"{"backend":"bucket"}"#,
+            br#"{"format":"1","backend":"bucket"}"#,
+            br#"{"format":1,"backend":"bucket","table":7}"#,
+            br#"{"format":1,"backend":"bucket","extra":true}"#,
+            br#"{"format":1,"backend":"bucket","backend":"dynamodb"}"#,
+            br#"{"format":1,"backend":"bucket"}{"#,
+        ] {
+            let e = judge("fleet/control.json", body).unwrap_err();
+            assert_eq!(e.code(), "corrupt-record", "{:?}", String::from_utf8_lossy(body));
+            assert!(e.to_string().contains("fleet/control.json"), "{e}");
+        }
+    }
+}

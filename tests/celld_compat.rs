@@ -1,0 +1,398 @@
+//! Sharing a bucket with celld v0.3-v0.6 (SPEC §2, docs/protocol.md "Sharing a bucket with celld"):
+//! records as celld writes them decode, the fleet marker is read before the first write (created when
+//! absent, refused when it names another backend, with nothing written), a dead celld owner whose node log
+//! is not sealed is not taken over, and ids default to celld's sets, encoded once.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
+use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner};
+use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, S3Ownership};
+use celld_edge::s3::Bucket;
+use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+
+const TTL: u64 = 10_000;
+const SKEW: u64 = 1_000;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/data/celld/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn config(id: &str) -> Config {
+    let mut config = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+    config.lease_ttl_ms = TTL;
+    config.max_clock_skew_ms = SKEW;
+    config.addr = format!("{id}.edge:7000");
+    config.probe = celld_edge::ownership::ProbePolicy::Off;
+    config
+}
+
+fn node<E: Env>(env: E, id: &str) -> S3Ownership<E> {
+    S3Ownership::new(config(id), env).unwrap()
+}
+
+fn leased(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
+    let n = node(env.clone(), id);
+    block_on(n.acquire_lease()).unwrap();
+    n
+}
+
+fn writes(env: &MemEnv) -> Vec<String> {
+    env.0.borrow().writes.iter().map(|(k, _)| k.clone()).collect()
+}
+
+// ---- records as celld writes them ----
+
+#[test]
+fn celld_records_of_every_version_decode() {
+    let owner = decode_owner("cells/c/own.json", fixture("owner.json").as_bytes(), "\"e\"").unwrap();
+    assert_eq!((owner.node.as_str(), owner.epoch, owner.nonce), ("celld-a", 41, None));
+    assert!(decode_owner("k", fixture("owner-released.json").as_bytes(), "t").unwrap().is_released());
+    let expect = [
+        ("lease-v0.3-no-log.json", "celld-a", None, false),
+        ("lease-v0.3-open.json", "celld-a", Some("open"), true),
+        ("lease-v0.6-open.json", "celld-b", Some("open"), true),
+        ("lease-v0.6-recovering.json", "celld-b", Some("recovering"), true),
+        ("lease-v0.6-sealed.json", "celld-b", Some("sealed"), false),
+        ("lease-v0.6-tombstone.json", "celld-b", Some("sealed"), false),
+    ];
+    for (name, node, state, waits) in expect {
+        let lease = decode_lease("nodes/x.json", fixture(name).as_bytes(), "t").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(lease.node, node, "{name}");
+        assert!(lease.addr.starts_with("10.0.0."), "{name}");
+        assert_eq!(lease.log.as_ref().map(|l| l.state.as_str()), state, "{name}");
+        assert_eq!(awaits_recovery(&lease), waits, "{name}");
+    }
+    let recovering = decode_lease("k", fixture("lease-v0.6-recovering.json").as_bytes(), "t").unwrap();
+    let log = recovering.log.unwrap();
+    assert_eq!((log.epoch, log.tiered, log.claimant.as_deref()), (6, 90211, Some("celld-c")));
+    assert_eq!(decode_lease("k", fixture("lease-v0.6-tombstone.json").as_bytes(), "t").unwrap().expires_ms, 0);
+}
+
+// ---- the fleet marker ----
+
+#[test]
+fn an_absent_marker_is_created_with_if_none_match_before_the_first_write() {
+    let env = MemEnv::new();
+    let a = node(env.clone(), "a");
+    block_on(a.acquire_lease()).unwrap();
+    let wire = env.wire_since(0);
+    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"], "{wire:?}");
+    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER, "byte for byte what celld writes");
+    assert_eq!(writes(&env)[0], MARKER_KEY, "the marker is the first write");
+    // Once per instance: claims and renewals send no marker request.
+    let from = env.sent_count();
+    block_on(a.claim("c")).unwrap();
+    block_on(a.renew_lease()).unwrap();
+    block_on(a.claim("d")).unwrap();
+    assert!(env.wire_since(from).iter().all(|w| !w.contains(MARKER_KEY)), "{:?}", env.wire_since(from));
+    // A second instance finds it: one GET, no write.
+    let from = env.sent_count();
+    let b = leased(&env, "b");
+    let wire = env.wire_since(from);
+    assert_eq!(wire[0], "GET fleet/control.json");
+    assert!(wire[1..].iter().all(|w| !w.contains(MARKER_KEY)), "{wire:?}");
+    assert_eq!(writes(&env).iter().filter(|k| *k == MARKER_KEY).count(), 1);
+    drop(b);
+}
+
+#[test]
+fn a_bucket_marker_celld_wrote_lets_the_instance_proceed() {
+    let env = MemEnv::new();
+    env.put_raw(MARKER_KEY, &fixture("marker-bucket.json"));
+    let a = leased(&env, "a");
+    assert!(matches!(block_on(a.claim("c")).unwrap(), ClaimOutcome::Applied { epoch: 1, .. }));
+    assert!(!writes(&env).contains(&MARKER_KEY.to_owned()));
+}
+
+#[test]
+fn a_dynamodb_fleet_is_refused_naming_the_backend_and_nothing_is_written() {
+    let env = MemEnv::new();
+    env.put_raw(MARKER_KEY, &fixture("marker-dynamodb.json"));
+    let a = node(env.clone(), "a");
+    let e = block_on(a.acquire_lease()).unwrap_err();
+    assert_eq!(e.code(), "unsupported-backend");
+    let text = e.to_string();
+    assert!(text.contains("fleet/control.json") && text.contains("\"dynamodb\"") && text.contains("celld-control"), "{text}");
+    for e in [
+        block_on(a.acquire_lease()).unwrap_err(),
+        block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err(),
+        block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err(),
+    ] {
+        assert_eq!(e.code(), "unsupported-backend");
+    }
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+    // The verdict is kept: one GET for all four refusals.
+    assert_eq!(env.wire_since(0), ["GET fleet/control.json"]);
+}
+
+#[test]
+fn the_marker_is_read_under_the_prefix() {
+    let env = MemEnv::new();
+    env.put_raw("tenant/fleet/control.json", &fixture("marker-dynamodb.json"));
+    let mut c = config("a");
+    c.prefix = "tenant/".into();
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    assert_eq!(block_on(a.acquire_lease()).unwrap_err().code(), "unsupported-backend");
+    // Another prefix is another fleet.
+    let b = node(env.clone(), "b");
+    block_on(b.acquire_lease()).unwrap();
+    assert!(env.body(MARKER_KEY).is_some());
+}
+
+#[test]
+fn a_corrupt_marker_is_corrupt_record_nothing_is_written_and_it_is_read_again_later() {
+    let env = MemEnv::new();
+    env.put_raw(MARKER_KEY, r#"{"format":1,"backend":"bucket","extra":1}"#);
+    let a = node(env.clone(), "a");
+    let e = block_on(a.acquire_lease()).unwrap_err();
+    assert_eq!(e.code(), "corrupt-record");
+    assert!(e.to_string().contains("fleet/control.json"), "{e}");
+    assert!(writes(&env).is_empty());
+    // An operator repairs it: the same instance goes on (a corrupt marker is not kept as the verdict).
+    env.put_raw(MARKER_KEY, &fixture("marker-bucket.json"));
+    block_on(a.acquire_lease()).unwrap();
+}
+
+#[test]
+fn a_lost_create_is_settled_by_reading_the_marker_back() {
+    // Our create is lost while a celld node set up for DynamoDB creates its marker: refuse.
+    let env = MemEnv::new();
+    let a = node(env.clone(), "a");
+    env.push(Fault::Slow(0.0)); // the GET: absent
+    env.push(Fault::DropAndPlant(
+        r#"{"format":1,"backend":"dynamodb","table":"t-1","region":"us-east-1","fleet":"f"}"#,
+        TransportError::TimedOut,
+    ));
+    assert_eq!(block_on(a.acquire_lease()).unwrap_err().code(), "unsupported-backend");
+    assert_eq!(writes(&env), Vec::<String>::new());
+    // Our create lands but its answer is lost: the readback finds the bucket marker, whoever wrote it.
+    let env = MemEnv::new();
+    let b = node(env.clone(), "b");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::LandThen(Err(TransportError::Network("reset".into()))));
+    block_on(b.acquire_lease()).unwrap();
+    // A 412 on a create we then find absent again: create once more.
+    let env = MemEnv::new();
+    let c = node(env.clone(), "c");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::Drop(Ok((412, "PreconditionFailed"))));
+    block_on(c.acquire_lease()).unwrap();
+    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
+    // A refusal of the create is the store's error, and nothing else is tried.
+    let env = MemEnv::new();
+    let d = node(env.clone(), "d");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::Drop(Ok((403, "AccessDenied"))));
+    assert_eq!(block_on(d.acquire_lease()).unwrap_err().code(), "auth");
+    assert!(writes(&env).is_empty());
+}
+
+/// `MemEnv`, but every request first yields once: concurrent operations then really overlap.
+#[derive(Clone)]
+struct Yielding(MemEnv, Rc<Cell<u32>>);
+
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Env for Yielding {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        self.1.set(self.1.get() + 1);
+        YieldOnce(false).await;
+        self.0.send(req, timeout_ms).await
+    }
+    fn wall_ms(&self) -> u64 {
+        self.0.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.0.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.0.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        self.0.sleep(ms).await
+    }
+}
+
+/// Polls every future round-robin (a no-op waker; this test's futures only wait on each other) until all
+/// are done.
+fn run_all<T>(mut futs: Vec<Pin<Box<dyn Future<Output = T> + '_>>>) -> Vec<T> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut out: Vec<Option<T>> = futs.iter().map(|_| None).collect();
+    for _ in 0..1_000 {
+        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                    *o = Some(v);
+                }
+            }
+        }
+        if out.iter().all(Option::is_some) {
+            return out.into_iter().map(Option::unwrap).collect();
+        }
+    }
+    panic!("the futures never finished");
+}
+
+#[test]
+fn concurrent_first_writes_share_one_marker_check() {
+    let mem = MemEnv::new();
+    let env = Yielding(mem.clone(), Rc::default());
+    let a = node(env, "a");
+    let cells = ["c1", "c2", "c3", "c4"];
+    let outcomes = run_all(cells.iter().map(|c| Box::pin(a.cas_owner(c, &CasGuard::Absent, 1)) as Pin<Box<dyn Future<Output = _>>>).collect());
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let wire = mem.wire_since(0);
+    assert_eq!(wire.iter().filter(|w| w.contains(MARKER_KEY)).count(), 2, "one GET and one create: {wire:?}");
+    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"]);
+}
+
+#[test]
+fn a_cancelled_check_is_taken_up_by_the_next_caller() {
+    let mem = MemEnv::new();
+    let env = Yielding(mem.clone(), Rc::default());
+    let a = node(env.clone(), "a");
+    let mut cx = Context::from_waker(Waker::noop());
+    {
+        let mut first = Box::pin(a.cas_owner("c1", &CasGuard::Absent, 1));
+        assert!(first.as_mut().poll(&mut cx).is_pending(), "waiting on the marker's GET");
+        let mut second = Box::pin(a.cas_owner("c2", &CasGuard::Absent, 1));
+        assert!(second.as_mut().poll(&mut cx).is_pending(), "waiting for the first caller's check");
+        drop(first); // the leader's operation is cancelled mid-check
+        let out: Vec<celld_edge::Result<_>> = run_all(vec![second as Pin<Box<dyn Future<Output = _>>>]);
+        assert!(out[0].is_ok(), "{out:?}");
+    }
+    assert!(mem.body("cells/c2/own.json").is_some() && mem.body("cells/c1/own.json").is_none());
+    assert_eq!(mem.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
+}
+
+// ---- the node-log gate ----
+
+/// A bucket where celld-b owned `c` at epoch 41 and its lease (from `fixture`) has been dead for a while.
+fn dead_celld_owner(lease_fixture: &str) -> (MemEnv, S3Ownership<MemEnv>) {
+    let env = MemEnv::new();
+    env.put_raw("nodes/celld-b.json", &fixture(lease_fixture));
+    env.put_raw("cells/c/own.json", r#"{"node":"celld-b","epoch":41}"#);
+    env.advance(TTL + SKEW + 1); // past the fixtures' expires_ms + skew
+    let a = leased(&env, "a");
+    (env, a)
+}
+
+#[test]
+fn a_dead_owner_with_an_unsealed_log_is_not_taken_over() {
+    for lease in ["lease-v0.6-open.json", "lease-v0.6-recovering.json"] {
+        let (env, a) = dead_celld_owner(lease);
+        match block_on(a.claim("c")).unwrap() {
+            ClaimOutcome::Rejected { owner } => {
+                assert_eq!((owner.node.as_str(), owner.epoch, owner.addr.as_str()), ("celld-b", 41, "10.0.0.8:9000"), "{lease}");
+                assert!(owner.awaiting_recovery && !owner.live, "{lease}: {owner:?}");
+            }
+            other => panic!("{lease}: {other:?}"),
+        }
+        assert!(!writes(&env).iter().any(|k| k.starts_with("cells/")), "{lease}: nothing written to the cell");
+        let seen = block_on(a.owner("c")).unwrap().unwrap();
+        assert!(seen.awaiting_recovery && !seen.live, "{seen:?}");
+        assert_eq!(env.body("cells/c/own.json").unwrap(), r#"{"node":"celld-b","epoch":41}"#);
+    }
+}
+
+#[test]
+fn a_dead_owner_whose_log_is_sealed_or_absent_is_taken_over() {
+    for lease in ["lease-v0.6-sealed.json", "lease-v0.6-tombstone.json", "lease-v0.3-no-log.json"] {
+        let (env, a) = dead_celld_owner(lease);
+        match block_on(a.claim("c")).unwrap() {
+            ClaimOutcome::Applied { epoch, took_over, .. } => assert_eq!((epoch, took_over), (42, true), "{lease}"),
+            other => panic!("{lease}: {other:?}"),
+        }
+        assert!(env.body("cells/c/own.json").unwrap().contains(r#""node":"a","epoch":42"#));
+    }
+}
+
+#[test]
+fn a_live_celld_owner_with_an_open_log_is_routed_to() {
+    let env = MemEnv::new();
+    env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-open.json"));
+    env.put_raw("cells/c/own.json", &fixture("owner.json").replace("celld-a", "celld-b"));
+    let a = leased(&env, "a");
+    match block_on(a.claim("c")).unwrap() {
+        ClaimOutcome::Rejected { owner } => {
+            assert!(owner.live && !owner.awaiting_recovery, "{owner:?}");
+            assert_eq!(owner.addr, "10.0.0.8:9000");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn celld_cleanup_tombstoning_our_lease_fences_the_renewal() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert!(matches!(block_on(a.claim("c")).unwrap(), ClaimOutcome::Applied { .. }));
+    // celld's dead-node clean-up judged our lease dead (its clock ran ahead, or we slept): it writes the
+    // record back with `expires_ms: 0` and every other field kept, our nonce included.
+    let mut lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").unwrap()).unwrap();
+    lease["expires_ms"] = 0.into();
+    env.put_raw("nodes/a.json", &lease.to_string());
+    assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced", "the tombstone is not our renewal");
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+}
+
+// ---- ids ----
+
+#[test]
+fn ids_outside_celld_sets_are_refused_before_any_request() {
+    let env = MemEnv::new();
+    assert_eq!(S3Ownership::new(config("edge 7"), env.clone()).err().unwrap().code(), "invalid-input");
+    let a = node(env.clone(), "a");
+    for cell in ["a b", "a#b", "ü", "a/b", ".."] {
+        let e = block_on(a.claim(cell)).unwrap_err();
+        assert_eq!(e.code(), "invalid-input", "{cell}");
+        assert_eq!(block_on(a.read_owner(cell)).unwrap_err().code(), "invalid-input");
+    }
+    assert_eq!(block_on(a.read_node_lease("a:b")).unwrap_err().code(), "invalid-input");
+    assert_eq!(env.sent_count(), 0);
+}
+
+#[test]
+fn celld_ids_are_the_same_object_keys_encoded_once() {
+    let env = MemEnv::new();
+    let a = leased(&env, "edge-7.a_b");
+    let cell = "Counter:room-1.$x_y";
+    assert!(matches!(block_on(a.claim(cell)).unwrap(), ClaimOutcome::Applied { epoch: 1, .. }));
+    assert!(env.body(&format!("cells/{cell}/own.json")).is_some(), "the key celld uses for the same cell");
+    let bucket = Bucket::new(ENDPOINT, BUCKET, "us-east-1", true, "k", "s", None).unwrap();
+    let url = bucket.url(&format!("cells/{cell}/own.json"));
+    assert!(url.ends_with("/cells/Counter%3Aroom-1.%24x_y/own.json"), "{url}");
+}
+
+#[test]
+fn wider_ids_only_behind_the_option() {
+    let env = MemEnv::new();
+    let mut c = config("edge 7");
+    c.ids = IdSet::Utf8;
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    block_on(a.acquire_lease()).unwrap();
+    assert!(matches!(block_on(a.claim("tenant 42 ü")).unwrap(), ClaimOutcome::Applied { .. }));
+    assert!(env.body("cells/tenant 42 ü/own.json").is_some());
+}
