@@ -5,7 +5,7 @@
 // (`scheduleReinit`); objects made before that are re-created on their next use. How a trap inside a
 // microtask poll is caught at all: src/bindings/trap.rs. Nothing here decides anything about ownership.
 
-import { scheduleReinit } from "../pkg/celld_edge.js";
+import { lastPanic, scheduleReinit } from "../pkg/celld_edge.js";
 
 /** Counts traps: a gate opened under an earlier count never settles. */
 let traps = 0;
@@ -24,7 +24,13 @@ function internal(what) {
 
 /** Records a trap (`e`: what was thrown); returns the coded error for the caller. */
 export function trapped(e) {
-  const err = internal(e instanceof Error ? e.message : String(e));
+  let what = e instanceof Error ? e.message : String(e);
+  try {
+    what = lastPanic() ?? what;
+  } catch {
+    // The instance is past answering: the trap's own message will do.
+  }
+  const err = internal(what);
   if (fresh !== undefined) return err;
   traps++;
   for (const reject of pending) reject(err);

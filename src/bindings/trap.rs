@@ -59,9 +59,15 @@ pub fn schedule_reinit() {
     wasm_bindgen::handler::schedule_reinit();
 }
 
+/// The last panic's message, once (js/instance.js asks while it handles a trap).
+#[wasm_bindgen(js_name = lastPanic)]
+pub fn last_panic() -> Option<String> {
+    PANIC.with(|p| p.borrow_mut().take())
+}
+
 /// The message of the error an operation rejects with after a trap.
 pub(crate) fn trap_error(what: &str) -> JsValue {
-    let why = PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| what.to_owned());
+    let why = last_panic().unwrap_or_else(|| what.to_owned());
     coded_error(
         "internal",
         &format!("internal error: celld-edge trapped ({why}); the wasm instance is replaced, and a write in flight may or may not have landed"),
