@@ -1,27 +1,34 @@
 // The public JS surface of celld-edge, shared by every runtime entry (node.js, deno.js, workerd.js,
-// browser.js). It reads and type-checks the options objects and writes them, UTF-8 and NUL-separated,
-// straight into the signer's I/O buffer in wasm memory (see src/bindings/sign.rs for the format), then
-// decodes the answer from the same buffer. Errors thrown by wasm are re-thrown as they are; errors found
-// here have the same shape: an Error with `code` = "invalid-input".
+// browser.js). S3Ownership comes from ownership.js. The signer's fast path: this file reads and
+// type-checks the options objects and writes them straight into the signer's I/O buffer in wasm memory,
+// in the format src/bindings/sign.rs defines (its module comment is the one description; the constants
+// below are checked against it by tests/node/sign-format.test.mjs), then decodes the answer from the same
+// buffer. Errors thrown by wasm are re-thrown as they are; errors found here have the same shape: an
+// Error with `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
 import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
+import { currentInstance, sync, trapped } from "./instance.js";
+import { FORMAT } from "./sign-format.js";
 
 export * from "./ownership.js";
 export { AwsClient } from "./aws-client.js";
 
-const SEP = "\0";
+const SEP = FORMAT.sep;
+const CALLER_CODE = FORMAT.callerCode;
+const CALLER_END = FORMAT.callerCode + FORMAT.callerCodes;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Default X-Amz-Expires in seconds (one day), as aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
-/** The signer cuts its I/O buffer back to this size after a larger request (IO_KEEP in sign.rs). */
-const IO_KEEP = 64 * 1024;
+const IO_KEEP = FORMAT.ioKeep;
 
-/** The signer and its I/O buffer (made on first use: never while modules are being evaluated), wasm
- * memory, the I/O buffer's address and length there, and a view of it (empty once detached). */
+/** The signer and its I/O buffer (made on first use: never while modules are being evaluated) and the
+ * wasm instance it lives in, wasm memory, the I/O buffer's address and length there, and a view of it
+ * (empty once detached). */
 let signer;
+let signerInstance;
 let memory;
 let ioPtr = 0;
 let ioLen = 0;
@@ -29,7 +36,14 @@ let io = new Uint8Array(0);
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
-  signer ??= new SignerIo();
+  if (signer === undefined || signerInstance !== currentInstance()) {
+    // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
+    signer = sync(() => new SignerIo());
+    signerInstance = currentInstance();
+    memory = undefined;
+    ioLen = 0;
+    io = new Uint8Array(0);
+  }
   if (need > ioLen) {
     ioPtr = signer.ioBuffer(need);
     ioLen = need;
@@ -167,6 +181,14 @@ function datetimeMs(v) {
  * Signs a request with SigV4 header auth. Returns `{ method, url, headers }` with lower-case header names.
  */
 export function signRequest(opts) {
+  try {
+    return sign(opts);
+  } catch (e) {
+    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+  }
+}
+
+function sign(opts) {
   const o = optionsObject(opts, "signRequest");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);
@@ -215,11 +237,12 @@ function signed(method, url, len) {
     const name = at + 1;
     at = s.indexOf(SEP, v + 1);
     const value = at < 0 ? s.slice(v + 1) : s.slice(v + 1, at);
+    // FORMAT.nameCodes, by literal: V8 stores under a literal name much faster.
     if (code === 1) headers.authorization = value;
     else if (code === 2) headers["x-amz-date"] = value;
     else if (code === 3) headers["x-amz-content-sha256"] = value;
     else if (code === 4) headers["x-amz-security-token"] = value;
-    else setHeader(headers, code >= 0x10 && code < 0x20 ? headerNames[code - 0x10] : s.slice(name, v), value);
+    else setHeader(headers, code >= CALLER_CODE && code < CALLER_END ? headerNames[code - CALLER_CODE] : s.slice(name, v), value);
   }
   return { method, url, headers };
 }
@@ -232,6 +255,14 @@ function setHeader(headers, name, value) {
 
 /** Presigns a URL (query-string auth, UNSIGNED-PAYLOAD). `expiresIn` is in seconds, 1..=604800. */
 export function presignUrl(opts) {
+  try {
+    return presign(opts);
+  } catch (e) {
+    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+  }
+}
+
+function presign(opts) {
   const o = optionsObject(opts, "presignUrl");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);

@@ -13,7 +13,10 @@ export type ErrorCode =
   | "corrupt-record"
   | "store-violation"
   | "not-leased"
-  | "fenced";
+  | "fenced"
+  /** celld-edge hit a bug (a wasm trap): every operation in flight rejected with it, a write among them
+   * may or may not have landed, and the next call runs in a fresh wasm instance (acquire the lease again). */
+  | "internal";
 
 /** What celld-edge throws: a plain `Error` with a stable `code`. Messages never contain secrets. */
 export interface CelldEdgeError extends Error {

@@ -28,8 +28,11 @@ export interface S3OwnershipOptions {
   probe?: boolean;
   /** Receives structured events (leases, claims, settled ambiguity, retried reads); never secrets. */
   onEvent?: (event: OwnershipEvent) => void;
-  /** Injected fetch; default `globalThis.fetch`. */
-  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+  /** Injected fetch; default `globalThis.fetch`. Called once per request as `fetch(request)` with a
+   * `Request` (its `signal` aborts at the timeout; `cache: "no-store"` where the runtime supports it),
+   * with `globalThis` as `this`. A request whose fetch threw or rejected is never sent again by the
+   * transport (it may have landed). */
+  fetch?: (input: Request) => Promise<Response>;
 }
 
 /** What `onEvent` receives; `ms` is how long the operation took on the monotonic clock. */
@@ -116,7 +119,8 @@ export declare class S3Ownership {
   renewLease(): Promise<void>;
   /** True while this node may act as an owner (monotonic deadline: ttl - maxClockSkewMs after the write was sent). */
   leaseValid(): boolean;
-  /** Renews every ttl/3 until stopRenewing(); failures go to `onError` (`fenced`/`not-leased` stop the loop). */
+  /** Renews every ttl/3 (the loop runs in wasm) until stopRenewing(); failures go to `onError` (`fenced`,
+   * `not-leased` and `internal` stop the loop). A second call while it runs does nothing. */
   startRenewing(onError?: (error: import("./index.js").CelldEdgeError) => void): void;
   stopRenewing(): void;
   /**

@@ -1,15 +1,14 @@
 //! The crate's one error type. Every variant says what happened and where (the key or the input), so
 //! callers can branch on `code()` and humans can read `message()`. Secrets never enter these values.
-//! Messages are built with `msg!` (pushes onto a `String`), never with `format!`/`write!`: `core::fmt`'s
-//! argument plumbing and integer `Display` cost KBs of wasm, and the wasm must not reach them from here.
+//! Most messages are built with `msg!` (pushes onto a `String`), from when the wasm build was `no_std`;
+//! with std, new code may use `format!`, and the texts are the same either way.
 
 use crate::prelude::*;
 use core::fmt;
 
 /// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order (strings,
-/// unsigned integers, `i64`, `Quoted`, `Error`). Reads like `format!` without pulling `core::fmt` into the
-/// wasm. Each call site only lists its pieces; one out-of-line `build` appends them, so the ~100 messages
-/// do not each inline their own pushes.
+/// unsigned integers, `i64`, `Quoted`, `Error`). Each call site only lists its pieces; one out-of-line
+/// `build` appends them.
 macro_rules! msg {
     ($($piece:expr),+ $(,)?) => {
         $crate::error::build(&[$($crate::error::Piece::part(&$piece)),+])
@@ -236,8 +235,8 @@ impl Piece for i64 {
 }
 
 /// Caller input inside a message: `"…"` with quotes, backslashes and control characters escaped, so a
-/// message stays one line and shows what was wrong. Used instead of `{:?}`, whose Unicode tables cost
-/// several KB of wasm.
+/// message stays one line and shows what was wrong (ASCII escapes only, where `{:?}` would also escape
+/// by Unicode tables).
 pub(crate) struct Quoted<'a>(pub &'a str);
 
 impl Piece for Quoted<'_> {

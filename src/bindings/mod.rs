@@ -1,24 +1,28 @@
-//! The wasm-bindgen shell: the only place where Rust meets JS values. Each submodule exposes one JS-facing
-//! surface (`sign`: signRequest/presignUrl; `ownership`: the S3Ownership core) as low-level functions
-//! that `js/api.js` wraps. This layer converts and checks inputs and turns `crate::Error` into JS errors;
-//! it must never hold protocol logic, and never panic on anything JS hands it (a panic kills the instance).
+//! The wasm-bindgen shell: the only place where Rust meets JS values. `ownership` is the `S3Ownership`
+//! core class (async methods, each a Promise), `web` the [`crate::env::Env`] over the injected `fetch`,
+//! `convert` the options in and the results and events out (serde-wasm-bindgen), `trap` what keeps a
+//! wasm trap from hanging callers, and `sign` the signer's fast path. This layer converts and checks
+//! inputs and turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on
+//! anything JS hands it.
 
+mod convert;
 mod ownership;
 mod sign;
+mod trap;
+mod web;
 
 use wasm_bindgen::JsValue;
 
-/// A JS `Error` whose `message` is the error's text and whose `code` is its stable code
-/// (`invalid-input`, `auth`, ...), the shape SPEC §4 promises every thrown error has.
-pub(crate) fn js_error(e: crate::Error) -> JsValue {
-    let err = js_sys::Error::new(&e.message());
+/// A JS `Error` whose `message` is `message` and whose `code` is `code`, the shape SPEC §4 promises every
+/// thrown error has.
+pub(crate) fn coded_error(code: &str, message: &str) -> JsValue {
+    let err = js_sys::Error::new(message);
     // Setting a data property on a fresh, extensible Error cannot fail, so the Result carries nothing.
-    let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
+    let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(code));
     err.into()
 }
 
-/// Whether a number JS passed is whole (`f64::fract` is std-only). Exact for |x| < 2^63; beyond, the
-/// saturating cast makes whole numbers read as not whole, which no caller's range admits anyway.
-pub(crate) fn is_whole(x: f64) -> bool {
-    x == (x as i64) as f64
+/// `e` as a coded JS `Error`.
+pub(crate) fn js_error(e: crate::Error) -> JsValue {
+    coded_error(e.code(), &e.message())
 }

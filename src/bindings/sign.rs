@@ -1,41 +1,48 @@
-//! JS entry points of the SigV4 signer, shaped for speed. Requests and answers cross the boundary through
-//! one I/O buffer that Rust owns in wasm memory: `js/api.js` learns its address (`ioBuffer`) and writes
-//! every string field, UTF-8, NUL-separated, followed by the body, straight into it with
-//! `TextEncoder.encodeInto`; the signer reads it there and writes its answer (one NUL-separated string)
-//! back into the same buffer for JS to decode. No per-call allocation or copy in wasm-bindgen's glue.
-//! The buffer's length only grows (except that a buffer grown past `IO_KEEP` is cut back after use), so
-//! every byte JS may write is memory this `Vec` already holds initialized: no `unsafe` anywhere.
+//! JS entry points of the SigV4 signer: the fast path across the boundary, kept because per-call
+//! conversion of an options object costs the signing goal (bench/). **The buffer format lives here, in
+//! one place**; js/api.js follows it, and tests/node/sign-format.test.mjs checks the two agree on every
+//! constant (`signBufferFormat` below).
+//!
+//! - One I/O buffer, owned by Rust in wasm memory; JS learns its address with `ioBuffer(len)` and writes
+//!   the request there with `TextEncoder.encodeInto`.
+//! - A request is UTF-8: the `FIXED` fields (method, url, region, service, access key id, secret, session
+//!   token or "", datetime or "" for "use the `unix_ms` argument"), then each header name and value,
+//!   every field preceded by `SEP` except the first; for `signIo` the body follows the fields.
+//! - `signIo`'s answer, written back into the same buffer: `url SEP name SEP value ...`, the url empty
+//!   when it is the one given, a name replaced by one code character when it has one: `NAME_CODES[i]` is
+//!   `i + 1`, the caller's header `i < CALLER_CODES` is `CALLER_CODE + i`. `presignIo` answers the URL.
+//! - The buffer only grows, except that one grown past `IO_KEEP` is cut back after use (JS must then ask
+//!   for the address again); every byte JS may write is memory this `Vec` already holds initialized.
+//!
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
-//! `invalid-input` error. The derived-key cache lives in the one `SignerIo` that JS keeps for all calls.
-//! Never panics, and never signs something other than what it was given: a stray NUL in any field shows up
-//! as a field-count mismatch and is refused.
+//! `invalid-input` error. Never panics, and never signs something other than what it was given: a stray
+//! NUL in any field shows up as a field-count mismatch and is refused.
 
-use crate::prelude::*;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::js_error;
-use crate::error::{msg, Error, Result};
+use crate::error::{Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
 /// The signer's state, one per wasm instance (`js/api.js` makes it on first use): the signer, so repeat
 /// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
-/// shared with JS (see the module comment). An object JS holds rather than a `thread_local!`, which the
-/// `no_std` wasm build does not have.
+/// shared with JS (see the module comment).
 #[wasm_bindgen]
 pub struct SignerIo {
     signer: Signer,
-    io: Io,
+    io: SignBuffer,
 }
 
 /// The I/O buffer, and the last request's header pairs and answer, kept so that their allocations are
 /// reused.
-struct Io {
+struct SignBuffer {
     buf: Vec<u8>,
     headers: Vec<(String, String)>,
     answer: String,
 }
 
-/// Field separator of the packed strings (NUL); JS uses the same character.
+/// Field separator of the packed strings (NUL).
 const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
 /// session token ("" = none), datetime ("" = use the `unix_ms` argument).
@@ -45,7 +52,6 @@ const MAX_EXPIRES_IN: f64 = 604_800.0;
 /// Year 10000 in Unix ms: an `AmzDate` has four year digits.
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
 /// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
-/// `js/api.js` knows the same number (it must ask for the address again after such a request).
 const IO_KEEP: usize = 64 * 1024;
 
 /// The packed request fields, split and checked.
@@ -61,13 +67,11 @@ struct Fields<'a> {
 }
 
 fn utf8(fields: &[u8]) -> Result<&str> {
-    core::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))
+    std::str::from_utf8(fields).map_err(|_| Error::invalid("request fields are not UTF-8"))
 }
 
 impl<'a> Fields<'a> {
     /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
-    /// Not inlined: both entry points call it, and one copy keeps the wasm smaller.
-    #[inline(never)]
     fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
         let mut parts = packed.split(SEP);
         let mut fixed = [""; FIXED];
@@ -134,7 +138,7 @@ fn nul_inside() -> Error {
 impl SignerIo {
     #[wasm_bindgen(constructor)]
     pub fn new() -> SignerIo {
-        SignerIo { signer: Signer::new(), io: Io { buf: Vec::new(), headers: Vec::new(), answer: String::new() } }
+        SignerIo { signer: Signer::new(), io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() } }
     }
 
     /// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
@@ -201,9 +205,9 @@ type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String
 
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
 /// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
-/// returns its length in bytes. (`dyn`, not generic: one copy of this in the wasm.)
-fn with_io(io: &mut Io, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
-    let Io { buf, headers, answer } = io;
+/// returns its length in bytes.
+fn with_io(io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
+    let SignBuffer { buf, headers, answer } = io;
     answer.clear();
     let done = match buf.get(..len) {
         Some(input) => f(input, headers, answer),
@@ -264,8 +268,8 @@ fn sign(
 
 /// Codes (control characters, which no header name contains) that stand for a header name in
 /// `signIo`'s answer, so JS stores the header under a string it already holds (a literal, or the
-/// caller's own name) instead of slicing the name out of the answer and using it as a fresh property key,
-/// which measurably cost V8 more than all the rest of reading the answer. `js/api.js` knows the same codes.
+/// caller's own name) instead of slicing the name out of the answer: V8 stores a property under a fresh
+/// string much more slowly (bench/).
 const NAME_CODES: [&str; 4] = ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"];
 /// `authorization`'s code (its index in `NAME_CODES` plus one).
 const AUTHORIZATION_CODE: u8 = 1;
@@ -288,14 +292,9 @@ fn presign(
     expires_in: f64,
     unix_ms: f64,
 ) -> Result<String> {
-    if !(super::is_whole(expires_in) && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
-        // Integers only: formatting an f64 would pull ~10 KB of float printing into the wasm.
-        let got = if super::is_whole(expires_in) && (-1e15..1e15).contains(&expires_in) {
-            msg!(expires_in as i64)
-        } else {
-            "a fraction, a huge number, infinity or NaN".to_owned()
-        };
-        return Err(Error::invalid(msg!("expiresIn must be a whole number of seconds in 1..=604800, got ", got)));
+    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
+        let got = super::convert::describe(&JsValue::from_f64(expires_in));
+        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
@@ -310,4 +309,31 @@ fn presign(
         signed_headers: headers,
     };
     signer.presign(&input)
+}
+
+/// The format's constants as JS sees them, for the test that js/api.js agrees (not used by api.js).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Format {
+    sep: char,
+    fixed_fields: usize,
+    io_keep: usize,
+    name_codes: [&'static str; 4],
+    authorization_code: u8,
+    caller_code: u8,
+    caller_codes: usize,
+}
+
+#[wasm_bindgen(js_name = signBufferFormat)]
+pub fn sign_buffer_format() -> JsValue {
+    let format = Format {
+        sep: SEP,
+        fixed_fields: FIXED,
+        io_keep: IO_KEEP,
+        name_codes: NAME_CODES,
+        authorization_code: AUTHORIZATION_CODE,
+        caller_code: CALLER_CODE,
+        caller_codes: CALLER_CODES,
+    };
+    serde_wasm_bindgen::to_value(&format).unwrap_or(JsValue::NULL)
 }

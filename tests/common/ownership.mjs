@@ -258,7 +258,7 @@ export function ownershipChecks({ api, server, runtime }) {
     const dropped = make("drop", { fetch: async () => { throw new TypeError("fetch failed: connection reset"); } });
     await rejectsWith(dropped.readOwner("c"), "transport", "dropped connection", "connection reset");
     // Never answers: our timer aborts it, and the core must hear a timeout, not the abort's own text.
-    const hang = (url, init) => new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(new Error("signal"))));
+    const hang = (req) => new Promise((_, reject) => req.signal.addEventListener("abort", () => reject(new Error("signal"))));
     const hung = make("hung", { requestTimeoutMs: 30, fetch: hang });
     await rejectsWith(hung.readOwner("c"), "transport", "a request our timer aborted", "timed out (aborted)");
     const closed = make("closed", { endpoint: "http://127.0.0.1:9" });
@@ -267,15 +267,25 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(dropped.acquireLease(), "transport", "acquire through a dropped connection");
   });
 
-  check("claims start with a write when they can (expectNew, a remembered version); a refused guard reads", async ({ leased, cell }) => {
+  check("claims start with a write when they can (expectNew, a remembered version); a refused guard reads", async ({ make, leased, cell }) => {
     let wire = [];
-    const counting = async (url, init) => {
-      const h = init?.headers ?? {};
-      const cond = h["if-none-match"] ? " if-none-match" : h["if-match"] ? " if-match" : "";
-      wire.push(`${init?.method ?? "GET"} ${String(url).endsWith("own.json") ? "own" : "lease"}${cond}`);
-      return fetch(url, init);
+    const counting = async (req) => {
+      const h = req.headers;
+      const cond = h.get("if-none-match") ? " if-none-match" : h.get("if-match") ? " if-match" : "";
+      wire.push(`${req.method} ${req.url.endsWith("own.json") ? "own" : "lease"}${cond}`);
+      return fetch(req);
     };
     const [a, b] = [await leased("rt-a", { fetch: counting }), await leased("rt-b")];
+    // Called as fetch(request): a Request with no-store caching wherever the runtime has the option.
+    let seen;
+    await make("seen", { fetch: async function (req) { seen = [this, req instanceof Request, req.cache]; return fetch(req); } }).readOwner("c");
+    let cacheOption = true;
+    try {
+      new Request("http://h.test/", { cache: "no-store" });
+    } catch {
+      cacheOption = false;
+    }
+    eq([seen[0] === globalThis, seen[1], cacheOption ? seen[2] : "no-store"], [true, true, "no-store"], "how the injected fetch is called");
     const c = cell("rt");
     const sent = async (what, op, expected) => {
       wire = [];
@@ -303,22 +313,23 @@ export function ownershipChecks({ api, server, runtime }) {
 
   check("an injected fetch that reads the body later still sends the body that was signed", async ({ leased, cell }) => {
     // A fetch wrapper that waits before forwarding (a rate limiter, a logger that awaits): meanwhile the
-    // instance runs other operations, so the request body must not be a view of memory the core reuses.
+    // instance runs other operations and wasm memory grows, so the request body must be JS's own copy.
     let grown = false;
     const mismatches = [];
-    const later = async (url, init) => {
+    const later = async (req) => {
       await sleep(20);
       if (!grown) {
         // Grow the wasm memory meanwhile (a large signature): views of the old memory go empty.
         grown = true;
         signRequest({ method: "PUT", url: "https://h.test/b/k", body: new Uint8Array(24 << 20), region: "us-east-1", accessKeyId: "a", secretAccessKey: "s" });
       }
-      if (init.body !== undefined) {
-        const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", init.body));
+      if (req.method === "PUT") {
+        const body = await req.clone().arrayBuffer();
+        const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body));
         const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-        if (hex !== init.headers["x-amz-content-sha256"]) mismatches.push(`${init.method} ${url}: ${init.body.length} bytes`);
+        if (hex !== req.headers.get("x-amz-content-sha256")) mismatches.push(`${req.method} ${req.url}: ${body.byteLength} bytes`);
       }
-      return fetch(url, init);
+      return fetch(req);
     };
     const a = await leased("later", { fetch: later });
     const cells = [cell("later-1"), cell("later-2"), cell("later-3"), cell("later-4")];
@@ -332,12 +343,12 @@ export function ownershipChecks({ api, server, runtime }) {
 
   check("a 409 ConditionalRequestConflict is re-read, never taken as someone else's claim", async ({ base, make, leased, cell, plant, raw }) => {
     let conflicts = 0;
-    const conflicting = async (url, init) => {
-      if (init?.method === "PUT" && String(url).endsWith("own.json") && conflicts === 0) {
+    const conflicting = async (req) => {
+      if (req.method === "PUT" && req.url.endsWith("own.json") && conflicts === 0) {
         conflicts++;
         return new Response("<Error><Code>ConditionalRequestConflict</Code><Message>busy</Message></Error>", { status: 409 });
       }
-      return fetch(url, init);
+      return fetch(req);
     };
     const a = await leased("conflict", { fetch: conflicting });
     eq((await a.claim(cell("conflict"))).outcome, "applied", "claim through one 409");
@@ -346,9 +357,9 @@ export function ownershipChecks({ api, server, runtime }) {
 
   check("a lost response to a landed claim is settled by readback, not resent blindly", async ({ base, make, leased, cell, plant, raw }) => {
     const puts = [];
-    const lossy = async (url, init) => {
-      const res = await fetch(url, init);
-      if (init?.method === "PUT" && String(url).endsWith("own.json")) {
+    const lossy = async (req) => {
+      const res = await fetch(req);
+      if (req.method === "PUT" && req.url.endsWith("own.json")) {
         puts.push(res.status);
         if (puts.length === 1) throw new TypeError("network lost the response");
       }
@@ -364,9 +375,9 @@ export function ownershipChecks({ api, server, runtime }) {
   check("onEvent receives structured events, without secrets", async ({ make, cell }) => {
     const events = [];
     let lost = 0;
-    const lossy = async (url, init) => {
-      const res = await fetch(url, init);
-      if (init?.method === "PUT" && String(url).endsWith("own.json") && lost++ === 0) throw new TypeError("lost answer");
+    const lossy = async (req) => {
+      const res = await fetch(req);
+      if (req.method === "PUT" && req.url.endsWith("own.json") && lost++ === 0) throw new TypeError("lost answer");
       return res;
     };
     const a = make("events", { onEvent: (e) => events.push(e), fetch: lossy });
@@ -386,12 +397,12 @@ export function ownershipChecks({ api, server, runtime }) {
   });
 
   check("one instance runs operations concurrently, retries reads after a timer, and observers may start operations", async ({ make, cell }) => {
-    // JS drives the core's tasks (js/ownership.js, Runner): answers must reach the task that waits on
-    // them, a backoff timer must wake its task, and an operation started from inside an event must run.
+    // Answers must reach the operation that waits on them, a backoff timer must wake its operation, and
+    // an operation started from inside an event (from within wasm) must run.
     let failed = 0;
-    const flaky = async (url, init) => {
-      if ((init?.method ?? "GET") === "GET" && String(url).endsWith("own.json") && failed++ === 0) throw new TypeError("flaky network");
-      return fetch(url, init);
+    const flaky = async (req) => {
+      if (req.method === "GET" && req.url.endsWith("own.json") && failed++ === 0) throw new TypeError("flaky network");
+      return fetch(req);
     };
     const started = [];
     const events = [];

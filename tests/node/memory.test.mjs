@@ -1,5 +1,6 @@
-// Node suite for wasm memory use: the crate's own allocator (src/heap.rs) never merges or gives back
-// blocks, so a workload repeated over and over must reach a steady size and stay there. Runs the same
+// Node suite for wasm memory use: wasm memory never shrinks, so a leak (of buffers, futures, closures or
+// JS handles across the boundary) shows as growth: a workload repeated over and over must reach a steady
+// size and stay there. Runs the same
 // seeded mix of signatures (small to 300 KB bodies, up to 40 headers) and of lease/claim/release rounds
 // against ministack several times, and checks that wasm memory stopped growing after the first rounds.
 import { test } from "node:test";

@@ -87,6 +87,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "request":
     case "corrupt-record":
     case "store-violation":
+    case "internal":
       return false;
     default: {
       const unhandled: never = e.code;

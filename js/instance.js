@@ -1,0 +1,116 @@
+// The wasm instance's lifecycle, shared by ownership.js and api.js. A trap (a bug in celld-edge) leaves
+// the instance's state undefined, so: every operation in flight rejects with code "internal", the old
+// instance's promises stop settling (`hooks.gate`: no callback of the old instance may run in the new
+// one), and once it has gone quiet (after the current macrotask) wasm-bindgen re-instantiates the module
+// (`scheduleReinit`); objects made before that are re-created on their next use. How a trap inside a
+// microtask poll is caught at all: src/bindings/trap.rs. Nothing here decides anything about ownership.
+
+import { lastPanic, scheduleReinit } from "../pkg/celld_edge.js";
+
+/** Counts traps: a gate opened under an earlier count never settles. */
+let traps = 0;
+/** Counts instances: objects made under an earlier one must be re-created. */
+let instance = 0;
+/** While a re-instantiation is pending: a promise that settles once it happened. */
+let fresh;
+/** The reject functions of the operations in flight, and of the renewal loops running. */
+const pending = new Set();
+
+function internal(what) {
+  const err = new Error(`internal error: celld-edge trapped (${what}); the wasm instance is replaced, and a write in flight may or may not have landed`);
+  err.code = "internal";
+  return err;
+}
+
+/** Records a trap (`e`: what was thrown); returns the coded error for the caller. */
+export function trapped(e) {
+  let what = e instanceof Error ? e.message : String(e);
+  try {
+    what = lastPanic() ?? what;
+  } catch {
+    // The instance is past answering: the trap's own message will do.
+  }
+  const err = internal(what);
+  if (fresh !== undefined) return err;
+  traps++;
+  for (const reject of pending) reject(err);
+  pending.clear();
+  fresh = new Promise((resolve) => {
+    setTimeout(() => {
+      try {
+        scheduleReinit();
+        instance++;
+      } finally {
+        fresh = undefined;
+        resolve();
+      }
+    }, 0);
+  });
+  return err;
+}
+
+/** Handed to every WasmOwnership (src/bindings/trap.rs, `Hooks`). */
+export const hooks = {
+  poll(f) {
+    try {
+      f();
+      return undefined;
+    } catch (e) {
+      trapped(e);
+      return e instanceof Error ? e.message : String(e);
+    }
+  },
+  gate(p) {
+    const at = traps;
+    return new Promise((resolve, reject) => {
+      p.then(
+        (v) => at === traps && resolve(v),
+        (e) => at === traps && reject(e),
+      );
+    });
+  },
+};
+
+/** The current instance's number (objects remember the one they were made in). */
+export const currentInstance = () => instance;
+
+/** Waits out a pending re-instantiation, if any. */
+export const settled = () => fresh;
+
+/**
+ * Calls into wasm synchronously; a trap there becomes an "internal" error (and is recorded).
+ */
+export function sync(f) {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof WebAssembly.RuntimeError) throw trapped(e);
+    throw e;
+  }
+}
+
+/** Calls `onTrap(err)` at the next trap (a renewal loop's way to hear that it ended); returns the
+ * function that cancels that. */
+export function untilTrap(onTrap) {
+  pending.add(onTrap);
+  return () => pending.delete(onTrap);
+}
+
+/** Runs an operation (`start` returns the wasm Promise), tracked so that a trap rejects it. */
+export function track(start) {
+  return new Promise((resolve, reject) => {
+    pending.add(reject);
+    const done = (settle) => (v) => {
+      pending.delete(reject);
+      settle(v);
+    };
+    let p;
+    try {
+      p = sync(start);
+    } catch (e) {
+      done(reject)(e);
+      return;
+    }
+    p.then(done(resolve), done(reject));
+  });
+}

@@ -1,0 +1,371 @@
+//! Values across the boundary, through serde-wasm-bindgen: the `S3Ownership` options and the arguments of
+//! its methods in (checked here, the one place; bad ones are `invalid-input` naming them), results and
+//! events out, in the shapes js/ownership.d.ts declares (JS numbers for epochs and times, `null` where
+//! a value is absent). Never panics on anything JS passes.
+
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::env::Event;
+use crate::error::Error;
+use crate::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbeReport};
+
+/// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
+const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, Error> {
+    value.serialize(&OUT).map_err(|e| Error::invalid(format!("result not representable in JS: {e}")))
+}
+
+/// `new S3Ownership(options)`, as JS passes it (unknown keys are refused by `unknown_key`). Optional everywhere so that a missing required option
+/// gets this crate's message ("endpoint is required"); `undefined` counts as absent.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct OptionsIn {
+    endpoint: Option<String>,
+    bucket: Option<String>,
+    region: Option<String>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    session_token: Option<String>,
+    node: Option<String>,
+    addr: Option<String>,
+    prefix: Option<String>,
+    lease_ttl_ms: Option<u64>,
+    max_clock_skew_ms: Option<u64>,
+    request_timeout_ms: Option<u32>,
+    path_style: Option<bool>,
+    probe: Option<bool>,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    fetch: JsValue,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    on_event: JsValue,
+}
+
+/// The options' names, for naming the one whose value has the wrong type.
+const OPTION_NAMES: [&str; 16] = [
+    "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
+    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "fetch", "onEvent",
+];
+
+/// The checked options: the core's `Config` plus the JS functions.
+pub(crate) struct Options {
+    pub(crate) config: Config,
+    pub(crate) fetch: js_sys::Function,
+    pub(crate) on_event: Option<js_sys::Function>,
+}
+
+fn invalid_option(why: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("S3Ownership options: {why}"))
+}
+
+/// The first own key of `object` that is not in `known`. (serde-wasm-bindgen reads a struct's fields by
+/// name, so `deny_unknown_fields` never sees the others.)
+fn unknown_key(object: &JsValue, known: &[&str]) -> Option<String> {
+    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
+    keys.iter().filter_map(|k| k.as_string()).find(|k| !known.contains(&k.as_str()))
+}
+
+/// serde does not name a mistyped field: find it by reading each field alone.
+fn name_mistyped(options: &JsValue, e: serde_wasm_bindgen::Error) -> Error {
+    for name in OPTION_NAMES {
+        let Ok(value) = js_sys::Reflect::get(options, &JsValue::from_str(name)) else { continue };
+        let single = js_sys::Object::new();
+        if js_sys::Reflect::set(&single, &JsValue::from_str(name), &value).is_ok() {
+            if let Err(e) = serde_wasm_bindgen::from_value::<OptionsIn>(single.into()) {
+                return invalid_option(format!("{name}: {e}"));
+            }
+        }
+    }
+    invalid_option(e)
+}
+
+pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
+    if !js.is_object() {
+        return Err(Error::invalid("new S3Ownership() needs an options object"));
+    }
+    if let Some(k) = unknown_key(&js, &OPTION_NAMES) {
+        return Err(invalid_option(format!("unknown option {k:?}")));
+    }
+    let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(&js, e))?;
+    let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
+    let endpoint = required(o.endpoint, "endpoint")?;
+    let bucket = required(o.bucket, "bucket")?;
+    let access_key_id = required(o.access_key_id, "accessKeyId")?;
+    let secret_access_key = required(o.secret_access_key, "secretAccessKey")?;
+    let node = required(o.node, "node")?;
+    let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
+    config.session_token = o.session_token.filter(|t| !t.is_empty());
+    config.region = o.region.unwrap_or(config.region);
+    config.addr = o.addr.unwrap_or_default();
+    config.prefix = o.prefix.unwrap_or_default();
+    config.lease_ttl_ms = o.lease_ttl_ms.unwrap_or(config.lease_ttl_ms);
+    config.max_clock_skew_ms = o.max_clock_skew_ms.unwrap_or(config.max_clock_skew_ms);
+    config.request_timeout_ms = o.request_timeout_ms.unwrap_or(config.request_timeout_ms);
+    config.path_style = o.path_style.unwrap_or(config.path_style);
+    config.probe = o.probe.unwrap_or(config.probe);
+    let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
+    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)"))?;
+    let on_event = match o.on_event {
+        v if v.is_undefined() || v.is_null() => None,
+        v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function"))?),
+    };
+    Ok(Options { config, fetch, on_event })
+}
+
+/// A cell or node id argument.
+pub(crate) fn id(v: &JsValue, what: &str) -> Result<String, Error> {
+    v.as_string().ok_or_else(|| Error::invalid(format!("{what} must be a string")))
+}
+
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+/// A whole JS number in `min..=2^53-1`.
+fn safe_integer(v: &JsValue, what: &str, min: u8) -> Result<u64, Error> {
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 && (f64::from(min)..=MAX_SAFE).contains(&n) => Ok(n as u64),
+        _ => Err(Error::invalid(format!("{what} must be an integer in {min}..=2^53-1, got {}", describe(v)))),
+    }
+}
+
+pub(crate) fn epoch(v: &JsValue) -> Result<u64, Error> {
+    safe_integer(v, "epoch", 1)
+}
+
+pub(crate) fn expires_ms(v: &JsValue) -> Result<u64, Error> {
+    safe_integer(v, "expiresMs", 0)
+}
+
+/// A bad argument for a message: a number as JS prints it, else its type.
+pub(crate) fn describe(v: &JsValue) -> String {
+    if let Some(n) = v.as_f64() {
+        return js_sys::Number::from(n).to_string_with_radix(10).map(String::from).unwrap_or_default();
+    }
+    v.js_typeof().as_string().unwrap_or_default()
+}
+
+/// `{ match: etag }`.
+#[derive(Deserialize)]
+struct MatchIn {
+    #[serde(rename = "match")]
+    etag: String,
+}
+
+/// `"absent"` or `{ match: etag }` (a non-empty ETag).
+pub(crate) fn guard(v: JsValue) -> Result<CasGuard, Error> {
+    let bad = || Error::invalid(r#"guard must be "absent" or { match: etag }"#);
+    if v.as_string().as_deref() == Some("absent") {
+        return Ok(CasGuard::Absent);
+    }
+    if !v.is_object() || unknown_key(&v, &["match"]).is_some() {
+        return Err(bad());
+    }
+    match serde_wasm_bindgen::from_value::<MatchIn>(v) {
+        Ok(m) if !m.etag.is_empty() => Ok(CasGuard::Match(m.etag)),
+        _ => Err(bad()),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ClaimOptionsIn {
+    expect_new: Option<bool>,
+}
+
+/// `claim`'s options: absent, or `{ expectNew }`.
+pub(crate) fn claim_options(v: JsValue) -> Result<ClaimOptions, Error> {
+    if v.is_undefined() {
+        return Ok(ClaimOptions::default());
+    }
+    if !v.is_object() {
+        return Err(Error::invalid("claim options must be an object"));
+    }
+    if let Some(k) = unknown_key(&v, &["expectNew"]) {
+        return Err(Error::invalid(format!("unknown claim option {k:?}")));
+    }
+    let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
+    Ok(ClaimOptions { expect_new: o.expect_new.unwrap_or(false) })
+}
+
+/// A released record names no node: `null` to JS.
+fn node_or_null(node: &str) -> Option<&str> {
+    Some(node).filter(|n| !n.is_empty())
+}
+
+#[derive(Serialize)]
+struct OwnerRecordOut<'a> {
+    node: Option<&'a str>,
+    epoch: u64,
+    etag: &'a str,
+}
+
+impl<'a> From<&'a OwnerRecord> for OwnerRecordOut<'a> {
+    fn from(r: &'a OwnerRecord) -> Self {
+        OwnerRecordOut { node: node_or_null(&r.node), epoch: r.epoch, etag: &r.etag }
+    }
+}
+
+#[derive(Serialize)]
+struct OwnerInfoOut<'a> {
+    node: Option<&'a str>,
+    epoch: u64,
+    addr: &'a str,
+    live: bool,
+}
+
+impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
+    fn from(o: &'a OwnerInfo) -> Self {
+        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeLeaseOut<'a> {
+    node: &'a str,
+    expires_ms: u64,
+    addr: &'a str,
+    etag: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+enum CasNodeLeaseOut<'a> {
+    Applied { etag: Option<&'a str> },
+    Rejected,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+enum ClaimOut<'a> {
+    #[serde(rename_all = "camelCase")]
+    Applied { epoch: u64, took_over: bool, prior: Option<OwnerRecordOut<'a>> },
+    Rejected { owner: OwnerInfoOut<'a> },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProbeOut {
+    if_match_missing_status: u16,
+    conditional_delete: bool,
+    etag_quoted: bool,
+}
+
+pub(crate) fn owner_record(r: Option<OwnerRecord>) -> Result<JsValue, Error> {
+    to_js(&r.as_ref().map(OwnerRecordOut::from))
+}
+
+pub(crate) fn owner_info(o: Option<OwnerInfo>) -> Result<JsValue, Error> {
+    to_js(&o.as_ref().map(OwnerInfoOut::from))
+}
+
+pub(crate) fn node_lease(l: Option<NodeLeaseRecord>) -> Result<JsValue, Error> {
+    to_js(&l.as_ref().map(|l| NodeLeaseOut { node: &l.node, expires_ms: l.expires_ms, addr: &l.addr, etag: &l.etag }))
+}
+
+pub(crate) fn cas_outcome(o: CasOutcome) -> JsValue {
+    JsValue::from_str(match o {
+        CasOutcome::Applied => "applied",
+        CasOutcome::Rejected => "rejected",
+    })
+}
+
+pub(crate) fn cas_node_lease((o, etag): (CasOutcome, Option<String>)) -> Result<JsValue, Error> {
+    to_js(&match o {
+        CasOutcome::Applied => CasNodeLeaseOut::Applied { etag: etag.as_deref() },
+        CasOutcome::Rejected => CasNodeLeaseOut::Rejected,
+    })
+}
+
+pub(crate) fn claim(c: ClaimOutcome) -> Result<JsValue, Error> {
+    to_js(&match &c {
+        ClaimOutcome::Applied { epoch, took_over, prior } => {
+            ClaimOut::Applied { epoch: *epoch, took_over: *took_over, prior: prior.as_ref().map(OwnerRecordOut::from) }
+        }
+        ClaimOutcome::Rejected { owner } => ClaimOut::Rejected { owner: owner.into() },
+    })
+}
+
+pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
+    to_js(&ProbeOut {
+        if_match_missing_status: r.if_match_missing_status,
+        conditional_delete: r.conditional_delete,
+        etag_quoted: r.etag_quoted,
+    })
+}
+
+/// What `onEvent` receives (js/ownership.d.ts, `OwnershipEvent`): fields an event does not have are left out.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EventOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    readbacks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backoff_ms: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ms: Option<f64>,
+}
+
+impl<'a> From<&'a Event<'a>> for EventOut<'a> {
+    fn from(event: &'a Event<'a>) -> Self {
+        let none = EventOut::default();
+        match *event {
+            Event::LeaseAcquired { node, expires_ms, ms } => {
+                EventOut { kind: "lease-acquired", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
+            }
+            Event::LeaseRenewed { node, expires_ms, ms } => {
+                EventOut { kind: "lease-renewed", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
+            }
+            Event::Fenced { node, reason } => EventOut { kind: "fenced", node: Some(node), reason: Some(reason), ..none },
+            Event::ClaimApplied { cell, epoch, took_over, ms } => EventOut {
+                kind: if took_over { "claim-took-over" } else { "claim-applied" },
+                cell: Some(cell),
+                epoch: Some(epoch),
+                ms: Some(ms),
+                ..none
+            },
+            Event::ClaimRejected { cell, owner, epoch, ms } => {
+                EventOut { kind: "claim-rejected", cell: Some(cell), owner: Some(owner), epoch: Some(epoch), ms: Some(ms), ..none }
+            }
+            Event::AmbiguousSettled { key, outcome, readbacks } => {
+                EventOut { kind: "ambiguous-settled", key: Some(key), outcome: Some(outcome), readbacks: Some(readbacks), ..none }
+            }
+            Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
+                kind: "read-retried",
+                key: Some(key),
+                attempt: Some(attempt),
+                backoff_ms: Some(backoff_ms),
+                detail: Some(detail),
+                ..none
+            },
+        }
+    }
+}
+
+impl EventOut<'_> {
+    pub(crate) fn to_js(&self) -> Result<JsValue, Error> {
+        to_js(self)
+    }
+}

@@ -1,0 +1,159 @@
+//! [`WebEnv`]: the protocol's [`Env`] in a JS runtime. Requests go out through the injected `fetch`, built
+//! with web-sys (`Request`, `RequestInit`, `Headers`, an `AbortController` for the timeout, `cache:
+//! "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are `Date.now()`
+//! and `performance.now()`, randomness `crypto.getRandomValues`, sleeping the global `setTimeout`. It only
+//! sends and reads: it never retries a request and never decides anything.
+
+use std::cell::Cell;
+
+use js_sys::{Function, Promise, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Headers, Request, RequestCache, RequestInit, Response};
+
+use super::convert::EventOut;
+use super::trap::Hooks;
+use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = performance)]
+    static PERFORMANCE: web_sys::Performance;
+    #[wasm_bindgen(thread_local_v2, js_name = crypto)]
+    static CRYPTO: web_sys::Crypto;
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(f: &Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+}
+
+thread_local! {
+    /// Whether this runtime's `Request` takes `cache: "no-store"` (some refuse the option at
+    /// construction: then requests are built without it, which sends nothing twice).
+    static NO_STORE: Cell<bool> = const { Cell::new(true) };
+}
+
+pub(crate) struct WebEnv {
+    /// The injected fetch (or `globalThis.fetch`), called with `globalThis` as `this`.
+    pub(crate) fetch: Function,
+    pub(crate) on_event: Option<Function>,
+    pub(crate) hooks: Hooks,
+}
+
+/// What a thrown JS value says (an Error's message, else its string form).
+fn describe(e: &JsValue) -> String {
+    let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
+    message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
+}
+
+impl WebEnv {
+    /// Awaits a promise through the instance's gate (see `trap`).
+    pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
+        JsFuture::from(self.hooks.gate(p)).await
+    }
+
+    /// The Request to send: with `cache: "no-store"` when the runtime accepts it.
+    fn request(req: &HttpRequest, init: &RequestInit) -> Result<Request, JsValue> {
+        if NO_STORE.get() {
+            init.set_cache(RequestCache::NoStore);
+            match Request::new_with_str_and_init(&req.url, init) {
+                Ok(r) => return Ok(r),
+                // Constructing sends nothing: build it again without the option, and remember.
+                Err(_) => NO_STORE.set(false),
+            }
+            js_sys::Reflect::delete_property(init, &JsValue::from_str("cache"))?;
+        }
+        Request::new_with_str_and_init(&req.url, init)
+    }
+
+    async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<HttpResponse, JsValue> {
+        let headers = Headers::new()?;
+        for (name, value) in &req.headers {
+            headers.append(name, value)?;
+        }
+        let init = RequestInit::new();
+        init.set_method(req.method);
+        init.set_headers(&headers);
+        init.set_signal(Some(&ctrl.signal()));
+        if !req.body.is_empty() {
+            // A copy in JS memory: the fetch may read it after wasm memory moved on.
+            init.set_body(&Uint8Array::from(&req.body[..]));
+        }
+        let request = Self::request(req, &init)?;
+        // Called once: a fetch that threw or rejected may have sent the request.
+        let sent = self.fetch.call1(&js_sys::global(), &request)?;
+        let res = self.wait(&Promise::resolve(&sent)).await?;
+        let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
+        let etag = res.headers().get("etag")?;
+        let body = self.wait(&res.array_buffer()?).await?;
+        Ok(HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() })
+    }
+}
+
+impl Env for WebEnv {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e)))?;
+        let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
+            let abort: Function = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort"))
+                .map(|f| f.unchecked_into::<Function>().bind0(&ctrl))
+                .unwrap_or_else(|_| Function::from(JsValue::UNDEFINED));
+            set_timeout(&abort, f64::from(ms))
+        });
+        let answer = self.exchange(&req, &ctrl).await;
+        if let Some(timer) = &timer {
+            clear_timeout(timer);
+        }
+        match answer {
+            Ok(res) if (100..=599).contains(&res.status) => Ok(res),
+            Ok(res) => Err(TransportError::Network(format!("fetch answered status {}", res.status))),
+            // Only our timer aborts this controller.
+            Err(_) if ctrl.signal().aborted() => Err(TransportError::TimedOut),
+            Err(e) => Err(TransportError::Network(describe(&e))),
+        }
+    }
+
+    fn wall_ms(&self) -> u64 {
+        let ms = js_sys::Date::now();
+        if ms.is_finite() && ms > 0.0 { ms as u64 } else { 0 }
+    }
+
+    fn mono_ms(&self) -> f64 {
+        PERFORMANCE.with(|p| p.now())
+    }
+
+    fn random_u64(&self) -> u64 {
+        let mut bytes = [0u8; 8];
+        // getRandomValues fails only for more than 65536 bytes.
+        let _ = CRYPTO.with(|c| c.get_random_values_with_u8_array(&mut bytes));
+        u64::from_le_bytes(bytes)
+    }
+
+    async fn sleep(&self, ms: u32) {
+        let _ = self.wait(&timer(ms, &mut None)).await;
+    }
+
+    fn observe(&self, event: Event<'_>) {
+        if let Some(f) = &self.on_event {
+            if let Ok(value) = EventOut::from(&event).to_js() {
+                // A throwing observer must not break the protocol: call1 catches.
+                let _ = f.call1(&JsValue::UNDEFINED, &value);
+            }
+        }
+    }
+}
+
+/// A promise that resolves after `ms`; `handle` receives the timer's id and the resolve function, so a
+/// sleeper can be woken early (the renewal loop's stop).
+pub(crate) fn timer(ms: u32, handle: &mut Option<(JsValue, Function)>) -> Promise {
+    Promise::new(&mut |resolve, _| {
+        let id = set_timeout(&resolve, f64::from(ms));
+        *handle = Some((id, resolve));
+    })
+}
+
+/// Wakes a `timer` early: clears it and resolves it now.
+pub(crate) fn wake((id, resolve): &(JsValue, Function)) {
+    clear_timeout(id);
+    let _ = resolve.call0(&JsValue::UNDEFINED);
+}

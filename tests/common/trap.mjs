@@ -1,0 +1,73 @@
+// Trap recovery checks shared by the JS runtimes' suites (Node, Deno, workerd): a wasm trap (a bug) inside
+// an operation's microtask poll, where no wrapper of the loader is on the stack, must not hang anyone.
+// `testTrap` is the glue's test-only `__celldTestTrap` export of the very instance `api` runs on (import
+// both through the same glue module). `uncaught()` answers what the harness saw reach the runtime's
+// uncaught-error/unhandled-rejection handling since the check started. Runtime-neutral on purpose.
+
+function fail(message) {
+  throw new Error(message);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const unique = () => Math.random().toString(36).slice(2, 10);
+
+async function rejection(promise, what) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  fail(`${what}: expected a rejection, but it resolved`);
+}
+
+/** The checks, as [name, async fn] pairs, against the atomic server (ministack). */
+export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
+  const { S3Ownership, signRequest } = api;
+  const checks = [];
+  for (const kind of ["panic", "unreachable"]) {
+    checks.push([`a trap (${kind}) in an operation's poll rejects every pending operation with "internal", and the next call gets a fresh instance`, async () => {
+      const before = uncaught().length;
+      const base = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, prefix: `t-trap-${runtime}-${unique()}/`, probe: false, leaseTtlMs: 1200, maxClockSkewMs: 200 };
+      // A fetch that answers late, so operations are pending on it when the trap happens (and its answers
+      // arrive after the module was re-instantiated).
+      const slow = async (req) => {
+        await sleep(150);
+        return fetch(req);
+      };
+      const a = new S3Ownership({ ...base, node: `${runtime}-trap-a`, fetch: slow });
+      const b = new S3Ownership({ ...base, node: `${runtime}-trap-b`, fetch: slow });
+      await a.acquireLease();
+      await b.acquireLease();
+      const renewalErrors = [];
+      b.startRenewing((e) => renewalErrors.push(e.code));
+      const pendingA = a.claim(`cell-${unique()}`);
+      const pendingB = b.readOwner("x");
+      await sleep(10);
+      testTrap(kind);
+      const trapped = a.owner("y"); // its first poll traps
+      for (const [what, p] of [["the trapping operation", trapped], ["a pending operation of the same instance", pendingA], ["a pending operation of another instance", pendingB]]) {
+        const e = await rejection(p, what);
+        if (e?.code !== "internal") fail(`${what}: expected code internal, got ${e?.code} (${e?.message})`);
+      }
+      if (kind === "panic" && !(await rejection(trapped, "trapped")).message.includes("test trap")) fail("the panic's message is not in the error");
+      if (!renewalErrors.includes("internal")) fail(`the renewal loop's onError did not hear of the trap: ${JSON.stringify(renewalErrors)}`);
+      if (a.leaseValid() || b.leaseValid()) fail("a lease is still valid after the trap");
+      // The next calls run in a fresh instance: no lease, working protocol and signer.
+      const e = await rejection(a.claim("z"), "claim after the trap");
+      if (e?.code !== "not-leased") fail(`claim after the trap: expected not-leased, got ${e?.code} (${e?.message})`);
+      // The old instance's lease is not known to be ours any more: it must expire first (ttl + skew).
+      await sleep(1500);
+      await a.acquireLease();
+      const c = `after-${unique()}`;
+      const won = await a.claim(c);
+      if (won.outcome !== "applied" || !(await a.verify(c, won.epoch))) fail(`claim after the trap: ${JSON.stringify(won)}`);
+      const signed = signRequest({ url: "https://h.test/b/k", region: "us-east-1", accessKeyId: "a", secretAccessKey: "s", datetime: "20150830T123600Z" });
+      if (!signed.headers.authorization?.startsWith("AWS4-HMAC-SHA256 ")) fail("signing after the trap");
+      b.stopRenewing();
+      await sleep(300); // the old instance's late answers arrive: they must reach nothing
+      const seen = uncaught().slice(before);
+      if (seen.length > 0) fail(`errors reached the runtime: ${seen.map(String).join("; ")}`);
+    }]);
+  }
+  return checks;
+}
