@@ -24,8 +24,16 @@ export interface S3OwnershipOptions {
   requestTimeoutMs?: number;
   /** Path-style URLs (`endpoint/bucket/key`); virtual-hosted (`bucket.endpoint/key`) when false. Default true. */
   pathStyle?: boolean;
-  /** Run the store probe before this instance's first write. Default true; false trusts the store. */
-  probe?: boolean;
+  /** Qualify the store before this instance's first write: `true` (default) trusts a verdict recorded in the
+   * bucket (`<prefix>probe/qualified.json`) for `probeTrustMs`, probing and recording when there is none;
+   * `"always"` probes every instance; `false` trusts the store. */
+  probe?: boolean | "always";
+  /** How long a recorded verdict is trusted. Default 7 days, at most 90; 0 never trusts one. */
+  probeTrustMs?: number;
+  /** Accepted cell and node ids: `"celld"` (default: celld's sets, cells `[A-Za-z0-9_.:$-]` 1..=255 bytes,
+   * nodes `[A-Za-z0-9_.-]` 1..=128) or `"utf8"` (1..=256 bytes of UTF-8 without `/`, `\`, control
+   * characters, `.` or `..`; only for buckets that no celld node shares). */
+  ids?: "celld" | "utf8";
   /** Receives structured events (leases, claims, settled ambiguity, retried reads); never secrets. */
   onEvent?: (event: OwnershipEvent) => void;
   /** Injected fetch; default `globalThis.fetch`. Called once per request as `fetch(request)` with a
@@ -69,6 +77,8 @@ export interface OwnerInfo {
   addr: string;
   /** The owner's lease is not provably dead (`expires_ms + maxClockSkewMs > now`). */
   live: boolean;
+  /** The owner is a dead celld node whose node log is not sealed: not claimable until celld recovers it. */
+  awaitingRecovery: boolean;
 }
 
 /** Options of `claim`. */

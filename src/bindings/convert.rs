@@ -8,7 +8,9 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::env::Event;
 use crate::error::Error;
-use crate::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbeReport};
+use crate::ownership::{
+    CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
+};
 
 /// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
@@ -35,7 +37,12 @@ struct OptionsIn {
     max_clock_skew_ms: Option<u64>,
     request_timeout_ms: Option<u32>,
     path_style: Option<bool>,
-    probe: Option<bool>,
+    /// `true` (a recorded verdict, or a probe), `"always"`, or `false`.
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    probe: JsValue,
+    probe_trust_ms: Option<u64>,
+    /// `"celld"` (celld's id sets) or `"utf8"` (wider ids, for buckets no celld node shares).
+    ids: Option<String>,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
@@ -43,9 +50,9 @@ struct OptionsIn {
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 16] = [
+const OPTION_NAMES: [&str; 18] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
-    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "fetch", "onEvent",
+    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
 ];
 
 /// The checked options: the core's `Config` plus the JS functions.
@@ -103,7 +110,19 @@ pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
     config.max_clock_skew_ms = o.max_clock_skew_ms.unwrap_or(config.max_clock_skew_ms);
     config.request_timeout_ms = o.request_timeout_ms.unwrap_or(config.request_timeout_ms);
     config.path_style = o.path_style.unwrap_or(config.path_style);
-    config.probe = o.probe.unwrap_or(config.probe);
+    config.probe = match (o.probe.as_bool(), o.probe.as_string().as_deref()) {
+        _ if o.probe.is_undefined() => config.probe,
+        (Some(true), _) => ProbePolicy::Recorded,
+        (Some(false), _) => ProbePolicy::Off,
+        (_, Some("always")) => ProbePolicy::Always,
+        _ => return Err(invalid_option(format!(r#"probe must be true, false or "always", got {}"#, describe(&o.probe)))),
+    };
+    config.probe_trust_ms = o.probe_trust_ms.unwrap_or(config.probe_trust_ms);
+    config.ids = match o.ids.as_deref() {
+        None | Some("celld") => IdSet::Celld,
+        Some("utf8") => IdSet::Utf8,
+        Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {other:?}"#))),
+    };
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
     let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)"))?;
     let on_event = match o.on_event {
@@ -206,16 +225,18 @@ impl<'a> From<&'a OwnerRecord> for OwnerRecordOut<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct OwnerInfoOut<'a> {
     node: Option<&'a str>,
     epoch: u64,
     addr: &'a str,
     live: bool,
+    awaiting_recovery: bool,
 }
 
 impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
     fn from(o: &'a OwnerInfo) -> Self {
-        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live }
+        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery }
     }
 }
 
