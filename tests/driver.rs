@@ -629,7 +629,9 @@ fn a_store_that_ignores_conditions_is_refused_before_any_write() {
     // The verdict is kept: no second probe, same refusal.
     let sent = env.sent_count();
     assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "not-leased");
-    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "store-violation");
+    // Every write on behalf of this node needs its valid lease, which the refused store never gave.
+    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "not-leased");
+    assert_eq!(block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err().code(), "store-violation");
     assert_eq!(env.sent_count(), sent);
 }
 
@@ -676,9 +678,14 @@ fn a_garbled_read_is_read_again_before_it_is_called_corrupt() {
     // One truncated answer: the second read decodes.
     env.0.borrow_mut().script.push_back(Fault::Garble);
     assert_eq!(block_on(a.read_owner("c")).unwrap().map(|r| r.epoch), Some(1));
-    // Garbled every time: corrupt, naming the key.
+    // Twice the same garbled bytes: still read again (a broken transfer can repeat itself).
     env.push(Fault::Garble);
     env.push(Fault::Garble);
+    assert_eq!(block_on(a.read_owner("c")).unwrap().map(|r| r.epoch), Some(1));
+    // The same undecodable bytes under the same token three times in a row: corrupt, naming the key.
+    for _ in 0..3 {
+        env.push(Fault::Garble);
+    }
     let err = block_on(a.read_owner("c")).unwrap_err();
     assert_eq!(err.code(), "corrupt-record");
     assert!(err.to_string().contains("cells/c/own.json"), "{err}");

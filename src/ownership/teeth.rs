@@ -19,10 +19,24 @@ pub enum Tooth {
     SkipReadback,
     /// Answer a refused claim that started without a read from the version seen earlier, without reading.
     AnswerFromKnown,
+    /// Count a claim under whatever lease is valid when its answer arrives, not the one it was sent under.
+    ClaimUnderAnyLease,
+    /// Release without a valid lease of this instance (a second process with a live node's id may).
+    ReleaseWithoutLease,
+    /// Keep authority by the monotonic clock alone, ignoring the wall deadline `expires_ms - skew`.
+    NoWallDeadline,
+    /// Judge a node whose lease record is missing dead at once.
+    MissingLeaseIsDead,
+    /// Let lease writes (renewals, acquisitions) of one instance run in parallel.
+    ParallelLeaseWrites,
+    /// Let concurrent claims of one cell run separately and record whichever answer arrives last.
+    ClaimsOutOfOrder,
+    /// Decode a readback once and report a body that does not decode as `corrupt-record`.
+    DecodeReadbackOnce,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 7] = [
+    pub const ALL: [Tooth; 14] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -30,5 +44,12 @@ impl Tooth {
         Tooth::InstallLateRenewal,
         Tooth::SkipReadback,
         Tooth::AnswerFromKnown,
+        Tooth::ClaimUnderAnyLease,
+        Tooth::ReleaseWithoutLease,
+        Tooth::NoWallDeadline,
+        Tooth::MissingLeaseIsDead,
+        Tooth::ParallelLeaseWrites,
+        Tooth::ClaimsOutOfOrder,
+        Tooth::DecodeReadbackOnce,
     ];
 }
