@@ -549,6 +549,11 @@ impl<E: Env> S3Ownership<E> {
             state.generations += 1;
             state.generations
         });
+        let expires_ms = if armed!(self.store, AnchorAfterWrite) {
+            self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms)
+        } else {
+            expires_ms
+        };
         Lease {
             etag,
             deadline: self_deadline(anchor, self.config.lease_ttl_ms, skew),

@@ -11,7 +11,8 @@ pub enum Tooth {
     ConflictMeansOwned,
     /// Judge a peer's lease dead at `expires_ms <= now`, without the skew margin.
     NoPeerSkewMargin,
-    /// Anchor this node's own deadline when the lease write returns, not before it is sent.
+    /// Anchor this node's own deadlines (monotonic and wall) when the lease write returns, not before it is
+    /// sent.
     AnchorAfterWrite,
     /// Accept a renewal that landed after the previous lease's validity had ended.
     InstallLateRenewal,

@@ -6,8 +6,12 @@
 //!   claim; each (cell, epoch) has one writer; records always decode; nothing is ever deleted;
 //! - no takeover while the owner's lease, as the owner installed it, was live by the peer rule
 //!   (`expires_ms + maxClockSkewMs > wall_now` of the taker when its write landed);
-//! - a node acts for (cell, epoch) only if it wrote that record, and never after another node's record
-//!   with a higher epoch landed;
+//! - a node acts for (cell, epoch) only if it wrote that record, never after another node's record
+//!   with a higher epoch landed, and only within the authority of a lease it installed in that claim's
+//!   generation (monotonic `ttl - skew` after sending it, and wall `expires_ms - skew`);
+//! - a release is written only under a valid lease of the releasing process;
+//! - an honest store (which the simulated one is, however flaky) never makes an operation fail with
+//!   `corrupt-record`, `store-violation`, `invalid-input`, `auth` or `request`;
 //! - results agree with the store: nothing reported rejected landed, nothing reported applied is missing,
 //!   what a read/verify/rejection reports was the record at some instant of the operation;
 //! - the wire contract (conditions on every write, keys encoded once, known keys only).
@@ -81,6 +85,9 @@ pub struct OpRecord {
 #[derive(Debug, Default)]
 pub struct Ledger {
     pub ops: BTreeMap<u64, OpRecord>,
+    /// Leases the driver reported installed (its `LeaseAcquired` / `LeaseRenewed` events, which also come
+    /// from its own renewal loop): (process, lease generation) → expires_ms of each, and when.
+    pub installs: BTreeMap<(usize, u64), Vec<(u64, u64)>>,
     pub acts: BTreeMap<(usize, u32, String, u64), (u64, u64)>,
     /// Claims made with `expect_new` (they create before reading).
     pub expect_new: BTreeSet<u64>,
@@ -102,6 +109,8 @@ pub struct Facts<'a> {
     pub prefix: &'a str,
     pub lease_ttl_ms: u64,
     pub max_clock_skew_ms: u64,
+    /// The process that plays celld's dead-node clean-up (it writes other nodes' lease keys).
+    pub gc: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +205,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             let prev = i.checked_sub(1).map(|j| &hist[j]);
             if ov.node.is_empty() {
                 cov.releases += 1;
+                // Judged when the release was asked for: a resend settling an ambiguous attempt may follow
+                // after the lease lapsed, which is harmless (the record still names the releaser).
+                if Some(w.node) != facts.gc {
+                    let asked = ledger.ops.get(&w.op).map_or(w.sent, |o| o.start);
+                    check_authority(store, ledger, facts, w.node, w.op, asked, &mut |_, d| bad("release-without-lease", d), || {
+                        format!("{cell}: {} (life {}) released epoch {} (asked at t={asked})", name(w.node), w.incarnation, ov.epoch)
+                    });
+                }
                 match prev {
                     Some(p) if p.node == name(w.node) && p.epoch == ov.epoch => {}
                     _ => bad(
@@ -238,11 +255,12 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
 
-    // Lease records: only the node itself writes its lease, and it always decodes.
-    for (n, node) in facts.nodes.iter().enumerate() {
+    // Lease records: only a process of the node itself (or the clean-up) writes its lease, and it decodes.
+    let lease_owners: BTreeSet<&String> = facts.nodes.iter().enumerate().filter(|(i, _)| Some(*i) != facts.gc).map(|(_, n)| n).collect();
+    for node in lease_owners {
         let key = facts.lease_key(node);
         for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
-            if v.writer.node != n {
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {
@@ -285,6 +303,20 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
 
+    // Every lease the driver reported installed landed, written by that process.
+    for (&(n, gen), installs) in &ledger.installs {
+        let key = facts.lease_key(name(n));
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        for &(expires, at) in installs {
+            if !hist.iter().any(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(expires)) {
+                bad(
+                    "applied-but-missing",
+                    format!("{} (gen {gen}) reported a lease to {expires} installed at t={at}, but none landed", name(n)),
+                );
+            }
+        }
+    }
+
     // Results against the store.
     let written_by = |op: u64| -> Vec<(&str, &Version)> {
         store
@@ -311,8 +343,23 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     "probe-false-alarm",
                     format!("{tag}: the (honest, if flaky) store was judged to violate conditions"),
                 );
+            } else if ["corrupt-record", "invalid-input", "auth", "request"].contains(&code) {
+                bad("error-code", format!("{tag}: failed {code:?}, which an honest store never causes"));
             }
         }
+        // Concurrent claims of one cell on one instance share one attempt and its answer: the attempt may
+        // be another claim's of the same process, overlapping, with the same answer (and earlier start).
+        let shared = |o: &OpRecord| {
+            o.id == op.id
+                || (matches!(o.kind, OpKind::Claim(_))
+                    && o.node == op.node
+                    && o.incarnation == op.incarnation
+                    && o.kind == op.kind
+                    && o.result == op.result
+                    && o.start <= op.end
+                    && op.start <= o.end)
+        };
+        let shared_start = ledger.ops.values().filter(|o| shared(o)).map(|o| o.start).min().unwrap_or(op.start);
         match (&op.kind, &op.result) {
             (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
                 cov.rejected_claims += 1;
@@ -329,7 +376,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
                 if node.is_empty() || node == me || !*live {
                     bad("bad-rejection", format!("{tag}: rejected naming owner {node:?}@{epoch} live={live}"));
-                } else if !current_during(hist, op.start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
+                } else if !current_during(hist, shared_start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
                     bad(
                         "bad-rejection",
                         format!("{tag}: rejected naming {node}@{epoch}, never the record during the claim"),
@@ -341,7 +388,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             }
             (OpKind::Claim(cell), OpResult::Claimed { epoch, took_over, prior }) => {
                 let hist = &owners[cell.as_str()];
-                let landed = hist.iter().position(|ov| ov.v.writer.op == op.id && ov.node == me && ov.epoch == *epoch);
+                let landed = hist.iter().position(|ov| {
+                    ov.node == me && ov.epoch == *epoch && ledger.ops.get(&ov.v.writer.op).is_some_and(shared)
+                });
                 match landed {
                     None => bad(
                         "applied-but-missing",
@@ -376,8 +425,15 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
             }
             (OpKind::Acquire | OpKind::Renew, OpResult::LeaseOk) => {
+                // Callers share one lease write in flight: the write may be another caller's (or the
+                // renewal loop's); what this one needs is an install while it waited.
                 let key = facts.lease_key(me);
-                if !written_by(op.id).iter().any(|(k, _)| *k == key) {
+                let own_write = written_by(op.id).iter().any(|(k, _)| *k == key);
+                let installed = ledger
+                    .installs
+                    .range((op.node, 0)..=(op.node, u64::MAX))
+                    .any(|(_, is)| is.iter().any(|&(_, at)| op.start <= at && at <= op.end));
+                if !own_write && !installed {
                     bad("applied-but-missing", format!("{tag}: lease reported installed, but no lease write landed"));
                 }
             }
@@ -449,7 +505,7 @@ fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord)
             let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
             v.at <= op.end
                 && until >= op.start
-                && expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until))
+                && (v.body.is_none() || expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until)))
         })
 }
 
@@ -467,6 +523,7 @@ fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: 
         })
         .map(|o| o.id)
         .collect();
+    let reported = ledger.installs.get(&(n, gen)).map(Vec::as_slice).unwrap_or(&[]);
     let key = facts.lease_key(&facts.nodes[n]);
     store
         .objects
@@ -474,8 +531,16 @@ fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: 
         .map(Vec::as_slice)
         .unwrap_or(&[])
         .iter()
-        .filter(|v| installed.contains(&v.writer.op))
+        .filter(|v| v.writer.node == n)
+        .filter(|v| {
+            installed.contains(&v.writer.op)
+                || lease_expiry(&key, v).is_some_and(|e| reported.iter().any(|&(x, at)| x == e && at >= v.at))
+        })
         .collect()
+}
+
+fn lease_expiry(key: &str, v: &Version) -> Option<u64> {
+    v.body.as_deref().and_then(|b| decode_lease(key, b, &v.etag).ok()).map(|r| r.expires_ms)
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -492,20 +557,30 @@ fn check_authority(
     bad: &mut impl FnMut(&'static str, String),
     what: impl Fn() -> String,
 ) {
-    let Some(sent) =
-        installed_leases(store, ledger, facts, n, claim_op).iter().map(|v| v.writer.sent).filter(|&s| s <= at).max()
-    else {
+    let key = facts.lease_key(&facts.nodes[n]);
+    let installed = installed_leases(store, ledger, facts, n, claim_op);
+    let Some(last) = installed.iter().filter(|v| v.writer.sent <= at).max_by_key(|v| v.writer.sent) else {
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
     };
     let clock = &facts.clocks[n];
-    let held = clock.mono_ms(at) - clock.mono_ms(sent);
+    let held = clock.mono_ms(at) - clock.mono_ms(last.writer.sent);
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
     if held >= authority {
         bad(
             "act-beyond-authority",
             format!("{}, {held:.0} ms after sending its last lease write (authority {authority} ms)", what()),
         );
+    }
+    // The wall rule: a monotonic clock that stopped (machine sleep) must not stretch authority.
+    let wall = clock.wall_ms(at);
+    if let Some(expires) = lease_expiry(&key, last) {
+        if wall + facts.max_clock_skew_ms >= expires {
+            bad(
+                "act-beyond-authority",
+                format!("{}, at its wall {wall}, past its lease's expiry {expires} - {} skew", what(), facts.max_clock_skew_ms),
+            );
+        }
     }
 }
 
@@ -532,6 +607,24 @@ fn check_takeover(
         .max();
     let Some(expires) = latest else { return };
     let wall_b = facts.clocks[b].wall_ms(ov.v.at);
+    // The clean-up (celld's) tombstoned or deleted A's lease meanwhile: peers may then judge A dead before
+    // the peer rule would, which is safe only because A's own authority ended at its wall
+    // `expires - skew` (SPEC §5): judge the takeover by that.
+    let cleaned = facts.gc.is_some_and(|gc| {
+        store.objects.get(&key).is_some_and(|h| h.iter().any(|v| v.writer.node == gc && v.at <= ov.v.at))
+    });
+    if cleaned {
+        if facts.clocks[a].wall_ms(ov.v.at) + facts.max_clock_skew_ms < expires {
+            bad(
+                "takeover-of-live-lease",
+                format!(
+                    "{cell}: {} took epoch {} from {}@{} at t={}, after the clean-up wrote its lease, while {} still had authority to {expires} - skew",
+                    facts.nodes[b], ov.epoch, facts.nodes[a], p.epoch, ov.v.at, facts.nodes[a]
+                ),
+            );
+        }
+        return;
+    }
     if expires + facts.max_clock_skew_ms > wall_b {
         bad(
             "takeover-of-live-lease",
@@ -563,7 +656,7 @@ mod tests {
 
     impl Hist {
         fn new() -> Self {
-            let clock = Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 };
+            let clock = Clock::default();
             Hist {
                 store: SimStore::new("b"),
                 ledger: Ledger::default(),
@@ -595,6 +688,7 @@ mod tests {
                 prefix: "",
                 lease_ttl_ms: TTL,
                 max_clock_skew_ms: SKEW,
+                gc: None,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();
