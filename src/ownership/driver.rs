@@ -136,7 +136,16 @@ struct State {
     missing: VecDeque<(String, f64)>,
     /// The current renewal loop (`renew_until_stopped`); a newer loop retires an older one.
     renewer: u64,
+    /// Until this monotonic instant, records naming this node that this instance did not write are not
+    /// its own: it acquired over a *missing* lease, and the process whose lease went missing (a late
+    /// delete by celld's clean-up) may still act for them until its authority runs out.
+    inherited_until: f64,
+    /// Nonces of this instance's recent owner-record writes: a record carrying one is this instance's.
+    owner_nonces: VecDeque<String>,
 }
+
+/// Owner-record write nonces remembered.
+const OWNER_NONCES: usize = 256;
 
 /// Owner-record versions remembered with a missing holder lease.
 const MISSING_REMEMBERED: usize = 64;
@@ -352,7 +361,7 @@ impl<E: Env> S3Ownership<E> {
         let node = &self.config.node;
         let reconciles = Reconciles::default();
         let settled =
-            self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget(), &reconciles).await;
+            self.store.cas_settled(&key, guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, node, epoch, &settled);
         let settled = settled?;
         if let Settled::Applied { etag } = &settled {
@@ -369,6 +378,9 @@ impl<E: Env> S3Ownership<E> {
         self.require_release_lease()?;
         match self.read_owner(cell).await? {
             Some(rec) if rec.node == self.config.node && rec.epoch == epoch => {
+                if self.inherited(cell, &rec) {
+                    return Err(self.inherited_error(cell));
+                }
                 self.release_at(cell, epoch, CasGuard::Match(rec.etag)).await
             }
             _ => Ok(CasOutcome::Rejected),
@@ -381,7 +393,7 @@ impl<E: Env> S3Ownership<E> {
         let key = self.owner_key(cell);
         let reconciles = Reconciles::default();
         let settled =
-            self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget(), &reconciles).await;
+            self.store.cas_settled(&key, &guard, &|n| self.owner_body("", epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, "", epoch, &settled);
         let settled = settled?;
         let mut state = self.state.borrow_mut();
@@ -501,7 +513,11 @@ impl<E: Env> S3Ownership<E> {
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let current = self.read_decoded(&key, decode_lease).await?;
         let guard = match current {
-            None => CasGuard::Absent,
+            None => {
+                let ttl_skew = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+                self.state.borrow_mut().inherited_until = self.store.env.mono_ms() + ttl_skew;
+                CasGuard::Absent
+            }
             Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
             Some(rec) => {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
@@ -737,6 +753,33 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
+    /// Renders an owner record, remembering its nonce as this instance's.
+    fn owner_body(&self, node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
+        let mut state = self.state.borrow_mut();
+        if state.owner_nonces.len() == OWNER_NONCES {
+            state.owner_nonces.pop_front();
+        }
+        state.owner_nonces.push_back(nonce.to_owned());
+        encode_owner(node, epoch, nonce)
+    }
+
+    /// A record naming this node that this instance may not treat as its own yet (`inherited_until`).
+    fn inherited(&self, cell: &str, rec: &OwnerRecord) -> bool {
+        let state = self.state.borrow();
+        rec.node == self.config.node
+            && self.store.env.mono_ms() < state.inherited_until
+            && !state.claims.get(cell).is_some_and(|(_, t)| *t == rec.etag)
+            && !rec.nonce.as_ref().is_some_and(|n| state.owner_nonces.contains(n))
+            && !armed!(self.store, MissingLeaseIsDead)
+    }
+
+    fn inherited_error(&self, cell: &str) -> Error {
+        Error::not_leased(msg!(
+            self.owner_key(cell), " names this node, but this instance's lease replaced a missing one: the process ",
+            "that held it may still act for the cell until its authority runs out (at most leaseTtlMs + maxClockSkewMs)"
+        ))
+    }
+
     fn peer_rule(&self, wall_now_ms: u64) -> PeerRule {
         PeerRule { lease_ttl_ms: self.config.lease_ttl_ms, max_skew_ms: self.skew_for_peers(), wall_now_ms }
     }
@@ -815,6 +858,13 @@ impl<E: Env> S3Ownership<E> {
                     current
                 }
             };
+            if let Some(rec) = current.as_ref().filter(|r| self.inherited(cell, r)) {
+                if unread_round {
+                    continue; // read it now
+                }
+                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true };
+                return Ok(self.claim_rejected(cell, owner, started));
+            }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
             let step = match claim_step(&self.config.node, current.as_ref())? {
                 Step::ReadPeerLease { node } => {
@@ -841,7 +891,7 @@ impl<E: Env> S3Ownership<E> {
             // The key only for this write: a string live across every await is dropped on every early exit.
             let settled = self
                 .store
-                .cas_settled(&self.owner_key(cell), &guard, &|n| encode_owner(node, epoch, n), self.budget(), &reconciles)
+                .cas_settled(&self.owner_key(cell), &guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles)
                 .await;
             self.wrote_owner(cell, node, epoch, &settled);
             if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
@@ -907,6 +957,12 @@ impl<E: Env> S3Ownership<E> {
     /// the claim left, falling back to read-then-write when that token has moved. Needs a valid lease.
     pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
         check_id("cell", cell)?;
+        // A claim of the cell in flight is answered first, so that the release covers what it claimed
+        // (and no claim is reported applied after the release of its epoch).
+        let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
+        if let Some(flight) = in_flight.filter(|_| !armed!(self.store, ClaimsOutOfOrder)) {
+            let _ = flight.wait().await;
+        }
         self.require_release_lease()?;
         let claimed = self.state.borrow().claims.get(cell).cloned();
         match claimed {
@@ -917,6 +973,9 @@ impl<E: Env> S3Ownership<E> {
             // Not claimed by this instance: release whatever epoch the record names us at.
             None => match self.read_owner(cell).await? {
                 Some(rec) if rec.node == self.config.node => {
+                    if self.inherited(cell, &rec) {
+                        return Err(self.inherited_error(cell));
+                    }
                     self.release_at(cell, rec.epoch, CasGuard::Match(rec.etag)).await
                 }
                 _ => Ok(CasOutcome::Rejected),

@@ -201,17 +201,29 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         let mut writers: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
         for (i, ov) in hist.iter().enumerate() {
             let w = ov.v.writer;
-            writers.entry(ov.epoch).or_default().insert(w.node);
             let prev = i.checked_sub(1).map(|j| &hist[j]);
             if ov.node.is_empty() {
                 cov.releases += 1;
                 // Judged when the release was asked for: a resend settling an ambiguous attempt may follow
                 // after the lease lapsed, which is harmless (the record still names the releaser).
+                // A release may also wait (for a claim of the cell in flight) and find a renewed lease: it
+                // needs authority when asked or when this attempt was sent.
                 if Some(w.node) != facts.gc {
                     let asked = ledger.ops.get(&w.op).map_or(w.sent, |o| o.start);
-                    check_authority(store, ledger, facts, w.node, w.op, asked, &mut |_, d| bad("release-without-lease", d), || {
-                        format!("{cell}: {} (life {}) released epoch {} (asked at t={asked})", name(w.node), w.incarnation, ov.epoch)
-                    });
+                    let mut found: Vec<String> = Vec::new();
+                    for at in [asked, w.sent] {
+                        let before = found.len();
+                        check_authority(store, ledger, facts, w.node, w.op, at, &mut |_, d| found.push(d), || {
+                            format!("{cell}: {} (life {}) released epoch {} (at t={at})", name(w.node), w.incarnation, ov.epoch)
+                        });
+                        if found.len() == before {
+                            found.clear();
+                            break;
+                        }
+                    }
+                    if let Some(d) = found.pop() {
+                        bad("release-without-lease", d);
+                    }
                 }
                 match prev {
                     Some(p) if p.node == name(w.node) && p.epoch == ov.epoch => {}
@@ -229,6 +241,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 continue;
             }
             cov.claims += 1;
+            // Claims only: a release keeps the epoch, and a second process of the node may write it.
+            writers.entry(ov.epoch).or_default().insert(w.node);
             if ov.node != name(w.node) {
                 bad("owner-history", format!("{cell}: {} wrote a record naming {}", name(w.node), ov.node));
             }
@@ -374,7 +388,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if standing {
                     bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed and stood"));
                 }
-                if node.is_empty() || node == me || !*live {
+                // Naming its own node id is right only for a record another process of that id wrote.
+                let other_process_of_mine = node == me
+                    && current_during(hist, shared_start, op.end, |ov| {
+                        &ov.node == node
+                            && ov.epoch == *epoch
+                            && (ov.v.writer.node, ov.v.writer.incarnation) != (op.node, op.incarnation)
+                    });
+                if node.is_empty() || (node == me && !other_process_of_mine) || !*live {
                     bad("bad-rejection", format!("{tag}: rejected naming owner {node:?}@{epoch} live={live}"));
                 } else if !current_during(hist, shared_start, op.end, |ov| &ov.node == node && ov.epoch == *epoch) {
                     bad(

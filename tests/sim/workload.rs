@@ -273,6 +273,9 @@ struct Life {
     own: Rc<S3Ownership<SimEnv>>,
     beliefs: Rc<RefCell<BTreeMap<String, u64>>>,
     leased: Cell<bool>,
+    /// Cells a release is in flight for (how many): the instance stops using them, including claims of
+    /// them answered meanwhile (the release waits for those, then releases what they claimed).
+    releasing: RefCell<BTreeMap<String, usize>>,
     /// The lease generation the driver reports (a new one at every `LeaseAcquired`).
     gen: Rc<Cell<u64>>,
     last_renew: Cell<u64>,
@@ -353,7 +356,7 @@ impl Life {
             })
             .await;
         match r {
-            Ok(ClaimOutcome::Applied { epoch, .. }) => {
+            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
                 self.beliefs.borrow_mut().insert(cell.to_owned(), epoch);
             }
             Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
@@ -364,6 +367,7 @@ impl Life {
     async fn release(&self, cell: &str) {
         // Stop acting before asking to release: the release may land before its answer does.
         self.beliefs.borrow_mut().remove(cell);
+        *self.releasing.borrow_mut().entry(cell.to_owned()).or_default() += 1;
         let _ = self
             .op(OpKind::Release(cell.to_owned()), self.own.release(cell), |r| match r {
                 Ok(CasOutcome::Applied) => OpResult::Released,
@@ -371,9 +375,13 @@ impl Life {
                 Err(e) => failed(e),
             })
             .await;
-        // A claim of the cell by another worker may have been answered meanwhile: this release (of
-        // whatever epoch the record named us at) may have released it. Stop acting on it either way.
-        self.beliefs.borrow_mut().remove(cell);
+        let mut releasing = self.releasing.borrow_mut();
+        if let Some(n) = releasing.get_mut(cell) {
+            *n -= 1;
+            if *n == 0 {
+                releasing.remove(cell);
+            }
+        }
     }
 }
 
@@ -449,6 +457,7 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
         own,
         beliefs,
         leased: Cell::new(false),
+        releasing: RefCell::default(),
         gen,
         last_renew: Cell::new(0),
     });
