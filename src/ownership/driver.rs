@@ -616,13 +616,16 @@ impl<E: Env> S3Ownership<E> {
                     self.store.env.observe(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
                     return Ok(());
                 }
-                Settled::Superseded => return Err(self.fence("the lease record was replaced by another writer")),
-                Settled::Rejected => {
-                    // An earlier renewal of ours that ended ambiguous may have landed after all: then the
-                    // record is ours under a token we never saw. Adopt it (authority unchanged) and retry.
+                // An earlier lease write of ours that ended ambiguous may have landed after all (this one's
+                // readback then shows a nonce of another of our writes): then the record is ours under a
+                // token we never saw. Adopt it (authority unchanged) and retry.
+                Settled::Rejected | Settled::Superseded => {
                     let key = self.lease_key(&self.config.node);
                     match self.read_decoded(&key, decode_lease).await? {
-                        Some(rec) if self.is_ours(&rec) && !late => {
+                        Some(_) if late => {
+                            return Err(self.fence("the renewal was answered only after the lease had lapsed"))
+                        }
+                        Some(rec) if self.is_ours(&rec) => {
                             if let Some(lease) = self.state.borrow_mut().lease.as_mut() {
                                 lease.etag = rec.etag;
                             }

@@ -88,6 +88,8 @@ pub struct Ledger {
     /// Leases the driver reported installed (its `LeaseAcquired` / `LeaseRenewed` events, which also come
     /// from its own renewal loop): (process, lease generation) → expires_ms of each, and when.
     pub installs: BTreeMap<(usize, u64), Vec<(u64, u64)>>,
+    /// Fences the driver reported (its `Fenced` events): (process, incarnation, when, reason).
+    pub fences: Vec<(usize, u32, u64, String)>,
     pub acts: BTreeMap<(usize, u32, String, u64), (u64, u64)>,
     /// Claims made with `expect_new` (they create before reading).
     pub expect_new: BTreeSet<u64>,
@@ -209,16 +211,23 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 // A release may also wait (for a claim of the cell in flight) and find a renewed lease: it
                 // needs authority when asked or when this attempt was sent.
                 if Some(w.node) != facts.gc {
+                    // Any lease generation of the releasing instance will do: it releases its node's record.
                     let asked = ledger.ops.get(&w.op).map_or(w.sent, |o| o.start);
+                    let mut gens: BTreeMap<u64, u64> = BTreeMap::new();
+                    for o in ledger.ops.values().filter(|o| o.node == w.node && o.incarnation == w.incarnation) {
+                        gens.entry(o.gen).or_insert(o.id);
+                    }
                     let mut found: Vec<String> = Vec::new();
-                    for at in [asked, w.sent] {
-                        let before = found.len();
-                        check_authority(store, ledger, facts, w.node, w.op, at, &mut |_, d| found.push(d), || {
-                            format!("{cell}: {} (life {}) released epoch {} (at t={at})", name(w.node), w.incarnation, ov.epoch)
-                        });
-                        if found.len() == before {
-                            found.clear();
-                            break;
+                    'judge: for at in [asked, w.sent] {
+                        for &op_of_gen in gens.values() {
+                            let before = found.len();
+                            check_authority(store, ledger, facts, w.node, op_of_gen, at, &mut |_, d| found.push(d), || {
+                                format!("{cell}: {} (life {}) released epoch {} (at t={at})", name(w.node), w.incarnation, ov.epoch)
+                            });
+                            if found.len() == before {
+                                found.clear();
+                                break 'judge;
+                            }
                         }
                     }
                     if let Some(d) = found.pop() {
@@ -314,6 +323,18 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     ov.v.at
                 ),
             );
+        }
+    }
+
+    // A fence that blames another writer of this node's lease needs one (else this instance fenced itself,
+    // as two of its own renewals in flight at once would).
+    for (n, inc, at, why) in &ledger.fences {
+        if why.contains("another writer") || why.contains("deleted") {
+            let key = facts.lease_key(name(*n));
+            let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+            if !hist.iter().any(|v| v.at <= *at && (v.writer.node, v.writer.incarnation) != (*n, *inc)) {
+                bad("needless-fence", format!("{} (life {inc}) fenced at t={at} ({why}), but only it wrote {key}", name(*n)));
+            }
         }
     }
 

@@ -437,6 +437,11 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
                     expires_ms
                 }
                 Event::LeaseRenewed { expires_ms, .. } => expires_ms,
+                Event::Fenced { reason, .. } => {
+                    let now = ctx.world.now();
+                    ctx.ledger.borrow_mut().fences.push((node, incarnation, now, reason.to_owned()));
+                    return;
+                }
                 _ => return,
             };
             let now = ctx.world.now();
