@@ -616,6 +616,9 @@ impl<E: Env> S3Ownership<E> {
                     self.store.env.observe(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
                     return Ok(());
                 }
+                Settled::Superseded if armed!(self.store, ParallelLeaseWrites) => {
+                    return Err(self.fence("the lease record was replaced by another writer"))
+                }
                 // An earlier lease write of ours that ended ambiguous may have landed after all (this one's
                 // readback then shows a nonce of another of our writes): then the record is ours under a
                 // token we never saw. Adopt it (authority unchanged) and retry.

@@ -28,7 +28,8 @@ pub enum Tooth {
     NoWallDeadline,
     /// Judge a node whose lease record is missing dead at once.
     MissingLeaseIsDead,
-    /// Let lease writes (renewals, acquisitions) of one instance run in parallel.
+    /// Let lease writes (renewals, acquisitions) of one instance run in parallel, and fence when a
+    /// readback shows another of them (not this write's nonce) as "replaced by another writer".
     ParallelLeaseWrites,
     /// Let concurrent claims of one cell run separately and record whichever answer arrives last.
     ClaimsOutOfOrder,
