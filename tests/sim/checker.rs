@@ -767,6 +767,8 @@ mod tests {
             OpResult::Claimed { epoch: 2, took_over: true, prior: Some(("n0".into(), 1)) },
         );
         h.own(4, 1, "n1", 2, 3_410);
+        h.op(15, 1, 2, OpKind::Renew, (3_000, 3_005), OpResult::LeaseOk);
+        h.lease(15, 1, 23_000, 3_003);
         h.op(5, 1, 2, OpKind::Verify("c".into(), 2), (3_500, 3_510), OpResult::Verified(true));
         h.op(6, 1, 2, OpKind::Release("c".into()), (3_600, 3_620), OpResult::Released);
         h.own(6, 1, "", 2, 3_610);
@@ -815,6 +817,40 @@ mod tests {
         assert_eq!(h.rules(), Vec::<&str>::new());
         h.ledger.act(0, 0, "c", 1, 2_600);
         assert_eq!(h.rules(), vec!["act-beyond-authority"]);
+    }
+
+    #[test]
+    fn acting_past_the_wall_deadline_is_caught_when_the_monotonic_clock_stopped() {
+        let mut h = clean();
+        // n0's machine slept from 100 to 1900: its monotonic clock says 1000 ms at t=2900, its wall
+        // clock (and its lease, to 3000) says authority ended at 3000 - 400.
+        h.clocks[0].stops.push((100, 1_900));
+        h.ledger.act(0, 0, "c", 1, 2_599);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.act(0, 0, "c", 1, 2_900);
+        assert_eq!(h.rules(), vec!["act-beyond-authority"]);
+    }
+
+    #[test]
+    fn errors_an_honest_store_never_causes_are_caught() {
+        let mut h = clean();
+        h.op(16, 1, 2, OpKind::ReadOwner("c".into()), (3_500, 3_510), OpResult::Failed("ambiguous"));
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.ops.get_mut(&16).unwrap().result = OpResult::Failed("corrupt-record");
+        assert_eq!(h.rules(), vec!["error-code"]);
+    }
+
+    #[test]
+    fn a_release_without_a_lease_and_a_needless_fence_are_caught() {
+        let mut h = clean();
+        h.ledger.fences.push((1, 0, 3_550, "the lease record was replaced by another writer".into()));
+        assert_eq!(h.rules(), vec!["needless-fence"], "only n1 ever wrote its lease");
+        let mut h = clean();
+        // n1's release at 3600 with no lease of n1 ever installed (a second process whose acquire failed).
+        for id in [3, 15] {
+            h.ledger.ops.get_mut(&id).unwrap().result = OpResult::Failed("not-leased");
+        }
+        assert_eq!(h.rules(), vec!["release-without-lease"]);
     }
 
     #[test]
@@ -885,7 +921,7 @@ mod tests {
     fn record_history_rules() {
         let mut h = clean();
         h.own(10, 0, "", 2, 3_700); // n0 "releases" n1's epoch (already released: not n0's claim)
-        assert_eq!(h.rules(), vec!["release-of-other", "one-writer-per-epoch"]);
+        assert_eq!(h.rules(), vec!["release-without-lease", "release-of-other"], "and n0's lease had lapsed");
 
         let mut h = clean();
         h.op(11, 0, 1, OpKind::Claim("c".into()), (3_700, 3_800), OpResult::Unfinished);

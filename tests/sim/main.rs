@@ -91,6 +91,7 @@ fn correct_protocol_survives_2000_seeds() {
         "garbage-body",
         "brownout",
         "node-paused",
+        "node-slept",
         "node-crashed",
         "node-partitioned",
     ] {
