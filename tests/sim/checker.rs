@@ -198,6 +198,11 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     }
 
     let name = |n: usize| facts.nodes[n].as_str();
+    // Per (process, life): an operation of each lease generation it was in.
+    let mut gens_of: BTreeMap<(usize, u32), BTreeMap<u64, u64>> = BTreeMap::new();
+    for o in ledger.ops.values() {
+        gens_of.entry((o.node, o.incarnation)).or_default().entry(o.gen).or_insert(o.id);
+    }
     // Owner-record rules.
     for (cell, hist) in &owners {
         let mut writers: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
@@ -213,10 +218,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if Some(w.node) != facts.gc {
                     // Any lease generation of the releasing instance will do: it releases its node's record.
                     let asked = ledger.ops.get(&w.op).map_or(w.sent, |o| o.start);
-                    let mut gens: BTreeMap<u64, u64> = BTreeMap::new();
-                    for o in ledger.ops.values().filter(|o| o.node == w.node && o.incarnation == w.incarnation) {
-                        gens.entry(o.gen).or_insert(o.id);
-                    }
+                    let gens = gens_of.get(&(w.node, w.incarnation)).cloned().unwrap_or_default();
                     let mut found: Vec<String> = Vec::new();
                     'judge: for at in [asked, w.sent] {
                         for &op_of_gen in gens.values() {
@@ -360,6 +362,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             .flat_map(|(k, h)| h.iter().filter(move |v| v.writer.op == op).map(move |v| (k.as_str(), v)))
             .collect()
     };
+    // Claim operations by (process, life, cell): the candidates for sharing one attempt.
+    let mut claims_of: BTreeMap<(usize, u32, &str), Vec<&OpRecord>> = BTreeMap::new();
+    for o in ledger.ops.values() {
+        if let OpKind::Claim(cell) = &o.kind {
+            claims_of.entry((o.node, o.incarnation, cell.as_str())).or_default().push(o);
+        }
+    }
     for op in ledger.ops.values() {
         let me = name(op.node);
         let tag = format!("op {} of {} (life {}) {:?} [{}..{}]", op.id, me, op.incarnation, op.kind, op.start, op.end);
@@ -394,7 +403,17 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     && o.start <= op.end
                     && op.start <= o.end)
         };
-        let shared_start = ledger.ops.values().filter(|o| shared(o)).map(|o| o.start).min().unwrap_or(op.start);
+        let shared_start = match &op.kind {
+            OpKind::Claim(cell) => claims_of
+                .get(&(op.node, op.incarnation, cell.as_str()))
+                .into_iter()
+                .flatten()
+                .filter(|o| shared(o))
+                .map(|o| o.start)
+                .min()
+                .unwrap_or(op.start),
+            _ => op.start,
+        };
         match (&op.kind, &op.result) {
             (OpKind::Claim(cell), OpResult::ClaimRejected { node, epoch, live }) => {
                 cov.rejected_claims += 1;
