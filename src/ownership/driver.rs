@@ -774,7 +774,7 @@ impl<E: Env> S3Ownership<E> {
         let state = self.state.borrow();
         rec.node == self.config.node
             && self.store.env.mono_ms() < state.inherited_until
-            && !state.claims.get(cell).is_some_and(|(_, t)| *t == rec.etag)
+            && state.claims.get(cell).is_none_or(|(_, t)| *t != rec.etag)
             && !rec.nonce.as_ref().is_some_and(|n| state.owner_nonces.contains(n))
             && !armed!(self.store, MissingLeaseIsDead)
     }

@@ -508,7 +508,7 @@ async fn renewals(life: Rc<Life>, mut rng: Rng) {
         if rng.chance(0.3) {
             let delay = rng.range(0, ctx.params.ttl_ms) as u32;
             let second = {
-                let (life, run) = (life.clone(), run.clone());
+                let life = life.clone();
                 let out = outcome.clone();
                 async move {
                     life.own.env().sleep(delay).await;

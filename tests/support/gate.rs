@@ -23,12 +23,15 @@ struct Held {
     delivered: bool,
 }
 
+/// Which requests (method, key) the test holds.
+type HoldIf = Box<dyn Fn(&str, &str) -> bool>;
+
 #[derive(Default)]
 struct Inner {
     held: Vec<Held>,
     /// Sleeps asked for (ms), and whether each has ended.
     sleeps: Vec<(u32, bool)>,
-    hold: Option<Box<dyn Fn(&str, &str) -> bool>>,
+    hold: Option<HoldIf>,
 }
 
 #[derive(Clone)]
