@@ -388,6 +388,9 @@ impl<E: Env> S3Ownership<E> {
     }
 
     async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
+        // A claim of the cell that began meanwhile (and may have landed what we read) is answered first:
+        // no claim is reported applied after the release of its epoch.
+        self.wait_for_claim(cell).await;
         self.require_release_lease()?;
         self.ensure_probed().await?;
         let key = self.owner_key(cell);
@@ -401,6 +404,19 @@ impl<E: Env> S3Ownership<E> {
             state.claims.remove(cell);
         }
         settled.outcome(&key)
+    }
+
+    /// Waits until no claim of `cell` is in flight on this instance.
+    async fn wait_for_claim(&self, cell: &str) {
+        loop {
+            let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
+            match in_flight.filter(|_| !armed!(self.store, ClaimsOutOfOrder)) {
+                Some(flight) => {
+                    let _ = flight.wait().await;
+                }
+                None => return,
+            }
+        }
     }
 
     /// A release writes on behalf of this node: a valid lease of this instance, or nothing.
@@ -965,10 +981,7 @@ impl<E: Env> S3Ownership<E> {
         check_id("cell", cell)?;
         // A claim of the cell in flight is answered first, so that the release covers what it claimed
         // (and no claim is reported applied after the release of its epoch).
-        let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
-        if let Some(flight) = in_flight.filter(|_| !armed!(self.store, ClaimsOutOfOrder)) {
-            let _ = flight.wait().await;
-        }
+        self.wait_for_claim(cell).await;
         self.require_release_lease()?;
         let claimed = self.state.borrow().claims.get(cell).cloned();
         match claimed {
