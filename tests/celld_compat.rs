@@ -124,13 +124,11 @@ fn a_dynamodb_fleet_is_refused_naming_the_backend_and_nothing_is_written() {
     assert_eq!(e.code(), "unsupported-backend");
     let text = e.to_string();
     assert!(text.contains("fleet/control.json") && text.contains("\"dynamodb\"") && text.contains("celld-control"), "{text}");
-    for e in [
-        block_on(a.acquire_lease()).unwrap_err(),
-        block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err(),
-        block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err(),
-    ] {
+    for e in [block_on(a.acquire_lease()).unwrap_err(), block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err()] {
         assert_eq!(e.code(), "unsupported-backend");
     }
+    // An owner-record write needs a lease first, which the refused fleet never gave.
+    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "not-leased");
     assert!(writes(&env).is_empty(), "{:?}", writes(&env));
     // The verdict is kept: one GET for all four refusals.
     assert_eq!(env.wire_since(0), ["GET fleet/control.json"]);
@@ -260,8 +258,10 @@ fn concurrent_first_writes_share_one_marker_check() {
     let mem = MemEnv::new();
     let env = Yielding(mem.clone(), Rc::default());
     let a = node(env, "a");
-    let cells = ["c1", "c2", "c3", "c4"];
-    let outcomes = run_all(cells.iter().map(|c| Box::pin(a.cas_owner(c, &CasGuard::Absent, 1)) as Pin<Box<dyn Future<Output = _>>>).collect());
+    // Low-level lease writes need no lease of their own: four at once, each this instance's first write.
+    let expiries = [1, 2, 3, 4];
+    let outcomes =
+        run_all(expiries.iter().map(|e| Box::pin(a.cas_node_lease(&CasGuard::Absent, *e)) as Pin<Box<dyn Future<Output = _>>>).collect());
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     let wire = mem.wire_since(0);
     assert_eq!(wire.iter().filter(|w| w.contains(MARKER_KEY)).count(), 2, "one GET and one create: {wire:?}");
@@ -275,15 +275,16 @@ fn a_cancelled_check_is_taken_up_by_the_next_caller() {
     let a = node(env.clone(), "a");
     let mut cx = Context::from_waker(Waker::noop());
     {
-        let mut first = Box::pin(a.cas_owner("c1", &CasGuard::Absent, 1));
+        let mut first = Box::pin(a.cas_node_lease(&CasGuard::Absent, 1));
         assert!(first.as_mut().poll(&mut cx).is_pending(), "waiting on the marker's GET");
-        let mut second = Box::pin(a.cas_owner("c2", &CasGuard::Absent, 1));
+        let mut second = Box::pin(a.cas_node_lease(&CasGuard::Absent, 2));
         assert!(second.as_mut().poll(&mut cx).is_pending(), "waiting for the first caller's check");
         drop(first); // the leader's operation is cancelled mid-check
         let out: Vec<celld_edge::Result<_>> = run_all(vec![second as Pin<Box<dyn Future<Output = _>>>]);
         assert!(out[0].is_ok(), "{out:?}");
     }
-    assert!(mem.body("cells/c2/own.json").is_some() && mem.body("cells/c1/own.json").is_none());
+    let lease: serde_json::Value = serde_json::from_str(&mem.body("nodes/a.json").expect("the second write landed")).unwrap();
+    assert_eq!(lease["expires_ms"], 2, "the cancelled first write never went out");
     assert_eq!(mem.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
 }
 

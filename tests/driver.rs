@@ -612,10 +612,310 @@ fn a_garbled_read_is_read_again_before_it_is_called_corrupt() {
     // One truncated answer: the second read decodes.
     env.0.borrow_mut().script.push_back(Fault::Garble);
     assert_eq!(block_on(a.read_owner("c")).unwrap().map(|r| r.epoch), Some(1));
-    // Garbled every time: corrupt, naming the key.
+    // Twice the same garbled bytes: still read again (a broken transfer can repeat itself).
     env.push(Fault::Garble);
     env.push(Fault::Garble);
+    assert_eq!(block_on(a.read_owner("c")).unwrap().map(|r| r.epoch), Some(1));
+    // The same undecodable bytes under the same token three times in a row: corrupt, naming the key.
+    for _ in 0..3 {
+        env.push(Fault::Garble);
+    }
     let err = block_on(a.read_owner("c")).unwrap_err();
     assert_eq!(err.code(), "corrupt-record");
     assert!(err.to_string().contains("cells/c/own.json"), "{err}");
+}
+
+// ---- one instance, many callers; clocks that stop; other programs in the bucket (SPEC §5) ----
+
+mod split_brain {
+    use super::*;
+    use support::gate::{poll, GateEnv};
+
+    fn gated(env: &MemEnv, id: &str) -> (GateEnv, S3Ownership<GateEnv>) {
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+        config.lease_ttl_ms = TTL;
+        config.max_clock_skew_ms = SKEW;
+        config.probe = ProbePolicy::Off;
+        let own = S3Ownership::new(config, gate.clone()).unwrap();
+        (gate, own)
+    }
+
+    fn only(gate: &GateEnv) -> usize {
+        let waiting = gate.waiting();
+        assert_eq!(waiting.len(), 1, "{waiting:?}");
+        waiting[0].0
+    }
+
+    /// Class 1: a claim sent under one lease and answered after the next was acquired is void.
+    #[test]
+    fn a_claim_answered_after_its_lease_was_replaced_is_void() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut claim = Box::pin(a.claim("c"));
+        assert!(poll(&mut claim).is_none());
+        let put = only(&gate);
+        gate.land(put); // a slow store: it lands, the answer is late
+        env.advance(TTL);
+        assert!(!a.lease_valid());
+        block_on(a.acquire_lease()).unwrap(); // another caller of the instance re-acquires
+        gate.deliver(put);
+        let err = poll(&mut claim).unwrap().unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(a.lease_valid(), "the new lease stands");
+        assert!(a.claimed().is_empty());
+        assert!(!block_on(a.verify("c", 1)).unwrap());
+        // The cell is claimed again, at a new epoch, under the new lease.
+        gate.hold(|_, _| false);
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 2);
+    }
+
+    #[test]
+    fn cas_owner_answered_after_its_lease_was_replaced_is_void() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut cas = Box::pin(a.cas_owner("c", &CasGuard::Absent, 1));
+        assert!(poll(&mut cas).is_none());
+        let put = only(&gate);
+        env.advance(TTL);
+        block_on(a.acquire_lease()).unwrap();
+        gate.deliver(put);
+        assert_eq!(poll(&mut cas).unwrap().unwrap_err().code(), "fenced");
+        assert!(a.claimed().is_empty());
+    }
+
+    /// Class 2: a second process with a live node's id is refused a lease, and so is its release.
+    #[test]
+    fn a_release_needs_this_instances_valid_lease() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let twin = node(&env, "a");
+        assert_eq!(block_on(twin.acquire_lease()).unwrap_err().code(), "not-leased");
+        let writes = env.0.borrow().writes.len();
+        assert_eq!(block_on(twin.release("c")).unwrap_err().code(), "not-leased");
+        assert_eq!(block_on(twin.release_owner("c", 1)).unwrap_err().code(), "not-leased");
+        assert_eq!(env.0.borrow().writes.len(), writes, "nothing written");
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+        assert!(block_on(a.verify("c", 1)).unwrap());
+    }
+
+    /// Class 3: the monotonic clock stops while the machine sleeps; the wall deadline still ends authority.
+    #[test]
+    fn machine_sleep_ends_authority_at_the_wall_deadline() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        env.0.borrow_mut().wall += TTL - SKEW - 1; // asleep: wall runs, mono stands
+        assert!(a.lease_valid());
+        env.0.borrow_mut().wall += 1;
+        assert!(!a.lease_valid(), "wall reached expires_ms - skew");
+        assert!(a.claimed().is_empty());
+        assert!(!block_on(a.verify("c", 1)).unwrap());
+        assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced", "the renewal would be late");
+        // A peer may take over once the lease is dead by the peer rule on its wall clock.
+        env.0.borrow_mut().wall += 2 * SKEW;
+        let b = leased(&env, "b");
+        assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { took_over: true, .. }));
+    }
+
+    /// Class 4: celld's clean-up deletes a lease with no condition, late; peers wait, the holder stops.
+    #[test]
+    fn a_missing_lease_is_dead_only_once_it_stayed_missing_and_its_holder_stops_at_once() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let b = leased(&env, "b");
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // the late delete
+        let live = |o: ClaimOutcome| matches!(o, ClaimOutcome::Rejected { owner } if owner.node == "a" && owner.live);
+        assert!(live(block_on(b.claim("c")).unwrap()), "first sight of the missing lease: not dead");
+        for _ in 0..((TTL + SKEW) / 2_000) {
+            env.advance(2_000);
+            block_on(b.renew_lease()).unwrap();
+            assert!(live(block_on(b.claim("c")).unwrap()));
+        }
+        env.advance(SKEW);
+        block_on(b.renew_lease()).unwrap();
+        assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { took_over: true, epoch: 2, .. }));
+
+        // The holder finding its own lease gone stops at once.
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        env.0.borrow_mut().objects.remove("nodes/a.json");
+        assert!(block_on(a.read_node_lease("a")).unwrap().is_none());
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+    }
+
+    #[test]
+    fn the_clean_ups_expired_copy_of_a_lease_is_not_ours_and_fences() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        let mut copy: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").unwrap()).unwrap();
+        copy["expires_ms"] = 0.into(); // celld keeps every other field, the nonce too
+        env.put_raw("nodes/a.json", &copy.to_string());
+        assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced");
+        // Acquiring over the expired copy works at once (it is dead), and the cells are claimed anew.
+        block_on(a.acquire_lease()).unwrap();
+    }
+
+    #[test]
+    fn acquiring_over_a_missing_lease_does_not_inherit_what_another_process_of_the_node_holds() {
+        let env = MemEnv::new();
+        let old = leased(&env, "a");
+        block_on(old.claim("c")).unwrap();
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // a late delete of old's live lease
+        let new = leased(&env, "a");
+        match block_on(new.claim("c")).unwrap() {
+            ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.live), ("a", true)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(block_on(new.release("c")).unwrap_err().code(), "not-leased");
+        // Once the process that lost its lease can no longer act (ttl + skew), the cell is this one's.
+        for _ in 0..((TTL + SKEW) / 2_000 + 1) {
+            env.advance(2_000);
+            block_on(new.renew_lease()).unwrap();
+        }
+        assert!(matches!(block_on(new.claim("c")).unwrap(), ClaimOutcome::Applied { epoch: 2, .. }));
+    }
+
+    /// Item 5: one lease write in flight per instance; callers share it.
+    #[test]
+    fn concurrent_lease_callers_share_one_write() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k == "nodes/a.json");
+        let (mut r1, mut r2, mut r3) = (Box::pin(a.renew_lease()), Box::pin(a.renew_lease()), Box::pin(a.acquire_lease()));
+        assert!(poll(&mut r1).is_none() && poll(&mut r2).is_none() && poll(&mut r3).is_none());
+        let put = only(&gate);
+        gate.deliver(put);
+        assert_eq!((poll(&mut r1), poll(&mut r2), poll(&mut r3)), (Some(Ok(())), Some(Ok(())), Some(Ok(()))));
+        assert!(a.lease_valid());
+    }
+
+    #[test]
+    fn a_renewal_loop_retires_an_older_one_and_retries_promptly_after_a_failure() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        let never = || false;
+        let (mut e1, mut e2) = (Vec::new(), Vec::new());
+        let mut first = Box::pin(async { a.renew_until_stopped(&never, &mut |e| e1.push(e.code())).await });
+        assert!(poll(&mut first).is_none());
+        let mut second = Box::pin(async { a.renew_until_stopped(&never, &mut |e| e2.push(e.code())).await });
+        assert!(poll(&mut second).is_none());
+        assert_eq!(gate.sleeps(), [3_333, 3_333]);
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps();
+        assert_eq!(poll(&mut first), Some(Ok(())), "the older loop retires at its next wake");
+        assert!(poll(&mut second).is_none());
+        assert_eq!(env.0.borrow().writes.len(), writes + 1, "one renewal, not two");
+        // A failed attempt (the store refuses it) is retried in 100..200 ms, not a whole ttl/3 later.
+        env.push(Fault::Drop(Ok((403, "AccessDenied"))));
+        gate.wake_sleeps();
+        assert!(poll(&mut second).is_none());
+        let retry = *gate.sleeps().last().unwrap();
+        assert!((100..200).contains(&retry), "{:?}", gate.sleeps());
+        gate.wake_sleeps();
+        assert!(poll(&mut second).is_none());
+        assert_eq!(*gate.sleeps().last().unwrap(), 3_333, "back to the interval after a success");
+        drop((first, second));
+        assert_eq!(e2, ["auth"]);
+        assert!(e1.is_empty());
+        assert!(a.lease_valid());
+    }
+
+    /// Item 6: a readback that does not decode after an ambiguous write is ambiguous, never corrupt.
+    #[test]
+    fn a_readback_that_does_not_decode_is_ambiguous_not_corrupt() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::Slow(0.0)); // the claim's read
+        env.push(Fault::LandThen(Err(TransportError::TimedOut)));
+        for _ in 0..3 {
+            env.push(Fault::Garble);
+        }
+        let err = block_on(a.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "ambiguous", "{err}");
+        // Once garbled, then readable: settled as applied.
+        env.push(Fault::Slow(0.0));
+        env.push(Fault::LandThen(Err(TransportError::TimedOut)));
+        env.push(Fault::Garble);
+        assert!(matches!(block_on(a.claim("d")).unwrap(), ClaimOutcome::Applied { epoch: 1, .. }));
+    }
+
+    /// Item 7: concurrent claims of one cell resolve to one answer that verify and release agree with.
+    #[test]
+    fn concurrent_claims_of_one_cell_share_one_answer() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        block_on(a.claim("c")).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let (mut x, mut y) = (Box::pin(a.claim("c")), Box::pin(a.claim("c")));
+        assert!(poll(&mut x).is_none() && poll(&mut y).is_none());
+        let put = only(&gate);
+        gate.deliver(put);
+        let (x, y) = (poll(&mut x).unwrap().unwrap(), poll(&mut y).unwrap().unwrap());
+        assert_eq!(x, y);
+        assert_eq!(applied_epoch(x), 2);
+        assert!(block_on(a.verify("c", 2)).unwrap());
+        assert_eq!(a.claimed(), [("c".to_owned(), 2)]);
+        gate.hold(|_, _| false);
+        assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied);
+    }
+
+    /// Item 9: configurations that fence on every renewal, and epochs that go down, are refused.
+    #[test]
+    fn unrenewable_leases_and_lowered_epochs_are_refused() {
+        let env = MemEnv::new();
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        config.lease_ttl_ms = 3_000;
+        config.max_clock_skew_ms = 2_000; // ttl/3 = 1000 >= ttl - skew = 1000
+        assert_eq!(S3Ownership::new(config, env.clone()).err().unwrap().code(), "invalid-input");
+        let a = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 2);
+        let rec = block_on(a.read_owner("c")).unwrap().unwrap();
+        let sent = env.sent_count();
+        for epoch in [1, 2] {
+            let err = block_on(a.cas_owner("c", &CasGuard::Match(rec.etag.clone()), epoch)).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{err}");
+        }
+        assert_eq!(env.sent_count(), sent, "refused from what this instance saw, without a request");
+        assert_eq!(block_on(a.cas_owner("c", &CasGuard::Match(rec.etag.clone()), 3)).unwrap(), CasOutcome::Applied);
+    }
+
+    /// Item 9: at most 3 readbacks per operation, however many writes it makes.
+    #[test]
+    fn reconciles_are_bounded_per_operation() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        let conflict = || Fault::Drop(Ok((409, "ConditionalRequestConflict")));
+        let plain = || Fault::Slow(0.0);
+        // Round 1: read (absent), 409, readback (still absent), a resend that another writer beats with a
+        // release (ambiguous), readback: superseded. Two readbacks used.
+        env.push(plain());
+        env.push(conflict());
+        env.push(plain());
+        env.push(Fault::DropAndPlant(r#"{"node":"","epoch":1}"#, TransportError::Network("reset".into())));
+        env.push(plain());
+        // Round 2: read (released), 409, readback, 409: the third readback was the operation's last.
+        env.push(plain());
+        env.push(conflict());
+        env.push(plain());
+        env.push(conflict());
+        let before = env.wire_since(0).len();
+        let err = block_on(a.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "transport", "{err}");
+        let wire = env.wire_since(before);
+        let puts = wire.iter().filter(|w| w.starts_with("PUT")).count();
+        assert_eq!(puts, 4, "per write, round 2 would have had 3 readbacks of its own: {wire:?}");
+        assert!(env.0.borrow().script.is_empty());
+    }
 }

@@ -1,21 +1,40 @@
 //! The bucket layer: one GET (retried with jittered backoff — reads are safe to repeat), one conditional
 //! PUT (`put_cas`, never retried: a blind retry can meet its own first attempt and come back as a
 //! clean-looking 412), and `cas_settled`, which settles an ambiguous PUT by reading the record back and
-//! looking for this write's nonce (at most `MAX_RECONCILES` readbacks). Equal content never counts as
-//! "mine": stores give equal bodies equal ETags.
+//! looking for this write's nonce (at most `MAX_RECONCILES` readbacks per operation, however many writes it
+//! makes). Equal content never counts as "mine": stores give equal bodies equal ETags. A readback that does
+//! not decode settles nothing: it is read again, and a write still unsettled is `ambiguous`, never
+//! `corrupt-record` (it may have landed).
 
 use crate::prelude::*;
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Result};
-use crate::ownership::lease::renewal_timeout_ms;
+use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 
-/// Readbacks allowed to settle one operation's ambiguous writes.
+/// Readbacks allowed to settle one operation's ambiguous writes (SPEC §3: per operation).
 pub const MAX_RECONCILES: usize = 3;
+
+/// One operation's readback allowance, shared by every write it makes.
+#[derive(Debug, Default)]
+pub struct Reconciles(Cell<usize>);
+
+impl Reconciles {
+    /// Takes one readback; false when the operation has used them all.
+    fn take(&self) -> bool {
+        let used = self.0.get();
+        self.0.set(used + 1);
+        used < MAX_RECONCILES
+    }
+
+    pub fn used(&self) -> usize {
+        self.0.get().min(MAX_RECONCILES)
+    }
+}
 /// Extra attempts of a failed read.
 const READ_RETRIES: u32 = 3;
 
@@ -49,8 +68,9 @@ impl Settled {
 pub enum Budget {
     /// Each request gets this timeout.
     PerRequest(u32),
-    /// Each request gets half of what remains before this monotonic deadline (250..=2500 ms).
-    Authority(f64),
+    /// Each request gets half of what remains of the lease's authority (250..=2500 ms): before the
+    /// monotonic deadline `mono` and the wall deadline `wall`, whichever comes first.
+    Authority { mono: f64, wall: u64 },
 }
 
 pub struct Store<E: Env> {
@@ -85,7 +105,9 @@ impl<E: Env> Store<E> {
     fn timeout(&self, budget: Budget) -> u32 {
         match budget {
             Budget::PerRequest(ms) => ms,
-            Budget::Authority(deadline) => renewal_timeout_ms(deadline, self.env.mono_ms()),
+            Budget::Authority { mono, wall } => {
+                renewal_timeout_ms(remaining_ms(mono, self.env.mono_ms(), wall, self.env.wall_ms()))
+            }
         }
     }
 
@@ -164,13 +186,15 @@ impl<E: Env> Store<E> {
     /// nonce per attempt. An ambiguous answer is settled by reading back: our nonce there → applied;
     /// the guard still holding → ours did not land, send again (a fresh nonce; at most one can land);
     /// anything else → rejected, or `Superseded` when an earlier attempt was ambiguous (the guard moved on,
-    /// so ours can never land now, but it may have landed before). Unsettled → `ambiguous`.
+    /// so ours can never land now, but it may have landed before). A readback that does not decode is read
+    /// again. Unsettled within the operation's `reconciles` → `ambiguous`.
     pub async fn cas_settled(
         &self,
         key: &str,
         guard: &CasGuard,
         body: &dyn Fn(&str) -> Vec<u8>,
         budget: Budget,
+        reconciles: &Reconciles,
     ) -> Result<Settled> {
         let mut nonces: Vec<String> = Vec::new();
         let mut ambiguity: Option<String> = None;
@@ -201,44 +225,54 @@ impl<E: Env> Store<E> {
                 }
                 PutAnswer::Refused(e) => return Err(e),
             }
-            if nonces.len() > MAX_RECONCILES {
-                let key = key.to_owned();
-                return Err(match ambiguity {
-                    Some(d) => {
-                        let detail = msg!("still unsettled after ", MAX_RECONCILES, " readbacks; last: ", d);
-                        Error::ambiguous(key, detail)
-                    }
-                    None => {
-                        let detail = msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks");
-                        Error::transport(key, detail)
-                    }
-                });
-            }
-            let current = match self.get(key, budget).await {
-                Ok(current) => current,
-                Err(e) if ambiguity.is_some() => {
-                    let detail = msg!("readback failed: ", e);
-                    return Err(Error::ambiguous(key.to_owned(), detail));
-                }
-                Err(e) => return Err(e),
-            };
             // The guard no longer holds: ours can never land now, but an ambiguous attempt may have
             // landed before the record moved on.
             let moved_on = if ambiguity.is_some() { Settled::Superseded } else { Settled::Rejected };
-            match (&current, guard) {
-                (Some((body, etag)), _) => {
-                    if let Some(n) = decode_nonce(key, body)? {
-                        if nonces.contains(&n) {
-                            return Ok(self.settled(key, Settled::Applied { etag: etag.clone() }, nonces.len()));
-                        }
+            let mut undecodable = false;
+            loop {
+                if !reconciles.take() {
+                    return Err(unsettled(key, ambiguity, undecodable));
+                }
+                let current = match self.get(key, budget).await {
+                    Ok(current) => current,
+                    Err(e) if ambiguity.is_some() => {
+                        let detail = msg!("readback failed: ", e);
+                        return Err(Error::ambiguous(key.to_owned(), detail));
                     }
-                    if !matches!(guard, CasGuard::Match(t) if t == etag) {
+                    Err(e) => return Err(e),
+                };
+                let (body, etag) = match (current, guard) {
+                    (Some(found), _) => found,
+                    // Still absent: ours did not land; send again.
+                    (None, CasGuard::Absent) => break,
+                    (None, CasGuard::Match(_)) => return Ok(self.settled(key, moved_on, nonces.len())),
+                };
+                let found = if armed!(self, DecodeReadbackOnce) { Ok(decode_nonce(key, &body)?) } else { decode_nonce(key, &body) };
+                match found {
+                    // A truncated transfer, or a record another writer left undecodable: neither says
+                    // whether ours landed. Read again.
+                    Err(_) => undecodable = true,
+                    Ok(Some(n)) if nonces.contains(&n) => {
+                        return Ok(self.settled(key, Settled::Applied { etag }, nonces.len()));
+                    }
+                    Ok(_) if !matches!(guard, CasGuard::Match(t) if *t == etag) => {
                         return Ok(self.settled(key, moved_on, nonces.len()));
                     }
+                    // The guard still holds: ours did not land; send again.
+                    Ok(_) => break,
                 }
-                (None, CasGuard::Absent) => {}
-                (None, CasGuard::Match(_)) => return Ok(self.settled(key, moved_on, nonces.len())),
             }
         }
+    }
+}
+
+/// Why a write could not be settled within the operation's readbacks.
+fn unsettled(key: &str, ambiguity: Option<String>, undecodable: bool) -> Error {
+    let key = key.to_owned();
+    let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };
+    match ambiguity {
+        Some(d) => Error::ambiguous(key, msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", d)),
+        None if undecodable => Error::transport(key, msg!("not applied (409), and unsettled after ", MAX_RECONCILES, readbacks)),
+        None => Error::transport(key, msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks")),
     }
 }

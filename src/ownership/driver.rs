@@ -1,24 +1,31 @@
 //! `S3Ownership`: the protocol run over an `Env` (SPEC §4-§5). It sequences reads and conditional writes
 //! and keeps this node's lease state; every decision comes from the pure modules (`decide`, `lease`,
 //! `records`) and every request goes through the bucket layer (`cas`). It must never act on a claim made
-//! under a lease that has since lapsed: claims live only as long as the lease they were made under. What it
+//! under a lease that has since lapsed: a claim counts only under the lease it was sent under (its
+//! generation is checked when the answer arrives), and every write on behalf of this node needs this
+//! instance's valid lease. One instance serves many concurrent callers: at most one lease write
+//! (acquisition or renewal) and one claim per cell is in flight, and concurrent callers share it. What it
 //! remembers of owner records (`known`) only ever picks a write's guard; the store checks it.
 
 use crate::prelude::*;
 use core::cell::RefCell;
 use alloc::collections::VecDeque;
+use alloc::rc::Rc;
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Quoted, Result};
-use crate::ownership::cas::{armed, Budget, Settled, Store};
+use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
 use crate::ownership::claims::Claims;
-use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, writes_over_known, Step};
 use crate::ownership::control::FleetMarker;
+use crate::ownership::decide::{
+    after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step,
+};
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
+use crate::ownership::join::{Flight, Lead};
 use crate::ownership::known::Known;
-use crate::ownership::lease::{peer_dead, self_deadline};
+use crate::ownership::lease::{peer_dead, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline};
 use crate::ownership::probe::ProbeReport;
-use crate::ownership::qualify::{self, Flight, Here, Join, Mode};
+use crate::ownership::qualify::{self, Here, Join, Mode};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -122,24 +129,54 @@ pub enum ClaimOutcome {
 }
 
 /// This node's lease while it holds one.
+#[derive(Clone)]
 struct Lease {
     etag: String,
-    /// Monotonic deadline: this node may act while `mono_ms() < deadline`.
+    /// Monotonic deadline: this node may act while `mono_ms() < deadline`...
     deadline: f64,
+    /// ...and while `wall_ms() < wall_deadline` (`expires_ms - maxClockSkewMs` of the record it wrote).
+    wall_deadline: u64,
+    /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
+    generation: u64,
 }
+
+type Shared<T> = Rc<Flight<Result<T>>>;
 
 #[derive(Default)]
 struct State {
     lease: Option<Lease>,
     /// Why the lease was lost, until a fresh one is acquired.
     fenced: Option<String>,
-    /// Nonces of this instance's recent lease writes: a lease record carrying one is ours.
-    lease_nonces: VecDeque<String>,
+    /// Lease generations so far.
+    generations: u64,
+    /// (nonce, expires_ms) of this instance's recent lease writes: a lease record carrying both is ours.
+    lease_nonces: VecDeque<(String, u64)>,
     /// Cells claimed under the current lease: epoch and the token our claim left.
     claims: Claims,
     /// The owner-record versions this instance last read or wrote, whatever the lease.
     known: Known,
+    /// The lease write in flight (true: an acquisition), which every lease caller shares.
+    lease_flight: Option<(bool, Shared<()>)>,
+    /// The claim in flight per cell, which every concurrent claim of that cell shares.
+    claim_flights: Vec<(String, Shared<ClaimOutcome>)>,
+    /// Owner-record versions (by token) whose holder's lease this instance found missing, and since when
+    /// (monotonic, sampled after the answer): a missing lease proves death only once it stayed missing.
+    missing: VecDeque<(String, f64)>,
+    /// The current renewal loop (`renew_until_stopped`); a newer loop retires an older one.
+    renewer: u64,
+    /// Until this monotonic instant, records naming this node that this instance did not write are not
+    /// its own: it acquired over a *missing* lease, and the process whose lease went missing (a late
+    /// delete by celld's clean-up) may still act for them until its authority runs out.
+    inherited_until: f64,
+    /// Nonces of this instance's recent owner-record writes: a record carrying one is this instance's.
+    owner_nonces: VecDeque<String>,
 }
+
+/// Owner-record write nonces remembered.
+const OWNER_NONCES: usize = 256;
+
+/// Owner-record versions remembered with a missing holder lease.
+const MISSING_REMEMBERED: usize = 64;
 
 /// Claim rounds (read, decide, write) before a claim under constant contention gives up.
 const CLAIM_ROUNDS: usize = 4;
@@ -149,7 +186,7 @@ pub struct S3Ownership<E: Env> {
     config: Config,
     state: RefCell<State>,
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
-    qualification: Flight,
+    qualification: qualify::Flight,
     fleet: FleetMarker,
 }
 
@@ -158,10 +195,11 @@ impl<E: Env> S3Ownership<E> {
     pub fn new(config: Config, env: E) -> Result<Self> {
         check_node(config.ids, &config.node)?;
         check_prefix(&config.prefix)?;
-        if config.lease_ttl_ms <= config.max_clock_skew_ms || config.lease_ttl_ms > 86_400_000 {
+        if !renewable(config.lease_ttl_ms, config.max_clock_skew_ms) || config.lease_ttl_ms > 86_400_000 {
             return Err(Error::invalid(msg!(
-                "leaseTtlMs (", config.lease_ttl_ms, ") must exceed maxClockSkewMs (", config.max_clock_skew_ms,
-                ") and be at most a day"
+                "leaseTtlMs (", config.lease_ttl_ms, ") must be at most a day, and its third (the renewal interval) ",
+                "must be shorter than leaseTtlMs - maxClockSkewMs (", config.max_clock_skew_ms,
+                "), or every renewal would land after the lease it extends had lapsed"
             )));
         }
         if config.request_timeout_ms == 0 {
@@ -182,7 +220,7 @@ impl<E: Env> S3Ownership<E> {
             &config.secret_access_key,
             config.session_token.as_deref(),
         )?;
-        let (state, qualification) = (RefCell::new(State::default()), Flight::default());
+        let (state, qualification) = (RefCell::new(State::default()), qualify::Flight::default());
         Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default() })
     }
 
@@ -305,42 +343,86 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// GETs and decodes a record. A body that does not decode is read once more before it is called
-    /// corrupt: a truncated transfer looks the same as a corrupt record, and only the record stays so.
+    /// GETs and decodes a record. A body that does not decode is read again: a truncated or garbled
+    /// transfer looks the same as a corrupt record, and only the record reads the same every time. So it
+    /// is `corrupt-record` only after the same bytes under the same token failed three reads in a row;
+    /// bodies that keep changing are a broken transfer (`transport`).
     async fn read_decoded<T>(&self, key: &str, decode: fn(&str, &[u8], &str) -> Result<T>) -> Result<Option<T>> {
-        let mut first_failure = None;
-        loop {
+        let mut last: Option<(Vec<u8>, String)> = None;
+        let mut same = 0;
+        for _ in 0..UNDECODABLE_READS {
             let Some((body, etag)) = self.store.get(key, self.budget()).await? else { return Ok(None) };
-            match decode(key, &body, &etag) {
+            let e = match decode(key, &body, &etag) {
                 Ok(record) => return Ok(Some(record)),
-                Err(e) if first_failure.is_some() => return Err(e),
-                Err(e) => first_failure = Some(e),
+                Err(e) => e,
+            };
+            if last.as_ref().is_some_and(|(b, t)| *b == body && *t == etag) {
+                same += 1;
+            } else {
+                same = 1;
+                last = Some((body, etag));
+            }
+            if same == 3 || armed!(self.store, DecodeReadbackOnce) {
+                return Err(e);
             }
         }
+        Err(Error::transport(
+            key.to_owned(),
+            msg!("read ", UNDECODABLE_READS, " undecodable bodies that differ from read to read (a broken transfer)"),
+        ))
     }
 
-    /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`.
+    /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`. Needs
+    /// a valid lease, counts only under the lease it was sent under, and never lowers the epoch: with
+    /// `{ match }`, `epoch` must exceed the epoch of the version that token names (this instance's last
+    /// sight of the cell, or a read when it has none of that version).
     pub async fn cas_owner(&self, cell: &str, guard: &CasGuard, epoch: u64) -> Result<CasOutcome> {
         check_cell(self.config.ids, cell)?;
         check_epoch(epoch)?;
         check_guard(guard)?;
+        let held = self.held_lease()?;
+        if let CasGuard::Match(token) = guard {
+            let seen = self.state.borrow().known.get(cell).cloned().flatten().filter(|r| r.etag == *token);
+            let current = match seen {
+                Some(rec) => rec,
+                None => match self.read_owner(cell).await? {
+                    Some(rec) if rec.etag == *token => rec,
+                    // The token is not the current version: a write under it could not apply.
+                    _ => return Ok(CasOutcome::Rejected),
+                },
+            };
+            if epoch <= current.epoch {
+                return Err(Error::invalid(msg!(
+                    "epoch ", epoch, " does not advance the record's epoch ", current.epoch, " (epochs never go down)"
+                )));
+            }
+        }
         self.ensure_probed().await?;
+        self.require_generation(held.generation)?;
         let key = self.owner_key(cell);
         let node = &self.config.node;
-        let settled = self.store.cas_settled(&key, guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
+        let reconciles = Reconciles::default();
+        let settled =
+            self.store.cas_settled(&key, guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, node, epoch, &settled);
         let settled = settled?;
         if let Settled::Applied { etag } = &settled {
-            self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag.clone()));
+            self.answered_under(held.generation, "write")?;
+            self.record_claim(cell, epoch, etag.clone());
         }
         settled.outcome(&key)
     }
 
-    /// Clears `node` (keeping the epoch), only if the record still names this node at `epoch`.
+    /// Clears `node` (keeping the epoch), only if the record still names this node at `epoch`. Needs a
+    /// valid lease: it writes on behalf of this node.
     pub async fn release_owner(&self, cell: &str, epoch: u64) -> Result<CasOutcome> {
         check_epoch(epoch)?;
+        self.require_release_lease()?;
         match self.read_owner(cell).await? {
             Some(rec) if rec.node == self.config.node && rec.epoch == epoch => {
+                if self.inherited(cell, &rec) {
+                    return Err(self.inherited_error(cell));
+                }
                 self.release_at(cell, epoch, CasGuard::Match(rec.etag)).await
             }
             _ => Ok(CasOutcome::Rejected),
@@ -348,9 +430,15 @@ impl<E: Env> S3Ownership<E> {
     }
 
     async fn release_at(&self, cell: &str, epoch: u64, guard: CasGuard) -> Result<CasOutcome> {
+        // A claim of the cell that began meanwhile (and may have landed what we read) is answered first:
+        // no claim is reported applied after the release of its epoch.
+        self.wait_for_claim(cell).await;
+        self.require_release_lease()?;
         self.ensure_probed().await?;
         let key = self.owner_key(cell);
-        let settled = self.store.cas_settled(&key, &guard, &|n| encode_owner("", epoch, n), self.budget()).await;
+        let reconciles = Reconciles::default();
+        let settled =
+            self.store.cas_settled(&key, &guard, &|n| self.owner_body("", epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, "", epoch, &settled);
         let settled = settled?;
         let mut state = self.state.borrow_mut();
@@ -360,13 +448,45 @@ impl<E: Env> S3Ownership<E> {
         settled.outcome(&key)
     }
 
+    /// Waits until no claim of `cell` is in flight on this instance.
+    async fn wait_for_claim(&self, cell: &str) {
+        loop {
+            let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
+            match in_flight.filter(|_| !armed!(self.store, ClaimsOutOfOrder)) {
+                Some(flight) => {
+                    let _ = flight.wait().await;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// A release writes on behalf of this node: a valid lease of this instance, or nothing.
+    fn require_release_lease(&self) -> Result<()> {
+        if armed!(self.store, ReleaseWithoutLease) {
+            return Ok(());
+        }
+        self.held_lease().map(|_| ())
+    }
+
+    /// Reads a node's lease. Reading this node's own while holding a lease: finding it gone, or replaced
+    /// by a record this instance did not write, fences at once (celld's clean-up deletes leases it judged
+    /// dead, and a delete can land late).
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
         check_node(self.config.ids, node)?;
-        let lease = self.read_decoded(&self.lease_key(node), decode_lease).await;
+        let held = (node == self.config.node).then(|| self.state.borrow().lease.as_ref().map(|l| l.generation)).flatten();
+        let mut read = self.read_decoded(&self.lease_key(node), decode_lease).await?;
         if armed!(self.store, IgnoreNodeLog) {
-            return lease.map(|l| l.map(|l| NodeLeaseRecord { log: None, ..l }));
+            read = read.map(|l| NodeLeaseRecord { log: None, ..l });
         }
-        lease
+        if let Some(generation) = held {
+            let gone = read.as_ref().is_none_or(|rec| !self.is_ours(rec));
+            let same = self.state.borrow().lease.as_ref().is_some_and(|l| l.generation == generation);
+            if gone && same {
+                let _ = self.fence("this node's lease record was deleted or replaced by another writer");
+            }
+        }
+        Ok(read)
     }
 
     /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.
@@ -374,13 +494,13 @@ impl<E: Env> S3Ownership<E> {
     pub async fn cas_node_lease(&self, guard: &CasGuard, expires_ms: u64) -> Result<(CasOutcome, Option<String>)> {
         check_guard(guard)?;
         self.ensure_probed().await?;
-        match self.write_lease(guard, expires_ms, self.budget()).await? {
+        match self.write_lease(guard, expires_ms, self.budget(), &Reconciles::default()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
             other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
         }
     }
 
-    async fn write_lease(&self, guard: &CasGuard, expires_ms: u64, budget: Budget) -> Result<Settled> {
+    async fn write_lease(&self, guard: &CasGuard, expires_ms: u64, budget: Budget, rc: &Reconciles) -> Result<Settled> {
         let key = self.lease_key(&self.config.node);
         let (node, addr) = (&self.config.node, &self.config.addr);
         let body = |nonce: &str| {
@@ -388,34 +508,77 @@ impl<E: Env> S3Ownership<E> {
             if state.lease_nonces.len() == 16 {
                 state.lease_nonces.pop_front();
             }
-            state.lease_nonces.push_back(nonce.to_owned());
+            state.lease_nonces.push_back((nonce.to_owned(), expires_ms));
             encode_lease(node, expires_ms, addr, nonce)
         };
-        self.store.cas_settled(&key, guard, &body, budget).await
+        self.store.cas_settled(&key, guard, &body, budget, rc).await
     }
 
+    /// A lease record this instance wrote: its current token, or a nonce of ours with the expiry we wrote
+    /// with it (celld's clean-up keeps the nonce in the expired copy it writes: that copy is not ours).
     fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
         let state = self.state.borrow();
-        // celld's dead-node clean-up rewrites a dead lease with `expires_ms: 0`, keeping our nonce.
-        let tombstone = rec.expires_ms == 0;
         state.lease.as_ref().is_some_and(|l| l.etag == rec.etag)
-            || (!tombstone && rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.contains(n)))
+            || rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.iter().any(|(m, e)| m == n && *e == rec.expires_ms))
     }
 
     // ---- leases (SPEC §5) ----
 
     /// Installs this node's lease (or renews it, when one is held). A lease record left by another
-    /// process under this node id is taken over only once it is dead by the peer rule.
+    /// process under this node id is taken over only once it is dead by the peer rule. Concurrent callers
+    /// share the lease write in flight.
     pub async fn acquire_lease(&self) -> Result<()> {
+        self.lease_write(true).await
+    }
+
+    /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
+    /// before it lapsed; the node must then `acquire_lease` again and re-claim its cells. Concurrent
+    /// callers share the lease write in flight.
+    pub async fn renew_lease(&self) -> Result<()> {
+        self.lease_write(false).await
+    }
+
+    /// At most one lease write in flight: a caller finding one waits for it and takes its outcome (an
+    /// acquisition that finds a failed renewal then acquires itself).
+    async fn lease_write(&self, acquire: bool) -> Result<()> {
+        loop {
+            let in_flight = self.state.borrow().lease_flight.clone();
+            if let Some((was_acquire, flight)) = in_flight.filter(|_| !armed!(self.store, ParallelLeaseWrites)) {
+                match flight.wait().await {
+                    None => continue,
+                    Some(Err(_)) if acquire && !was_acquire => continue,
+                    Some(outcome) => return outcome,
+                }
+            }
+            let flight = Flight::new();
+            let mine = flight.clone();
+            self.state.borrow_mut().lease_flight = Some((acquire, flight.clone()));
+            let lead = Lead::new(flight, || {
+                let mut state = self.state.borrow_mut();
+                if state.lease_flight.as_ref().is_some_and(|(_, f)| Rc::ptr_eq(f, &mine)) {
+                    state.lease_flight = None;
+                }
+            });
+            let outcome = if acquire { self.acquire_once().await } else { self.renew_once().await };
+            lead.finish(outcome.clone());
+            return outcome;
+        }
+    }
+
+    async fn acquire_once(&self) -> Result<()> {
         if self.lease_valid() {
-            return self.renew_lease().await;
+            return self.renew_once().await;
         }
         self.ensure_probed().await?;
         let key = self.lease_key(&self.config.node);
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
-        let current = self.read_node_lease(&self.config.node).await?;
+        let current = self.read_decoded(&key, decode_lease).await?;
         let guard = match current {
-            None => CasGuard::Absent,
+            None => {
+                let ttl_skew = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+                self.state.borrow_mut().inherited_until = self.store.env.mono_ms() + ttl_skew;
+                CasGuard::Absent
+            }
             Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
             Some(rec) => {
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
@@ -429,19 +592,20 @@ impl<E: Env> S3Ownership<E> {
             }
         };
         let started = self.store.env.mono_ms();
-        let (settled, anchor, expires_ms) = self.anchored_lease_write(&guard, self.budget()).await?;
+        let (settled, anchor, expires_ms) =
+            self.anchored_lease_write(&guard, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
-                let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
+                let lease = self.new_lease(etag, anchor, expires_ms, None);
                 let mut state = self.state.borrow_mut();
                 // Claims made under an earlier lease died with it.
                 state.claims.clear();
                 state.fenced = None;
-                if self.store.env.mono_ms() >= deadline {
+                if !self.within(&lease) {
                     state.lease = None;
                     return Err(Error::not_leased(msg!("writing ", key, " took longer than the lease's authority")));
                 }
-                state.lease = Some(Lease { etag, deadline });
+                state.lease = Some(lease);
                 drop(state);
                 let ms = self.store.env.mono_ms() - started;
                 self.store.env.observe(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
@@ -453,51 +617,85 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
+    /// The lease a write anchored at `anchor` with `expires_ms` gives: a new generation unless it renews
+    /// `generation`.
+    fn new_lease(&self, etag: String, anchor: f64, expires_ms: u64, generation: Option<u64>) -> Lease {
+        let skew = self.config.max_clock_skew_ms;
+        let generation = generation.unwrap_or_else(|| {
+            let mut state = self.state.borrow_mut();
+            state.generations += 1;
+            state.generations
+        });
+        let expires_ms = if armed!(self.store, AnchorAfterWrite) {
+            self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms)
+        } else {
+            expires_ms
+        };
+        Lease {
+            etag,
+            deadline: self_deadline(anchor, self.config.lease_ttl_ms, skew),
+            wall_deadline: wall_deadline(expires_ms, skew),
+            generation,
+        }
+    }
+
     /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
     /// before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget) -> Result<(Settled, f64, u64)> {
+    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget, rc: &Reconciles) -> Result<(Settled, f64, u64)> {
         let anchor = self.store.env.mono_ms();
         let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
-        let settled = self.write_lease(guard, expires_ms, budget).await?;
+        let settled = self.write_lease(guard, expires_ms, budget, rc).await?;
         let anchor = if armed!(self.store, AnchorAfterWrite) { self.store.env.mono_ms() } else { anchor };
         Ok((settled, anchor, expires_ms))
     }
 
-    /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
-    /// before it lapsed; the node must then `acquire_lease` again and re-claim its cells.
-    pub async fn renew_lease(&self) -> Result<()> {
+    async fn renew_once(&self) -> Result<()> {
+        let reconciles = Reconciles::default();
         for _ in 0..2 {
-            let (etag, deadline) = self.held_lease()?;
+            let held = self.held_lease()?;
             let started = self.store.env.mono_ms();
+            let budget = Budget::Authority { mono: held.deadline, wall: held.wall_deadline };
             let (settled, anchor, expires_ms) =
-                self.anchored_lease_write(&CasGuard::Match(etag), Budget::Authority(deadline)).await?;
-            let late = self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal);
+                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), budget, &reconciles).await?;
+            let late = !self.within(&held) && !armed!(self.store, InstallLateRenewal);
             match settled {
                 Settled::Applied { .. } if late => {
                     return Err(self.fence("the renewal was answered only after the lease had lapsed"))
                 }
                 Settled::Applied { etag } => {
-                    let deadline = self_deadline(anchor, self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
+                    let lease = self.new_lease(etag, anchor, expires_ms, Some(held.generation));
                     let mut state = self.state.borrow_mut();
-                    if state.fenced.is_none() {
-                        state.lease = Some(Lease { etag, deadline });
+                    let current = state.lease.as_ref().is_some_and(|l| l.generation == held.generation);
+                    if state.fenced.is_some() || !current {
+                        return Err(Error::fenced(
+                            "the lease was lost while its renewal was in flight; acquire a new one".into(),
+                        ));
                     }
+                    state.lease = Some(lease);
                     drop(state);
                     let ms = self.store.env.mono_ms() - started;
                     self.store.env.observe(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
                     return Ok(());
                 }
-                Settled::Superseded => return Err(self.fence("the lease record was replaced by another writer")),
-                Settled::Rejected => {
-                    // An earlier renewal of ours that ended ambiguous may have landed after all: then the
-                    // record is ours under a token we never saw. Adopt it (authority unchanged) and retry.
-                    match self.read_node_lease(&self.config.node).await? {
-                        Some(rec) if self.is_ours(&rec) && !late => {
+                Settled::Superseded if armed!(self.store, ParallelLeaseWrites) => {
+                    return Err(self.fence("the lease record was replaced by another writer"))
+                }
+                // An earlier lease write of ours that ended ambiguous may have landed after all (this one's
+                // readback then shows a nonce of another of our writes): then the record is ours under a
+                // token we never saw. Adopt it (authority unchanged) and retry.
+                Settled::Rejected | Settled::Superseded => {
+                    let key = self.lease_key(&self.config.node);
+                    match self.read_decoded(&key, decode_lease).await? {
+                        Some(_) if late => {
+                            return Err(self.fence("the renewal was answered only after the lease had lapsed"))
+                        }
+                        Some(rec) if self.is_ours(&rec) => {
                             if let Some(lease) = self.state.borrow_mut().lease.as_mut() {
                                 lease.etag = rec.etag;
                             }
                         }
-                        _ => return Err(self.fence("the lease record was replaced by another writer")),
+                        Some(_) => return Err(self.fence("the lease record was replaced by another writer")),
+                        None => return Err(self.fence("the lease record was deleted")),
                     }
                 }
             }
@@ -505,21 +703,94 @@ impl<E: Env> S3Ownership<E> {
         Err(self.fence("the lease record kept changing under renewal"))
     }
 
-    /// The held lease's token and deadline, or why there is none (lapsed leases fence here).
-    fn held_lease(&self) -> Result<(String, f64)> {
+    /// The renewal loop of long-lived runtimes (JS `startRenewing`): renews every ttl/3, and promptly
+    /// (100..200 ms) after a failed attempt while authority remains, until `stop()` answers true or a
+    /// newer loop starts on this instance (a newer loop retires this one at its next wake, so two never
+    /// both run). Transient failures go to `on_error`; losing the lease (`fenced`, `not-leased`) ends the
+    /// loop with that error. Renewals share the instance's single lease write with every other caller.
+    pub async fn renew_until_stopped(&self, stop: &dyn Fn() -> bool, on_error: &mut dyn FnMut(&Error)) -> Result<()> {
+        let me = {
+            let mut state = self.state.borrow_mut();
+            state.renewer += 1;
+            state.renewer
+        };
+        let ttl = self.config.lease_ttl_ms;
+        let mut wait = renew_interval_ms(ttl);
+        loop {
+            self.store.env.sleep(wait as u32).await;
+            if stop() || self.state.borrow().renewer != me {
+                return Ok(());
+            }
+            match self.renew_lease().await {
+                Ok(()) => wait = renew_interval_ms(ttl),
+                Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
+                Err(e) => {
+                    on_error(&e);
+                    wait = renew_retry_ms(ttl, self.store.env.random_u64());
+                }
+            }
+        }
+    }
+
+    /// Retires the running renewal loop (it returns at its next wake, without renewing again).
+    pub fn stop_renewing(&self) {
+        self.state.borrow_mut().renewer += 1;
+    }
+
+    /// Whether `lease` still gives authority now: both deadlines ahead.
+    fn within(&self, lease: &Lease) -> bool {
+        let env = &self.store.env;
+        env.mono_ms() < lease.deadline && (env.wall_ms() < lease.wall_deadline || armed!(self.store, NoWallDeadline))
+    }
+
+    /// The held lease, or why there is none (lapsed leases fence here).
+    fn held_lease(&self) -> Result<Lease> {
         let state = self.state.borrow();
         if let Some(why) = &state.fenced {
             return Err(Error::fenced(why.clone()));
         }
-        let Some(lease) = &state.lease else {
+        let Some(lease) = state.lease.clone() else {
             return Err(Error::not_leased("no lease held; call acquireLease() first".into()));
         };
-        let (etag, deadline) = (lease.etag.clone(), lease.deadline);
         drop(state);
-        if self.store.env.mono_ms() >= deadline && !armed!(self.store, InstallLateRenewal) {
+        if !self.within(&lease) && !armed!(self.store, InstallLateRenewal) {
             return Err(self.fence("the lease lapsed before it was renewed"));
         }
-        Ok((etag, deadline))
+        Ok(lease)
+    }
+
+    /// `fenced` unless the lease of `generation` is still held and valid: a claim sent under one lease
+    /// never continues under the next.
+    fn require_generation(&self, generation: u64) -> Result<()> {
+        let held = self.held_lease()?;
+        if held.generation != generation && !armed!(self.store, ClaimUnderAnyLease) {
+            return Err(Error::fenced(
+                "the lease this operation started under was lost before its write; claim again under the new one".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// After a write of a claim landed: it counts only if the lease it was sent under is still held and
+    /// valid. A lapsed lease fences; a lease since lost or replaced makes the claim void (`fenced`).
+    fn answered_under(&self, generation: u64, what: &str) -> Result<()> {
+        if armed!(self.store, ClaimUnderAnyLease) {
+            return if self.lease_valid() { Ok(()) } else { Err(self.fence("the lease lapsed while the claim was being written")) };
+        }
+        let lease = self.state.borrow().lease.clone();
+        match lease {
+            Some(l) if l.generation == generation && self.state.borrow().fenced.is_none() => {
+                if self.within(&l) {
+                    Ok(())
+                } else {
+                    // Landed, but our authority ran out meanwhile: a claim we may not act on.
+                    Err(self.fence("the lease lapsed while the claim was being written"))
+                }
+            }
+            _ => Err(Error::fenced(msg!(
+                "the lease this claim's ", what, " was sent under was lost or replaced before it was answered: the claim is void"
+            ))),
+        }
     }
 
     /// Drops the lease and every claim made under it.
@@ -533,15 +804,72 @@ impl<E: Env> S3Ownership<E> {
         Error::fenced(why.to_owned())
     }
 
-    /// True while this node may act as an owner: it holds a lease whose self-deadline has not passed.
+    /// True while this node may act as an owner: it holds a lease whose deadlines (monotonic, and wall
+    /// `expires_ms - maxClockSkewMs`) have not passed.
     pub fn lease_valid(&self) -> bool {
         let state = self.state.borrow();
-        state.fenced.is_none() && state.lease.as_ref().is_some_and(|l| self.store.env.mono_ms() < l.deadline)
+        state.fenced.is_none() && state.lease.as_ref().is_some_and(|l| self.within(l))
     }
 
-    /// `not-leased` / `fenced` unless the lease is valid now.
-    fn require_lease(&self) -> Result<()> {
-        self.held_lease().map(|_| ())
+    /// Records a claim, never replacing a newer one: answers of one cell's writes may arrive out of order.
+    fn record_claim(&self, cell: &str, epoch: u64, etag: String) {
+        let mut state = self.state.borrow_mut();
+        let newer = state.claims.get(cell).is_some_and(|(e, _)| *e > epoch) && !armed!(self.store, ClaimsOutOfOrder);
+        if !newer {
+            state.claims.insert(cell.to_owned(), (epoch, etag));
+        }
+    }
+
+    /// Renders an owner record, remembering its nonce as this instance's.
+    fn owner_body(&self, node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
+        let mut state = self.state.borrow_mut();
+        if state.owner_nonces.len() == OWNER_NONCES {
+            state.owner_nonces.pop_front();
+        }
+        state.owner_nonces.push_back(nonce.to_owned());
+        encode_owner(node, epoch, nonce)
+    }
+
+    /// A record naming this node that this instance may not treat as its own yet (`inherited_until`).
+    fn inherited(&self, cell: &str, rec: &OwnerRecord) -> bool {
+        let state = self.state.borrow();
+        rec.node == self.config.node
+            && self.store.env.mono_ms() < state.inherited_until
+            && state.claims.get(cell).is_none_or(|(_, t)| *t != rec.etag)
+            && !rec.nonce.as_ref().is_some_and(|n| state.owner_nonces.contains(n))
+            && !armed!(self.store, MissingLeaseIsDead)
+    }
+
+    fn inherited_error(&self, cell: &str) -> Error {
+        Error::not_leased(msg!(
+            self.owner_key(cell), " names this node, but this instance's lease replaced a missing one: the process ",
+            "that held it may still act for the cell until its authority runs out (at most leaseTtlMs + maxClockSkewMs)"
+        ))
+    }
+
+    fn peer_rule(&self, wall_now_ms: u64) -> PeerRule {
+        PeerRule { lease_ttl_ms: self.config.lease_ttl_ms, max_skew_ms: self.skew_for_peers(), wall_now_ms }
+    }
+
+    /// The holder's lease of owner-record version `owner_etag` as read: a missing one is judged by how
+    /// long this instance has seen it missing for that version (first sight: now, after the answer).
+    fn peer_lease<'a>(&self, owner_etag: &str, lease: Option<&'a NodeLeaseRecord>) -> PeerLease<'a> {
+        if let Some(l) = lease {
+            return PeerLease::Present(l);
+        }
+        if armed!(self.store, MissingLeaseIsDead) {
+            return PeerLease::Missing { for_ms: f64::INFINITY };
+        }
+        let now = self.store.env.mono_ms();
+        let mut state = self.state.borrow_mut();
+        if let Some((_, since)) = state.missing.iter().find(|(t, _)| t == owner_etag) {
+            return PeerLease::Missing { for_ms: now - since };
+        }
+        if state.missing.len() == MISSING_REMEMBERED {
+            state.missing.pop_front();
+        }
+        state.missing.push_back((owner_etag.to_owned(), now));
+        PeerLease::Missing { for_ms: 0.0 }
     }
 
     // ---- high level ----
@@ -556,11 +884,32 @@ impl<E: Env> S3Ownership<E> {
     /// this instance saw the cell's latest version absent, released or its own, by writing over that
     /// version (while such versions have recently been current, see `Known`). The write's guard makes the
     /// store check that the version is still current; a refused guard sends the claim back to reading (one
-    /// extra round, not counted against contention).
+    /// extra round, not counted against contention). Concurrent claims of one cell on this instance share
+    /// one attempt and its answer.
     pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
         check_cell(self.config.ids, cell)?;
-        self.require_lease()?;
+        loop {
+            let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
+            if let Some(flight) = in_flight.filter(|_| !armed!(self.store, ClaimsOutOfOrder)) {
+                match flight.wait().await {
+                    Some(outcome) => return outcome,
+                    None => continue,
+                }
+            }
+            let flight = Flight::new();
+            let mine = flight.clone();
+            self.state.borrow_mut().claim_flights.push((cell.to_owned(), flight.clone()));
+            let lead = Lead::new(flight, || self.state.borrow_mut().claim_flights.retain(|(_, f)| !Rc::ptr_eq(f, &mine)));
+            let outcome = self.claim_once(cell, options).await;
+            lead.finish(outcome.clone());
+            return outcome;
+        }
+    }
+
+    async fn claim_once(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
+        let generation = self.held_lease()?.generation;
         let started = self.store.env.mono_ms();
+        let reconciles = Reconciles::default();
         let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
@@ -576,6 +925,13 @@ impl<E: Env> S3Ownership<E> {
                     current
                 }
             };
+            if let Some(rec) = current.as_ref().filter(|r| self.inherited(cell, r)) {
+                if unread_round {
+                    continue; // read it now
+                }
+                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false };
+                return Ok(self.claim_rejected(cell, owner, started));
+            }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
             let step = match claim_step(&self.config.node, current.as_ref())? {
                 Step::ReadPeerLease { node } => {
@@ -584,7 +940,7 @@ impl<E: Env> S3Ownership<E> {
                     // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
                     let lease = self.read_node_lease(&node).await?;
-                    match after_peer_lease(rec, lease.as_ref(), self.skew_for_peers(), now)? {
+                    match after_peer_lease(rec, self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now))? {
                         Some(step) => step,
                         None => {
                             let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
@@ -598,23 +954,22 @@ impl<E: Env> S3Ownership<E> {
                 step => step,
             };
             let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
-            // Time passed while reading: the lease must still hold when the claim is written.
-            self.require_lease()?;
+            // Time passed while reading: the lease the claim started under must still hold.
+            self.require_generation(generation)?;
             let node = &self.config.node;
             // The key only for this write: a string live across every await is dropped on every early exit.
-            let settled =
-                self.store.cas_settled(&self.owner_key(cell), &guard, &|n| encode_owner(node, epoch, n), self.budget()).await;
+            let settled = self
+                .store
+                .cas_settled(&self.owner_key(cell), &guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles)
+                .await;
             self.wrote_owner(cell, node, epoch, &settled);
             if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
                 self.state.borrow_mut().known.scored(matches!(s, Settled::Applied { .. }));
             }
             match settled? {
                 Settled::Applied { etag } => {
-                    if !self.lease_valid() {
-                        // Landed, but our authority ran out meanwhile: a claim we may not act on.
-                        return Err(self.fence("the lease lapsed while the claim was being written"));
-                    }
-                    self.state.borrow_mut().claims.insert(cell.to_owned(), (epoch, etag));
+                    self.answered_under(generation, "write")?;
+                    self.record_claim(cell, epoch, etag);
                     let ms = self.store.env.mono_ms() - started;
                     self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
                     return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
@@ -668,9 +1023,13 @@ impl<E: Env> S3Ownership<E> {
     }
 
     /// Releases a cell this node claimed, at the epoch it claimed it: one conditional write with the token
-    /// the claim left, falling back to read-then-write when that token has moved.
+    /// the claim left, falling back to read-then-write when that token has moved. Needs a valid lease.
     pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
         check_cell(self.config.ids, cell)?;
+        // A claim of the cell in flight is answered first, so that the release covers what it claimed
+        // (and no claim is reported applied after the release of its epoch).
+        self.wait_for_claim(cell).await;
+        self.require_release_lease()?;
         let claimed = self.state.borrow().claims.get(cell).cloned();
         match claimed {
             Some((epoch, etag)) => match self.release_at(cell, epoch, CasGuard::Match(etag)).await? {
@@ -680,6 +1039,9 @@ impl<E: Env> S3Ownership<E> {
             // Not claimed by this instance: release whatever epoch the record names us at.
             None => match self.read_owner(cell).await? {
                 Some(rec) if rec.node == self.config.node => {
+                    if self.inherited(cell, &rec) {
+                        return Err(self.inherited_error(cell));
+                    }
                     self.release_at(cell, rec.epoch, CasGuard::Match(rec.etag)).await
                 }
                 _ => Ok(CasOutcome::Rejected),
@@ -687,7 +1049,8 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// Who owns `cell` and whether that owner's lease is live; `None` when the record is absent.
+    /// Who owns `cell` and whether that owner's lease is live (not provably dead: a missing lease counts
+    /// as live until it has stayed missing `ttl + skew`); `None` when the record is absent.
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
         if rec.is_released() {
@@ -699,7 +1062,7 @@ impl<E: Env> S3Ownership<E> {
         }
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
-        let live = lease.as_ref().is_some_and(|l| !peer_dead(l.expires_ms, self.skew_for_peers(), now));
+        let live = !holder_dead(self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now));
         let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
         let addr = lease.map(|l| l.addr).unwrap_or_default();
         Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery }))
@@ -715,11 +1078,18 @@ impl<E: Env> S3Ownership<E> {
         Ok(names_us && claimed && self.lease_valid())
     }
 
-    /// The cells this instance holds under its current lease, with their epochs.
+    /// The cells this instance holds under its current lease, with their epochs (none without a valid
+    /// lease).
     pub fn claimed(&self) -> Vec<(String, u64)> {
+        if !self.lease_valid() {
+            return Vec::new();
+        }
         self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
     }
 }
+
+/// Reads of a record that does not decode before giving up on it (`read_decoded`).
+const UNDECODABLE_READS: usize = 5;
 
 /// How a claim starts (`claim_start`).
 struct ClaimStart {

@@ -11,7 +11,8 @@ pub enum Tooth {
     ConflictMeansOwned,
     /// Judge a peer's lease dead at `expires_ms <= now`, without the skew margin.
     NoPeerSkewMargin,
-    /// Anchor this node's own deadline when the lease write returns, not before it is sent.
+    /// Anchor this node's own deadlines (monotonic and wall) when the lease write returns, not before it is
+    /// sent.
     AnchorAfterWrite,
     /// Accept a renewal that landed after the previous lease's validity had ended.
     InstallLateRenewal,
@@ -23,10 +24,25 @@ pub enum Tooth {
     IgnoreNodeLog,
     /// Write without reading the fleet's backend marker first.
     SkipFleetMarker,
+    /// Count a claim under whatever lease is valid when its answer arrives, not the one it was sent under.
+    ClaimUnderAnyLease,
+    /// Release without a valid lease of this instance (a second process with a live node's id may).
+    ReleaseWithoutLease,
+    /// Keep authority by the monotonic clock alone, ignoring the wall deadline `expires_ms - skew`.
+    NoWallDeadline,
+    /// Judge a node whose lease record is missing dead at once.
+    MissingLeaseIsDead,
+    /// Let lease writes (renewals, acquisitions) of one instance run in parallel, and fence when a
+    /// readback shows another of them (not this write's nonce) as "replaced by another writer".
+    ParallelLeaseWrites,
+    /// Let concurrent claims of one cell run separately and record whichever answer arrives last.
+    ClaimsOutOfOrder,
+    /// Decode a readback once and report a body that does not decode as `corrupt-record`.
+    DecodeReadbackOnce,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 9] = [
+    pub const ALL: [Tooth; 16] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -36,5 +52,12 @@ impl Tooth {
         Tooth::AnswerFromKnown,
         Tooth::IgnoreNodeLog,
         Tooth::SkipFleetMarker,
+        Tooth::ClaimUnderAnyLease,
+        Tooth::ReleaseWithoutLease,
+        Tooth::NoWallDeadline,
+        Tooth::MissingLeaseIsDead,
+        Tooth::ParallelLeaseWrites,
+        Tooth::ClaimsOutOfOrder,
+        Tooth::DecodeReadbackOnce,
     ];
 }

@@ -1,7 +1,10 @@
 //! The seeded, single-threaded executor of the simulation: one true clock, an ordered event queue, the
 //! network between the nodes and the store (latency, loss, brownouts), per-node clocks with bounded skew
 //! and drift, and the `Env` each node's real `S3Ownership` runs on. Nodes pause (not polled, clocks keep
-//! running), crash (their task and instance are dropped; requests already sent still land) and restart.
+//! running), sleep like a machine (not polled, the monotonic clock stops while the wall clock runs), crash
+//! (their task and instance are dropped; requests already sent still land), restart, or start late (a
+//! second process). Tasks get real wakers: a future woken by another one of its node (a shared lease
+//! write, a shared claim) is polled again at once.
 //!
 //! It must never read real time, spawn threads or iterate a hash map: every run is a pure function of its
 //! seed, which is what lets a failing seed reproduce exactly.
@@ -11,9 +14,11 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
-use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Env, Event as DriverEvent, HttpRequest, HttpResponse, TransportError};
 
 use crate::store::{Fault, FaultMix, SimStore, Tag};
 
@@ -52,20 +57,26 @@ impl Rng {
     }
 }
 
-/// One node's view of time: wall = true + offset + drift·true; mono = base + (1 + drift)·true.
-#[derive(Debug, Clone)]
+/// One node's view of time: wall = true + offset + drift·true; mono = base + (1 + drift)·(true − time
+/// asleep), for the machine sleeps in `stops` (true-time intervals during which the monotonic clock stood).
+#[derive(Debug, Clone, Default)]
 pub struct Clock {
     pub offset_ms: f64,
     pub drift: f64,
     pub mono_base: f64,
+    pub stops: Vec<(u64, u64)>,
 }
 
 impl Clock {
+    pub fn new(offset_ms: f64, drift: f64, mono_base: f64) -> Self {
+        Clock { offset_ms, drift, mono_base, stops: Vec::new() }
+    }
     pub fn wall_ms(&self, now: u64) -> u64 {
         (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms) as u64
     }
     pub fn mono_ms(&self, now: u64) -> f64 {
-        self.mono_base + now as f64 * (1.0 + self.drift)
+        let asleep: u64 = self.stops.iter().map(|&(a, b)| now.min(b).saturating_sub(a)).sum();
+        self.mono_base + (now - asleep) as f64 * (1.0 + self.drift)
     }
 }
 
@@ -82,7 +93,7 @@ pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, m
                 _ => (rng.unit() * 2.0 - 1.0) * half,
             };
             let drift = (rng.unit() * 2.0 - 1.0) * max_drift;
-            Clock { offset_ms, drift, mono_base: rng.range(0, 1_000_000) as f64 }
+            Clock::new(offset_ms, drift, rng.range(0, 1_000_000) as f64)
         })
         .collect()
 }
@@ -92,6 +103,9 @@ pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, m
 pub enum Chaos {
     /// Not polled for `ms` (a GC-like freeze); clocks keep running, answers queue up.
     Pause { node: usize, ms: u64 },
+    /// The machine sleeps for `ms`: not polled, and its monotonic clock stops while its wall clock (and
+    /// everyone else) goes on, as `performance.now()` does in Node, Deno and browsers.
+    Sleep { node: usize, ms: u64 },
     /// Task and instance dropped; a fresh instance under the same node id starts `ms` later.
     Crash { node: usize, ms: u64 },
     /// Every request of the node is lost for `ms` (its lease runs out while it keeps running).
@@ -139,6 +153,18 @@ struct NodeState {
 pub struct World {
     now: Cell<u64>,
     inner: RefCell<Inner>,
+    /// Per node: woken since its last poll.
+    wakes: Vec<Arc<NodeWake>>,
+}
+
+/// A node's waker: records that something of the node's task asked to be polled again.
+#[derive(Default)]
+struct NodeWake(AtomicBool);
+
+impl Wake for NodeWake {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 struct Inner {
@@ -172,6 +198,7 @@ impl World {
         let n = clocks.len();
         let rngs = (0..n).map(|_| rng.fork()).collect();
         Rc::new(World {
+            wakes: (0..n).map(|_| Arc::default()).collect(),
             now: Cell::new(0),
             inner: RefCell::new(Inner {
                 queue: BTreeMap::new(),
@@ -246,9 +273,26 @@ impl World {
         self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
     }
 
+    /// Starts `node` only at `at` (a second process started later), as its life 1.
+    pub fn start_at(&self, node: usize, at: u64) {
+        let mut inner = self.inner.borrow_mut();
+        inner.nodes[node].crashed = true;
+        inner.schedule(at, Event::Restart(node));
+    }
+
+    /// The clocks as they ran (with the machine sleeps that happened).
+    pub fn clocks(&self) -> Vec<Clock> {
+        self.inner.borrow().clocks.clone()
+    }
+
     /// Registers a request sent now by `node`; returns its id. Decides at once whether the network
     /// loses it, and schedules its arrival at the store or the caller's network error and timeout.
     fn submit(&self, node: usize, incarnation: u32, req: HttpRequest, timeout_ms: Option<u32>) -> u64 {
+        self.submit_held(node, incarnation, req, timeout_ms, 0)
+    }
+
+    /// `submit`, with the request held `hold_ms` on its way to the store (a delete that lands late).
+    fn submit_held(&self, node: usize, incarnation: u32, req: HttpRequest, timeout_ms: Option<u32>, hold_ms: u64) -> u64 {
         let now = self.now();
         let mut inner = self.inner.borrow_mut();
         let inner = &mut *inner;
@@ -278,7 +322,7 @@ impl World {
             inner.schedule(now + after, Event::Deliver(id, Err(TransportError::Network("connection reset".into()))));
             inner.pending.insert(id, Pending { node, incarnation, tag, req: None, done: false });
         } else {
-            let latency = inner.mix.latency(&mut inner.net);
+            let latency = inner.mix.latency(&mut inner.net) + hold_ms;
             inner.schedule(now + latency, Event::Arrive(id));
             inner.pending.insert(id, Pending { node, incarnation, tag, req: Some(req), done: false });
         }
@@ -392,6 +436,17 @@ impl World {
                         inner.schedule(until, Event::Resume(node));
                     }
                 }
+                Chaos::Sleep { node, ms } => {
+                    if !inner.nodes[node].crashed {
+                        inner.store.count(Fault::NodeSlept);
+                        let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
+                        if from < until {
+                            inner.clocks[node].stops.push((from, until));
+                        }
+                        inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
+                        inner.schedule(until, Event::Resume(node));
+                    }
+                }
                 Chaos::Crash { node, ms } => {
                     if !inner.nodes[node].crashed {
                         inner.store.count(Fault::NodeCrashed);
@@ -451,11 +506,17 @@ impl World {
             if !go {
                 continue;
             }
-            if let Some(task) = slot {
-                let mut cx = Context::from_waker(Waker::noop());
+            let waker = Waker::from(self.wakes[node].clone());
+            while let Some(task) = slot {
+                self.wakes[node].0.store(false, Ordering::SeqCst);
+                let mut cx = Context::from_waker(&waker);
                 if task.as_mut().poll(&mut cx).is_ready() {
                     *slot = None;
                     self.inner.borrow_mut().nodes[node].finished = true;
+                }
+                // Woken from inside its own poll (one future finished what another waits for): again.
+                if !self.wakes[node].0.load(Ordering::SeqCst) {
+                    break;
                 }
             }
         }
@@ -474,11 +535,12 @@ pub fn run(
     mut factory: impl FnMut(usize, u32) -> Task,
     mut observe: impl FnMut(),
 ) {
-    let mut tasks: Vec<Option<Task>> = (0..nodes).map(|n| Some(factory(n, 0))).collect();
+    let late: Vec<bool> = world.inner.borrow().nodes.iter().map(|st| st.crashed).collect();
+    let mut tasks: Vec<Option<Task>> = (0..nodes).map(|n| (!late[n]).then(|| factory(n, 0))).collect();
     {
         let mut inner = world.inner.borrow_mut();
         for st in inner.nodes.iter_mut() {
-            st.runnable = true;
+            st.runnable = !st.crashed;
         }
     }
     world.poll_runnable(&mut tasks);
@@ -548,16 +610,31 @@ impl Future for Completion {
     }
 }
 
+/// What a node's `Env` hands on of the driver's events (the workload's ledger of installed leases).
+pub type EventHook = Rc<dyn Fn(&DriverEvent<'_>)>;
+
 /// One node incarnation's `Env`: its own clocks and randomness, the shared simulated network and store.
 pub struct SimEnv {
     world: Rc<World>,
     node: usize,
     incarnation: u32,
+    hook: Option<EventHook>,
 }
 
 impl SimEnv {
     pub fn new(world: Rc<World>, node: usize, incarnation: u32) -> Self {
-        SimEnv { world, node, incarnation }
+        SimEnv { world, node, incarnation, hook: None }
+    }
+
+    pub fn with_hook(mut self, hook: EventHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Sends a request that is held `hold_ms` on its way to the store (an outside actor's late delete).
+    pub async fn send_held(&self, req: HttpRequest, hold_ms: u64) -> Result<HttpResponse, TransportError> {
+        let id = self.world.submit_held(self.node, self.incarnation, req, None, hold_ms);
+        Completion { world: self.world.clone(), id }.await
     }
 }
 
@@ -578,6 +655,11 @@ impl Env for SimEnv {
     async fn sleep(&self, ms: u32) {
         let id = self.world.timer(self.node, self.incarnation, ms);
         let _ = Completion { world: self.world.clone(), id }.await;
+    }
+    fn observe(&self, event: DriverEvent<'_>) {
+        if let Some(hook) = &self.hook {
+            hook(&event);
+        }
     }
 }
 
@@ -612,7 +694,7 @@ mod tests {
 
     /// Two nodes: one sends with a short timeout into a brownout, one sleeps; returns what each saw.
     fn scenario(seed: u64) -> Vec<(u64, String)> {
-        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 2];
+        let clocks = vec![Clock::default(); 2];
         let world = World::new(seed, clocks, FaultMix::default(), SimStore::new("b"));
         world.schedule_chaos(0, Chaos::Brownout { ms: 1_000 });
         let seen: Rc<RefCell<Vec<(u64, String)>>> = Rc::default();
@@ -655,7 +737,7 @@ mod tests {
 
     #[test]
     fn paused_nodes_are_not_polled_and_crashed_nodes_restart_fresh() {
-        let clocks = vec![Clock { offset_ms: 0.0, drift: 0.0, mono_base: 0.0 }; 1];
+        let clocks = vec![Clock::default(); 1];
         let world = World::new(1, clocks, FaultMix::default(), SimStore::new("b"));
         world.schedule_chaos(100, Chaos::Pause { node: 0, ms: 1_000 });
         world.schedule_chaos(3_000, Chaos::Crash { node: 0, ms: 500 });

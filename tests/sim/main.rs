@@ -7,7 +7,6 @@
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
-mod celld;
 mod checker;
 mod exec;
 mod store;
@@ -40,10 +39,13 @@ fn describe(r: &Report, tooth: Option<Tooth>) -> String {
     s + &format!("  reproduce: SIM_SEED={} {tooth}cargo test --test sim one_seed -- --nocapture\n", r.seed)
 }
 
+/// 1,300 seeds: since each instance runs up to three operations at once (and a second process and
+/// celld's clean-up join some seeds) a seed makes ~1.6 times the operations it used to; 1,300 seeds are
+/// about the operations 2,000 were, in the same CI time.
 #[test]
-fn correct_protocol_survives_2000_seeds() {
+fn correct_protocol_survives_1300_seeds() {
     let params = Params::default();
-    let reports = run_many(0..2_000, &params);
+    let reports = run_many(0..1_300, &params);
     let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
     let mut errors: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut ops, mut takeovers, mut acts, mut rejected) = (0, 0, 0, 0);
@@ -94,6 +96,7 @@ fn correct_protocol_survives_2000_seeds() {
         "garbage-body",
         "brownout",
         "node-paused",
+        "node-slept",
         "node-crashed",
         "node-partitioned",
     ] {

@@ -47,6 +47,7 @@ pub enum Fault {
     BrownoutHeld,
     Brownout,
     NodePaused,
+    NodeSlept,
     NodeCrashed,
     NodePartitioned,
 }
@@ -65,6 +66,7 @@ impl Fault {
             Fault::BrownoutHeld => "brownout-held",
             Fault::Brownout => "brownout",
             Fault::NodePaused => "node-paused",
+            Fault::NodeSlept => "node-slept",
             Fault::NodeCrashed => "node-crashed",
             Fault::NodePartitioned => "node-partitioned",
         }
@@ -351,7 +353,8 @@ impl SimStore {
                     let keep = rng.range(0, resp.body.len() as u64) as usize;
                     resp.body[..keep].to_vec()
                 }
-                1 => b"<html><body>502 Bad Gateway</body></html>".to_vec(),
+                // A proxy's error page: each names its own request, as real ones do.
+                1 => format!("<html><body>502 Bad Gateway (ray {:016x})</body></html>", rng.next_u64()).into_bytes(),
                 _ => (0..rng.range(1, 64)).map(|_| rng.next_u64() as u8).collect(),
             };
         }

@@ -1,29 +1,35 @@
-//! One simulated run: draws a scenario from a seed (nodes, cells, clocks, fault mix, chaos), runs every
-//! node's real `S3Ownership` through a workload loop (lease upkeep, contended claims, releases, verifies,
-//! owner lookups) on the seeded executor, records results and acting instants in the ledger, and hands
-//! store + ledger to the checker.
+//! One simulated run: draws a scenario from a seed (nodes, cells, clocks, fault mix, chaos, a second
+//! process started with a live node's id, celld's dead-node clean-up, machine sleeps), runs every
+//! process's real `S3Ownership` through concurrent workload loops on one instance (lease upkeep by the
+//! driver's own renewal loop or inline, contended claims — two at once of one cell too —, releases,
+//! verifies, owner lookups, callers' renewals beside the loop) on the seeded executor, records results,
+//! installed leases and acting instants in the ledger, and hands store + ledger to the checker.
 //!
 //! It must never decide correctness itself (that is the checker's job) and never reach the store except
-//! through the driver's requests.
+//! through the driver's requests (and the clean-up's, which are celld's requests, not this library's).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::rc::Rc;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll};
 
-use celld_edge::env::Env;
+use celld_edge::env::{Env, Event};
 use celld_edge::ownership::teeth::Tooth;
-use celld_edge::ownership::CasOutcome;
+use celld_edge::ownership::{CasGuard, CasOutcome};
 use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, IdSet, ProbePolicy, S3Ownership};
+use celld_edge::s3::Bucket;
 use celld_edge::Error;
 
-use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
 use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
 
 pub const BUCKET: &str = "sim-bucket";
 pub const ENDPOINT: &str = "http://store.sim";
+/// The name of the process playing celld's dead-node clean-up.
+const GC_NAME: &str = "celld-gc";
 
 /// Knobs of a run that are not drawn from the seed.
 #[derive(Debug, Clone)]
@@ -36,13 +42,11 @@ pub struct Params {
     pub max_drift: f64,
     /// Upper bound of each per-request fault rate.
     pub max_fault_rate: f64,
-    /// A rule the celld-like nodes break (`celld.rs`).
-    pub celld_tooth: Option<CelldTooth>,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08, celld_tooth: None }
+        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08 }
     }
 }
 
@@ -57,25 +61,28 @@ pub struct Report {
     pub coverage: Coverage,
 }
 
-/// Shared between the node tasks and the observer.
-pub(crate) struct Ctx {
-    pub(crate) world: Rc<World>,
-    pub(crate) params: Params,
-    pub(crate) seed: u64,
-    pub(crate) names: Vec<String>,
-    pub(crate) cells: Vec<String>,
-    pub(crate) prefix: &'static str,
-    pub(crate) path_style: bool,
-    /// Renew from a loop of its own beside the operations (`startRenewing`), not between them.
+/// Shared between the process tasks and the observer.
+struct Ctx {
+    world: Rc<World>,
+    params: Params,
+    seed: u64,
+    /// Per process: its node id (a second process shares a live node's), the clean-up's name last.
+    names: Vec<String>,
+    /// The distinct node ids.
+    nodes: usize,
+    cells: Vec<String>,
+    prefix: &'static str,
+    path_style: bool,
+    /// Renew from the driver's own loop (`renew_until_stopped`) beside the operations, not between them.
     background_renewal: bool,
     probe: bool,
+    /// Concurrent operation loops per instance.
+    workers: usize,
+    gc: Option<usize>,
     ledger: RefCell<Ledger>,
-    /// Each node's current instance and the (cell → epoch) it believes it owns.
+    /// Each process's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
-    pub(crate) next_gen: Cell<u64>,
-    /// Which nodes are celld-like, and the backend each was set up for; their current lives.
-    celld: Vec<Option<Backend>>,
-    pub(crate) celld_live: RefCell<Vec<Option<CelldSlot>>>,
+    next_gen: Cell<u64>,
 }
 
 struct NodeSlot {
@@ -85,14 +92,14 @@ struct NodeSlot {
 }
 
 impl Ctx {
-    pub(crate) fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
+    fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
         let id = self.world.new_op();
         let now = self.world.now();
         let rec = OpRecord { id, node, incarnation, gen, kind, start: now, end: now, result: OpResult::Unfinished };
         self.ledger.borrow_mut().ops.insert(id, rec);
         id
     }
-    pub(crate) fn end(&self, id: u64, result: OpResult) {
+    fn end(&self, id: u64, result: OpResult) {
         let now = self.world.now();
         let mut ledger = self.ledger.borrow_mut();
         let rec = ledger.ops.get_mut(&id).expect("ops are begun before they end");
@@ -115,16 +122,17 @@ fn names(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
     (nodes, cells)
 }
 
-/// The chaos a seed inflicts: pauses longer than the lease, crashes, partitions, brownouts.
+/// The chaos a seed inflicts: pauses longer than the lease, machine sleeps, crashes, partitions, brownouts.
 fn draw_chaos(rng: &mut Rng, world: &World, nodes: usize, p: &Params) {
     let events = rng.range(0, (nodes as u64) * 2);
     for _ in 0..events {
         let at = rng.range(p.ttl_ms, p.run_ms);
         let node = rng.range(0, nodes as u64 - 1) as usize;
-        let chaos = match rng.range(0, 9) {
+        let chaos = match rng.range(0, 11) {
             0..=3 => Chaos::Pause { node, ms: rng.range(p.ttl_ms, p.ttl_ms * 5 / 2) },
             4..=5 => Chaos::Crash { node, ms: rng.range(0, p.ttl_ms * 2) },
             6..=7 => Chaos::Partition { node, ms: rng.range(p.ttl_ms, p.ttl_ms * 2) },
+            8..=9 => Chaos::Sleep { node, ms: rng.range(p.ttl_ms, p.ttl_ms * 3) },
             _ => Chaos::Brownout { ms: rng.range(300, 4_000) },
         };
         world.schedule_chaos(at, chaos);
@@ -140,30 +148,30 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let mut rng = Rng::new(seed);
     let (nodes, cells) = names(&mut rng);
     let n = nodes.len();
-    let clocks = exec::draw_clocks(&mut rng, n, params.skew_ms, params.run_ms + 60_000, params.max_drift);
+    // Other processes: a second process started with a live node's id, and celld's clean-up.
+    let mut procs = nodes.clone();
+    let twin = rng.chance(0.35).then(|| (rng.range(0, n as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
+    if let Some((of, _)) = twin {
+        procs.push(nodes[of].clone());
+    }
+    let gc = rng.chance(0.5).then(|| {
+        procs.push(GC_NAME.to_owned());
+        procs.len() - 1
+    });
+    let clocks = exec::draw_clocks(&mut rng, procs.len(), params.skew_ms, params.run_ms + 60_000, params.max_drift);
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
-    let world = World::new(rng.next_u64(), clocks.clone(), mix, SimStore::new(BUCKET));
+    let world = World::new(rng.next_u64(), clocks, mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
-    // Drawn last, so that adding them kept every earlier seed's scenario.
+    if let Some((_, at)) = twin {
+        world.start_at(n, at);
+    }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
     let path_style = rng.chance(0.5);
     let background_renewal = rng.chance(0.5);
     // The store probe (SPEC §6) runs before an instance's first write unless opted out; a quarter of
     // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
     let probe = rng.chance(0.25);
-    // Half the seeds share the bucket with one or two celld-like nodes (the last node ids); in one of
-    // ten of those, the first is set up for celld's DynamoDB backend and races to mark the fleet so.
-    let mut nodes = nodes;
-    let mut celld_roles: Vec<Option<Backend>> = vec![None; n];
-    if rng.chance(0.5) {
-        let k = rng.range(1, 2) as usize;
-        let dynamo = rng.chance(0.1);
-        for (j, i) in (n - k..n).enumerate() {
-            nodes[i] = format!("celld-{j}");
-            celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
-        }
-    }
-    let is_celld: Vec<bool> = celld_roles.iter().map(Option::is_some).collect();
+    let workers = [1, 2, 3][rng.range(0, 2) as usize];
     if trace {
         world.enable_trace();
     }
@@ -172,54 +180,59 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         world: world.clone(),
         params: params.clone(),
         seed,
-        names: nodes.clone(),
+        names: procs.clone(),
+        nodes: n,
         cells: cells.clone(),
         prefix,
         path_style,
         background_renewal,
         probe,
+        workers,
+        gc,
         ledger: RefCell::new(Ledger::default()),
-        live: RefCell::new((0..n).map(|_| None).collect()),
+        live: RefCell::new((0..procs.len()).map(|_| None).collect()),
         next_gen: Cell::new(0),
-        celld: celld_roles,
-        celld_live: RefCell::new((0..n).map(|_| None).collect()),
     });
 
     let factory_ctx = ctx.clone();
     let observer_ctx = ctx.clone();
     exec::run(
         &world,
-        n,
+        procs.len(),
         params.run_ms,
-        move |node, incarnation| match factory_ctx.celld[node] {
-            Some(backend) => Box::pin(celld::life(factory_ctx.clone(), node, incarnation, backend)),
-            None => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
+        move |node, incarnation| match factory_ctx.gc == Some(node) {
+            true => Box::pin(gc_life(factory_ctx.clone(), node, incarnation)),
+            false => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
         },
         move || observe(&observer_ctx),
     );
     ctx.live.borrow_mut().clear();
-    ctx.celld_live.borrow_mut().clear();
     let mut lines = world.take_trace();
     let ctx = Rc::try_unwrap(ctx).unwrap_or_else(|_| panic!("node tasks still hold the context"));
     let ledger = ctx.ledger.into_inner();
     drop(ctx.world);
+    let clocks = world.clocks();
     let store = world.into_store();
     let facts = Facts {
-        nodes: &nodes,
+        nodes: &procs,
         cells: &cells,
         clocks: &clocks,
         prefix,
         lease_ttl_ms: params.ttl_ms,
         max_clock_skew_ms: params.skew_ms,
-        celld: &is_celld,
+        gc,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
+        lines.push(format!("processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}), {workers} workers each"));
         for op in ledger.ops.values() {
             lines.push(format!(
-                "op {} {} life {} gen {} {:?} [{}..{}] -> {:?}",
-                op.id, nodes[op.node], op.incarnation, op.gen, op.kind, op.start, op.end, op.result
+                "op {} {}#{} life {} gen {} {:?} [{}..{}] -> {:?}",
+                op.id, procs[op.node], op.node, op.incarnation, op.gen, op.kind, op.start, op.end, op.result
             ));
+        }
+        for ((p, gen), installs) in &ledger.installs {
+            lines.push(format!("installs of {}#{p} gen {gen}: {installs:?}", procs[*p]));
         }
         for (key, hist) in &store.objects {
             for v in hist {
@@ -232,7 +245,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     (report, lines)
 }
 
-/// After every event: each running node with a valid lease could act for every cell it believes it
+/// After every event: each running process with a valid lease could act for every cell it believes it
 /// owns, so record that instant.
 fn observe(ctx: &Ctx) {
     let now = ctx.world.now();
@@ -250,18 +263,9 @@ fn observe(ctx: &Ctx) {
             ledger.act(node, slot.incarnation, cell, epoch, now);
         }
     }
-    for (node, slot) in ctx.celld_live.borrow().iter().enumerate() {
-        let Some(slot) = slot else { continue };
-        if !ctx.world.is_running(node) || ctx.world.incarnation(node) != slot.incarnation || !slot.node.may_act() {
-            continue;
-        }
-        for (cell, &epoch) in slot.node.beliefs.borrow().iter() {
-            ledger.act(node, slot.incarnation, cell, epoch, now);
-        }
-    }
 }
 
-/// One life of one node's lease bookkeeping, shared by its operation loop and its renewal loop.
+/// One life of one process's lease bookkeeping, shared by its operation loops and its renewal loop.
 struct Life {
     ctx: Rc<Ctx>,
     node: usize,
@@ -269,7 +273,11 @@ struct Life {
     own: Rc<S3Ownership<SimEnv>>,
     beliefs: Rc<RefCell<BTreeMap<String, u64>>>,
     leased: Cell<bool>,
-    gen: Cell<u64>,
+    /// Cells a release is in flight for (how many): the instance stops using them, including claims of
+    /// them answered meanwhile (the release waits for those, then releases what they claimed).
+    releasing: RefCell<BTreeMap<String, usize>>,
+    /// The lease generation the driver reports (a new one at every `LeaseAcquired`).
+    gen: Rc<Cell<u64>>,
     last_renew: Cell<u64>,
 }
 
@@ -297,8 +305,12 @@ impl Life {
             self.ctx.ledger.borrow_mut().expect_new.insert(op);
         }
         let out = exec::tagged(&self.ctx.world, self.node, op, call).await;
-        self.ctx.world.note(|| format!("op {op} of {} returned {out:?}", self.ctx.names[self.node]));
+        self.ctx.world.note(|| format!("op {op} of {}#{} returned {out:?}", self.ctx.names[self.node], self.node));
         self.ctx.end(op, result(&out));
+        if let Some(rec) = self.ctx.ledger.borrow_mut().ops.get_mut(&op).filter(|r| r.kind == OpKind::Acquire) {
+            // What an acquisition installs belongs to the generation it began.
+            rec.gen = self.gen.get();
+        }
         out
     }
 
@@ -316,10 +328,90 @@ impl Life {
             Err(_) => self.sleep(rng, 100).await,
         }
     }
+
+    async fn acquire(&self, rng: &mut Rng) {
+        let r = self
+            .op(OpKind::Acquire, self.own.acquire_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
+            .await;
+        self.leased.set(r.is_ok());
+        self.last_renew.set(self.ctx.world.now());
+        if r.is_err() {
+            self.sleep(rng, 500).await;
+        }
+    }
+
+    async fn claim(&self, cell: &str, options: ClaimOptions) {
+        let kind = OpKind::Claim(cell.to_owned());
+        let r = self
+            .op_noting(kind, self.own.claim_with(cell, options), options.expect_new, |r| match r {
+                Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
+                    epoch: *epoch,
+                    took_over: *took_over,
+                    prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
+                },
+                Ok(ClaimOutcome::Rejected { owner }) => {
+                    OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
+                }
+                Err(e) => failed(e),
+            })
+            .await;
+        match r {
+            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
+                self.beliefs.borrow_mut().insert(cell.to_owned(), epoch);
+            }
+            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
+            _ => {}
+        }
+    }
+
+    async fn release(&self, cell: &str) {
+        // Stop acting before asking to release: the release may land before its answer does.
+        self.beliefs.borrow_mut().remove(cell);
+        *self.releasing.borrow_mut().entry(cell.to_owned()).or_default() += 1;
+        let _ = self
+            .op(OpKind::Release(cell.to_owned()), self.own.release(cell), |r| match r {
+                Ok(CasOutcome::Applied) => OpResult::Released,
+                Ok(CasOutcome::Rejected) => OpResult::ReleaseRejected,
+                Err(e) => failed(e),
+            })
+            .await;
+        let mut releasing = self.releasing.borrow_mut();
+        if let Some(n) = releasing.get_mut(cell) {
+            *n -= 1;
+            if *n == 0 {
+                releasing.remove(cell);
+            }
+        }
+    }
 }
 
-/// One life of one node: a fresh `S3Ownership` under the node's id, looping over operations until the
-/// run ends (or the executor drops it in a crash), with renewals inline or from a loop of their own.
+/// Polls two futures until both finish (two operations of one instance at once).
+struct Join2<A: Future<Output = ()>, B: Future<Output = ()>>(Option<Pin<Box<A>>>, Option<Pin<Box<B>>>);
+
+impl<A: Future<Output = ()>, B: Future<Output = ()>> Future for Join2<A, B> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready()) {
+            self.0 = None;
+        }
+        if self.1.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready()) {
+            self.1 = None;
+        }
+        if self.0.is_none() && self.1.is_none() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+fn join2<A: Future<Output = ()>, B: Future<Output = ()>>(a: A, b: B) -> Join2<A, B> {
+    Join2(Some(Box::pin(a)), Some(Box::pin(b)))
+}
+
+/// One life of one process: a fresh `S3Ownership` under its node id, with its operation loops (and the
+/// driver's renewal loop in half the seeds) running concurrently on it until the run ends (or the
+/// executor drops it in a crash).
 async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     let p = &ctx.params;
     let mut cfg = Config::new(ENDPOINT, BUCKET, &ctx.names[node], "AKIDSIMULATION", "sim-secret");
@@ -331,13 +423,39 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.probe = if ctx.probe { ProbePolicy::Recorded } else { ProbePolicy::Off };
     // One cell id (`cell é+1`) is outside celld's sets, to keep the wire's encoding honest.
     cfg.ids = IdSet::Utf8;
-    let env = SimEnv::new(ctx.world.clone(), node, incarnation);
+    let beliefs: Rc<RefCell<BTreeMap<String, u64>>> = Rc::default();
+    let gen: Rc<Cell<u64>> = Rc::default();
+    // What the driver installed, as it reports it: the checker's record of every lease's authority.
+    let hook = {
+        let (weak, beliefs, gen): (Weak<Ctx>, _, _) = (Rc::downgrade(&ctx), beliefs.clone(), gen.clone());
+        Rc::new(move |event: &Event<'_>| {
+            let Some(ctx) = weak.upgrade() else { return };
+            let expires = match *event {
+                Event::LeaseAcquired { expires_ms, .. } => {
+                    // A new generation: nothing claimed before it counts any more.
+                    beliefs.borrow_mut().clear();
+                    ctx.next_gen.set(ctx.next_gen.get() + 1);
+                    gen.set(ctx.next_gen.get());
+                    expires_ms
+                }
+                Event::LeaseRenewed { expires_ms, .. } => expires_ms,
+                Event::Fenced { reason, .. } => {
+                    let now = ctx.world.now();
+                    ctx.ledger.borrow_mut().fences.push((node, incarnation, now, reason.to_owned()));
+                    return;
+                }
+                _ => return,
+            };
+            let now = ctx.world.now();
+            ctx.ledger.borrow_mut().installs.entry((node, gen.get())).or_default().push((expires, now));
+        })
+    };
+    let env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook);
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
         Some(t) => own.with_tooth(t),
         None => own,
     });
-    let beliefs: Rc<RefCell<BTreeMap<String, u64>>> = Rc::default();
     ctx.live.borrow_mut()[node] = Some(NodeSlot { incarnation, own: own.clone(), beliefs: beliefs.clone() });
     let life = Rc::new(Life {
         ctx: ctx.clone(),
@@ -346,33 +464,70 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
         own,
         beliefs,
         leased: Cell::new(false),
-        gen: Cell::new(0),
+        releasing: RefCell::default(),
+        gen,
         last_renew: Cell::new(0),
     });
     let seed = ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20);
+    let mut work: Option<exec::Task> = None;
+    for w in (0..ctx.workers).rev() {
+        let worker: exec::Task = Box::pin(operations(life.clone(), Rng::new(seed ^ 0x5eed ^ (w as u64) << 8), w));
+        work = Some(match work {
+            None => worker,
+            Some(rest) => Box::pin(Both(Some(worker), Some(rest))),
+        });
+    }
     if ctx.background_renewal {
-        Both(
-            Some(Box::pin(operations(life.clone(), Rng::new(seed ^ 0x5eed)))),
-            Some(Box::pin(renewals(life, Rng::new(seed ^ 0x4e4e)))),
-        )
-        .await
-    } else {
-        operations(life, Rng::new(seed ^ 0x5eed)).await
+        // Its requests are tagged with an op of their own (no ledger entry): never another operation's.
+        let tag = ctx.world.new_op();
+        let loop_task = exec::tagged(&ctx.world, node, tag, renewals(life, Rng::new(seed ^ 0x4e4e)));
+        Both(work, Some(Box::pin(loop_task))).await
+    } else if let Some(work) = work {
+        work.await
     }
 }
 
-/// The renewal loop of `startRenewing`: every ttl/3, renew the held lease (also after a freeze).
+/// The driver's own renewal loop (what `startRenewing` runs), restarted after every new lease; in some
+/// lives a second loop is started beside the first (stop + start during a tick), which must retire it.
 async fn renewals(life: Rc<Life>, mut rng: Rng) {
-    let every = life.ctx.params.ttl_ms / 3;
-    while life.ctx.world.now() < life.ctx.params.run_ms {
-        life.own.env().sleep(every as u32).await;
-        if life.leased.get() {
-            life.renew(&mut rng).await;
+    let ctx = &life.ctx;
+    let run_ms = ctx.params.run_ms;
+    while ctx.world.now() < run_ms {
+        if !life.leased.get() {
+            life.own.env().sleep(rng.range(20, 100) as u32).await;
+            continue;
+        }
+        let outcome: Rc<Cell<bool>> = Rc::new(Cell::new(true));
+        let run = |out: Rc<Cell<bool>>| {
+            let life = life.clone();
+            async move {
+                let stop = || life.ctx.world.now() >= run_ms;
+                if let Err(Error::Fenced(_) | Error::NotLeased(_)) = life.own.renew_until_stopped(&stop, &mut |_| {}).await {
+                    out.set(false);
+                }
+            }
+        };
+        if rng.chance(0.3) {
+            let delay = rng.range(0, ctx.params.ttl_ms) as u32;
+            let second = {
+                let life = life.clone();
+                let out = outcome.clone();
+                async move {
+                    life.own.env().sleep(delay).await;
+                    run(out).await
+                }
+            };
+            join2(run(outcome.clone()), second).await;
+        } else {
+            run(outcome.clone()).await;
+        }
+        if !outcome.get() {
+            life.leased.set(false);
         }
     }
 }
 
-async fn operations(life: Rc<Life>, mut rng: Rng) {
+async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
     let ctx = &life.ctx;
     let p = &ctx.params;
     let own = &life.own;
@@ -380,23 +535,15 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
     let renew_every = p.ttl_ms / 3;
     while ctx.world.now() < p.run_ms {
         if !life.leased.get() {
-            // A new lease generation: nothing claimed before it counts any more.
-            beliefs.borrow_mut().clear();
-            life.gen.set(ctx.next_gen.get() + 1);
-            ctx.next_gen.set(life.gen.get());
-            let r = life
-                .op(OpKind::Acquire, own.acquire_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
-                .await;
-            life.leased.set(r.is_ok());
-            life.last_renew.set(ctx.world.now());
-            if r.is_err() {
-                life.sleep(&mut rng, 500).await;
-            }
+            life.acquire(&mut rng).await;
             continue;
         }
         // A renewal loop does not know it was frozen: after a pause it simply renews (the driver must
         // refuse to restore a lapsed lease), so a lapsed lease is renewed before it is re-acquired.
-        if !ctx.background_renewal && (ctx.world.now() - life.last_renew.get() >= renew_every || !own.lease_valid()) {
+        if worker == 0
+            && !ctx.background_renewal
+            && (ctx.world.now() - life.last_renew.get() >= renew_every || !own.lease_valid())
+        {
             life.renew(&mut rng).await;
             continue;
         }
@@ -406,48 +553,24 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
         let read =
             |o: &Result<Option<(String, u64)>, Error>| o.as_ref().map_or_else(failed, |o| OpResult::Read(o.clone()));
         match pick {
-            0..=44 => {
+            0..=39 => {
                 // A third of the claims expect a new cell (create first): right on the first claim of a
                 // cell, wrong (a refused create, then the usual read) on every later one.
                 let options = ClaimOptions { expect_new: rng.chance(0.33) };
-                let kind = OpKind::Claim(random_cell.clone());
-                let r = life
-                    .op_noting(kind, own.claim_with(&random_cell, options), options.expect_new, |r| match r {
-                        Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
-                            epoch: *epoch,
-                            took_over: *took_over,
-                            prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
-                        },
-                        Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
-                            OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
-                        }
-                        Ok(ClaimOutcome::Rejected { owner }) => {
-                            OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
-                        }
-                        Err(e) => failed(e),
-                    })
-                    .await;
-                match r {
-                    Ok(ClaimOutcome::Applied { epoch, .. }) => {
-                        beliefs.borrow_mut().insert(random_cell, epoch);
-                    }
-                    Err(Error::Fenced(_) | Error::NotLeased(_)) => life.leased.set(false),
-                    _ => {}
-                }
+                life.claim(&random_cell, options).await;
             }
-            45..=54 if !believed.is_empty() => {
+            40..=43 => {
+                // Two claims of one cell at once on this instance: their answers may cross.
+                join2(life.claim(&random_cell, ClaimOptions::default()), life.claim(&random_cell, ClaimOptions::default()))
+                    .await;
+            }
+            44..=51 if !believed.is_empty() => {
                 let (cell, _) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
-                // Stop acting before asking to release: the release may land before its answer does.
-                beliefs.borrow_mut().remove(cell);
-                let _ = life
-                    .op(OpKind::Release(cell.clone()), own.release(cell), |r| match r {
-                        Ok(CasOutcome::Applied) => OpResult::Released,
-                        Ok(CasOutcome::Rejected) => OpResult::ReleaseRejected,
-                        Err(e) => failed(e),
-                    })
-                    .await;
+                life.release(cell).await;
             }
-            55..=74 if !believed.is_empty() => {
+            // A process cleaning up what its node id may still hold (as a restarted one does).
+            52..=54 => life.release(&random_cell).await,
+            55..=72 if !believed.is_empty() => {
                 let (cell, epoch) = &believed[rng.range(0, believed.len() as u64 - 1) as usize];
                 let r = life
                     .op(OpKind::Verify(cell.clone(), *epoch), own.verify(cell, *epoch), |r| {
@@ -458,7 +581,7 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
                     beliefs.borrow_mut().remove(cell);
                 }
             }
-            75..=84 => {
+            73..=80 => {
                 let call = async { own.owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch, o.live))) };
                 let _ = life
                     .op(OpKind::Owner(random_cell.clone()), call, |o| {
@@ -466,20 +589,58 @@ async fn operations(life: Rc<Life>, mut rng: Rng) {
                     })
                     .await;
             }
-            85..=89 => {
+            81..=85 => {
                 let call = async { own.read_owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
                 let _ = life.op(OpKind::ReadOwner(random_cell.clone()), call, read).await;
             }
-            90..=94 => {
-                let peer = rng.range(0, ctx.names.len() as u64 - 1) as usize;
+            86..=90 => {
+                let peer = rng.range(0, ctx.nodes as u64 - 1) as usize;
                 let _ = life
                     .op(OpKind::ReadLease(peer), own.read_node_lease(&ctx.names[peer]), |r| {
                         r.as_ref().map_or_else(failed, |l| OpResult::LeaseRead(l.as_ref().map(|l| l.expires_ms)))
                     })
                     .await;
             }
+            // A caller's own renewal beside the loop (or beside another worker's).
+            91..=94 => life.renew(&mut rng).await,
             _ => {}
         }
         life.sleep(&mut rng, p.ttl_ms / 6).await;
+    }
+}
+
+/// celld's dead-node clean-up (`crates/celld/dead_node_gc.rs`), as it treats a bucket it shares: every
+/// pass reads each node's lease; one dead by its rule (`expires_ms <= now`, no skew margin) is fenced with
+/// a conditional write of an expired copy (`expires_ms: 0`, every other field kept, the nonce too), then
+/// deleted with no condition — a delete that can land long after the node installed a fresh lease.
+async fn gc_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
+    let p = &ctx.params;
+    let env = SimEnv::new(ctx.world.clone(), node, incarnation);
+    let mut bucket = Bucket::new(ENDPOINT, BUCKET, "us-east-1", ctx.path_style, "AKIDCELLD", "celld-secret", None)
+        .expect("the clean-up's bucket is valid");
+    let mut rng = Rng::new(ctx.seed ^ 0x6c ^ ((incarnation as u64) << 20));
+    let names: std::collections::BTreeSet<String> = ctx.names[..ctx.nodes].iter().cloned().collect();
+    while ctx.world.now() < p.run_ms {
+        env.sleep(rng.range(p.ttl_ms / 2, p.ttl_ms * 2) as u32).await;
+        let observed = env.wall_ms();
+        for name in &names {
+            let key = format!("{}nodes/{name}.json", ctx.prefix);
+            let Ok(get) = bucket.get(&key, env.wall_ms()) else { continue };
+            let Ok(found) = env.send(get, Some(10_000)).await else { continue };
+            let Some(etag) = found.etag.filter(|_| found.status == 200) else { continue };
+            let Ok(mut record) = serde_json::from_slice::<serde_json::Value>(&found.body) else { continue };
+            let dead = record["node"].as_str() == Some(name.as_str())
+                && record["expires_ms"].as_u64().is_some_and(|e| e <= observed);
+            if !dead || record["expires_ms"].as_u64() == Some(0) && rng.chance(0.5) {
+                continue;
+            }
+            record["expires_ms"] = 0.into();
+            let body = serde_json::to_vec(&record).expect("a JSON value serializes");
+            let Ok(put) = bucket.put(&key, &CasGuard::Match(etag), body, env.wall_ms()) else { continue };
+            if env.send(put, Some(10_000)).await.is_ok_and(|r| r.status == 200) {
+                let Ok(delete) = bucket.delete(&key, None, env.wall_ms()) else { continue };
+                let _ = env.send_held(delete, rng.range(0, p.ttl_ms * 3)).await;
+            }
+        }
     }
 }

@@ -118,7 +118,7 @@ fn xml(code: &str) -> Vec<u8> {
 }
 
 impl Mem {
-    fn apply(&mut self, req: &HttpRequest) -> HttpResponse {
+    pub fn apply(&mut self, req: &HttpRequest) -> HttpResponse {
         let key = decode(req.url.strip_prefix(&self.bucket_prefix).expect("request for the test bucket"));
         let current = self.objects.get(&key).cloned();
         match req.method {

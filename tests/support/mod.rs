@@ -1,1 +1,2 @@
 pub mod mem;
+pub mod gate;
