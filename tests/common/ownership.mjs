@@ -178,7 +178,7 @@ export function ownershipChecks({ api, server, runtime }) {
   });
 
   check("low-level casOwner / casNodeLease follow their guards", async ({ base, make, leased, cell, plant, raw }) => {
-    const a = make("low");
+    const a = await leased("low"); // every write on behalf of a node needs its valid lease
     const c = cell("low");
     eq(await a.casOwner(c, "absent", 5), "applied", "create at epoch 5");
     eq(await a.casOwner(c, "absent", 6), "rejected", "create again");
@@ -437,7 +437,7 @@ export function ownershipChecks({ api, server, runtime }) {
       const bad = make("badcreds", { secretAccessKey: "not-the-secret" });
       await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
       await rejectsWith(bad.acquireLease(), "auth", "acquire with a wrong secret");
-      const e = await rejectsWith(bad.casOwner("c", "absent", 1), "auth", "write with a wrong secret");
+      const e = await rejectsWith(bad.casNodeLease("absent", 1), "auth", "write with a wrong secret");
       if (e.message.includes("not-the-secret")) fail("the secret leaked into the error");
       eq(await make("check").readOwner("c"), null, "nothing was written");
     });
