@@ -3,7 +3,7 @@
 //! runtimes. js/ownership.js is the public class around it. Arguments are checked in `convert`; no
 //! protocol logic here, and no panics.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -15,25 +15,16 @@ use wasm_bindgen_futures::{future_to_promise, spawn_local};
 use super::convert;
 use super::js_error;
 use super::trap::{Guarded, Hooks};
-use super::web::{self, WebEnv};
+use super::web::WebEnv;
 use crate::error::Error;
-use crate::ownership::lease::renew_interval_ms;
 use crate::ownership::S3Ownership;
 
 /// The protocol and this instance's renewal loop.
 struct Core {
     ownership: S3Ownership<WebEnv>,
-    renewal: Renewal,
-}
-
-/// The renewal loop's state: at most one loop runs per instance.
-#[derive(Default)]
-struct Renewal {
-    /// The running loop's id (0: none). A loop whose id is no longer this stops at its next wake.
-    running: Cell<u32>,
-    last_id: Cell<u32>,
-    /// The running loop's timer, to wake it when it is stopped (so Node can exit).
-    sleeping: RefCell<Option<(JsValue, Function)>>,
+    /// The running renewal loop's id (0: none); a loop finishing after a newer one started leaves it.
+    renewing: Cell<u32>,
+    last_loop: Cell<u32>,
 }
 
 /// The wasm half of `S3Ownership`.
@@ -49,9 +40,9 @@ impl WasmOwnership {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
         let o = convert::options(options).map_err(js_error)?;
-        let env = WebEnv { fetch: o.fetch, on_event: o.on_event, hooks: hooks.clone() };
+        let env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;
-        Ok(WasmOwnership { core: Rc::new(Core { ownership, renewal: Renewal::default() }), hooks })
+        Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0) }), hooks })
     }
 
     /// Runs one operation as a Promise: `Ok` resolves, a `crate::Error` rejects with its code, a trap
@@ -141,25 +132,35 @@ impl WasmOwnership {
         self.core.ownership.lease_valid()
     }
 
-    /// Renews every ttl/3 until `stopRenewing`. A renewal that fails with `fenced` or `not-leased` ends
-    /// the loop; every failure goes to `on_error` (a function, or anything else for none). A second call
-    /// while a loop runs does nothing.
+    /// Runs the core's renewal loop (`renew_until_stopped`: every ttl/3, promptly again after a failed
+    /// attempt while authority remains) until `stopRenewing`. Every failure goes to `on_error` (a
+    /// function, or anything else for none); `fenced` or `not-leased` ends the loop. A second call while
+    /// a loop runs does nothing; the core retires an older loop when a newer one starts.
     #[wasm_bindgen(js_name = startRenewing)]
     pub fn start_renewing(&self, on_error: JsValue) {
-        let renewal = &self.core.renewal;
-        if renewal.running.get() != 0 {
+        let core = self.core.clone();
+        if core.renewing.get() != 0 {
             return;
         }
-        let id = renewal.last_id.get().wrapping_add(1).max(1);
-        renewal.last_id.set(id);
-        renewal.running.set(id);
+        let id = core.last_loop.get().wrapping_add(1).max(1);
+        core.last_loop.set(id);
+        core.renewing.set(id);
         let on_error = on_error.dyn_into::<Function>().ok();
-        let report = move |e: &JsValue| {
+        let report = move |e: &Error| {
             if let Some(f) = &on_error {
-                let _ = f.call1(&JsValue::UNDEFINED, e);
+                let _ = f.call1(&JsValue::UNDEFINED, &js_error(e.clone()));
             }
         };
-        let guarded = Guarded::new(self.hooks.clone(), renewal_loop(self.core.clone(), id, report));
+        let run = async move {
+            let mut report = report;
+            if let Err(e) = core.ownership.renew_until_stopped(&|| false, &mut report).await {
+                report(&e);
+            }
+            if core.renewing.get() == id {
+                core.renewing.set(0);
+            }
+        };
+        let guarded = Guarded::new(self.hooks.clone(), run);
         // A trap is reported by js/ownership.js, which hears of every trap, wherever it happened.
         spawn_local(async move {
             let _ = guarded.await;
@@ -168,37 +169,8 @@ impl WasmOwnership {
 
     #[wasm_bindgen(js_name = stopRenewing)]
     pub fn stop_renewing(&self) {
-        let renewal = &self.core.renewal;
-        renewal.running.set(0);
-        if let Some(sleeping) = renewal.sleeping.borrow_mut().take() {
-            web::wake(&sleeping);
-        }
-    }
-}
-
-/// The loop `startRenewing` runs, over `renew_lease()`, until it is stopped (`running` moves on from `id`)
-/// or the lease is lost. Written against the core's public API only, so that a renewal loop in the core
-/// can replace it.
-async fn renewal_loop(core: Rc<Core>, id: u32, report: impl Fn(&JsValue)) {
-    let renewal = &core.renewal;
-    let interval = u32::try_from(renew_interval_ms(core.ownership.config().lease_ttl_ms)).unwrap_or(u32::MAX);
-    while renewal.running.get() == id {
-        let mut handle = None;
-        let timer = web::timer(interval, &mut handle);
-        *renewal.sleeping.borrow_mut() = handle;
-        let _ = core.ownership.env().wait(&timer).await;
-        if renewal.running.get() != id {
-            return;
-        }
-        if let Err(e) = core.ownership.renew_lease().await {
-            let lost = matches!(e, Error::Fenced(_) | Error::NotLeased(_));
-            report(&js_error(e));
-            if lost {
-                if renewal.running.get() == id {
-                    renewal.running.set(0);
-                }
-                return;
-            }
-        }
+        self.core.renewing.set(0);
+        self.core.ownership.stop_renewing();
+        self.core.ownership.env().wake_sleepers();
     }
 }

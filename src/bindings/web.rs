@@ -4,7 +4,7 @@
 //! and `performance.now()`, randomness `crypto.getRandomValues`, sleeping the global `setTimeout`. It only
 //! sends and reads: it never retries a request and never decides anything.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use js_sys::{Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -39,6 +39,23 @@ pub(crate) struct WebEnv {
     pub(crate) fetch: Function,
     pub(crate) on_event: Option<Function>,
     pub(crate) hooks: Hooks,
+    /// The timers of this instance's sleeps in progress, so that `stopRenewing` can end the renewal
+    /// loop's sleep at once (a pending timer would keep Node from exiting).
+    pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
+}
+
+/// Forgets a sleep's timer once the sleep is over or dropped.
+struct Asleep<'a> {
+    env: &'a WebEnv,
+    id: Option<JsValue>,
+}
+
+impl Drop for Asleep<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.env.sleeping.borrow_mut().retain(|(i, _)| i != id);
+        }
+    }
 }
 
 /// What a thrown JS value says (an Error's message, else its string form).
@@ -48,6 +65,19 @@ fn describe(e: &JsValue) -> String {
 }
 
 impl WebEnv {
+    pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default() }
+    }
+
+    /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
+    /// backoff is only cut short.
+    pub(crate) fn wake_sleepers(&self) {
+        let sleeping = std::mem::take(&mut *self.sleeping.borrow_mut());
+        for handle in &sleeping {
+            wake(handle);
+        }
+    }
+
     /// Awaits a promise through the instance's gate (see `trap`).
     pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
         JsFuture::from(self.hooks.gate(p)).await
@@ -130,7 +160,12 @@ impl Env for WebEnv {
     }
 
     async fn sleep(&self, ms: u32) {
-        let _ = self.wait(&timer(ms, &mut None)).await;
+        let mut handle = None;
+        let done = timer(ms, &mut handle);
+        let asleep = Asleep { env: self, id: handle.as_ref().map(|(id, _)| id.clone()) };
+        self.sleeping.borrow_mut().extend(handle);
+        let _ = self.wait(&done).await;
+        drop(asleep);
     }
 
     fn observe(&self, event: Event<'_>) {
