@@ -87,6 +87,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "request":
     case "corrupt-record":
     case "store-violation":
+    case "unsupported-backend":
     case "internal":
       return false;
     default: {
