@@ -9,6 +9,8 @@
 //! `cargo run --profile sim --example soak -- [--seeds N] [--from S] [--teeth-seeds M] [--jobs J]`
 //! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace.
 
+#[path = "../tests/sim/celld.rs"]
+mod celld;
 #[path = "../tests/sim/checker.rs"]
 mod checker;
 #[path = "../tests/sim/exec.rs"]

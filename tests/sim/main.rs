@@ -7,6 +7,7 @@
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
+mod celld;
 mod checker;
 mod exec;
 mod store;
