@@ -370,12 +370,17 @@ async fn claim_once(me: &CelldNode, cell: &str) -> OpResult {
 }
 
 /// celld's `release_owner`: stop acting, then read and clear the record if it still names this node at
-/// `epoch`.
+/// `epoch`. A node whose authority ended has stopped serving and releases nothing (as every node, it
+/// writes for itself only under a valid lease).
 async fn release(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32, cell: &str, epoch: u64) {
     me.beliefs.borrow_mut().remove(cell);
+    if !me.may_act() {
+        return;
+    }
     let op = ctx.begin(node, incarnation, me.gen.get(), OpKind::Release(cell.to_owned()));
     let result = exec::tagged(&ctx.world, node, op, async {
         match me.read_owner(cell).await {
+            Ok(Some(_)) if !me.may_act() => OpResult::Failed("fenced"),
             Ok(Some(rec)) if rec.node == me.name && rec.epoch == epoch => {
                 let key = me.key(&format!("cells/{cell}/own.json"));
                 let body = serde_json::to_vec(&json!({ "node": "", "epoch": epoch })).expect("a record serializes");
