@@ -9,6 +9,8 @@
 //! `cargo run --profile sim --example soak -- [--seeds N] [--from S] [--teeth-seeds M] [--jobs J]`
 //! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace.
 
+#[path = "../tests/sim/celld.rs"]
+mod celld;
 #[path = "../tests/sim/checker.rs"]
 mod checker;
 #[path = "../tests/sim/exec.rs"]
@@ -108,6 +110,9 @@ struct Totals {
     takeovers: u64,
     acts: u64,
     rejected: u64,
+    /// Takeovers between edge and celld-like nodes, and claims that waited for a log's recovery.
+    mixed: u64,
+    waits: u64,
     failures: BTreeMap<&'static str, u64>,
 }
 
@@ -142,6 +147,8 @@ fn main() -> ExitCode {
         t.takeovers += r.coverage.takeovers;
         t.acts += r.coverage.acts;
         t.rejected += r.coverage.rejected_claims;
+        t.mixed += r.coverage.mixed_takeovers;
+        t.waits += r.coverage.recovery_waits;
         for (f, n) in &r.faults {
             *t.faults.entry(f.name()).or_default() += n;
         }
@@ -163,6 +170,10 @@ fn main() -> ExitCode {
         started.elapsed()
     );
     println!("  exercised: {} takeovers, {} acting spans, {} rejected claims", t.takeovers, t.acts, t.rejected);
+    println!(
+        "  sharing with celld-like nodes: {} takeovers between edge and celld, {} claims waited for a log's recovery",
+        t.mixed, t.waits
+    );
     println!("  operations that ended in an error, by code: {:?}", t.failures);
     println!("  faults injected:");
     for (f, n) in &t.faults {

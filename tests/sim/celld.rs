@@ -7,15 +7,17 @@
 //! - writes celld's lease (`probe_public_key`, `peer_protocol`, `ownership_index_generation`, `load`) with
 //!   its folded node log, `open` for the lease generation it was opened in (the log's `epoch`);
 //! - judges a holder live while `expires_ms > now`, the lease names it and its `addr` is not empty: no
-//!   skew margin;
+//!   skew margin; a holder whose lease is missing is not taken over (celld's dead-node clean-up deletes
+//!   leases with no condition, late: a missing lease is no proof of death, SPEC §5);
 //! - recovers a dead holder's unsealed log (seals it in the holder's lease, a conditional write that
 //!   changes nothing else) before it takes the holder's cells, and seals its own previous log before it
 //!   opens a new one;
 //! - writes owner records without a nonce, so an ambiguous write is abandoned, never believed.
 //!
-//! Its own authority ends `ttl - skew` after the monotonic instant its lease write was sent, the rule the
-//! checker holds every node to. It must never call the driver, and the checker sees it only through the
-//! store and the ledger, like every node.
+//! Its own authority ends `ttl - skew` after the monotonic instant its lease write was sent, and at its
+//! wall `expires_ms - skew` (a machine that sleeps stops the monotonic clock), the rules the checker holds
+//! every node to. It must never call the driver, and the checker sees it only through the store and the
+//! ledger, like every node.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -64,8 +66,8 @@ pub struct CelldNode {
     ttl_ms: u64,
     skew_ms: u64,
     tooth: Option<CelldTooth>,
-    /// The held lease: its token, the body it wrote, and the monotonic deadline of its authority.
-    lease: RefCell<Option<(String, Value, f64)>>,
+    /// The held lease: its token, its `expires_ms`, and the monotonic deadline of its authority.
+    lease: RefCell<Option<(String, u64, f64)>>,
     /// The lease generation (`Ctx::next_gen`) of the held lease; also its log's `epoch`.
     gen: Cell<u64>,
     /// Monotonic instant of the last lease write sent.
@@ -80,7 +82,9 @@ impl CelldNode {
     pub fn may_act(&self) -> bool {
         match &*self.lease.borrow() {
             Some(_) if self.tooth == Some(CelldTooth::NoSelfFence) => true,
-            Some((_, _, deadline)) => self.env.mono_ms() < *deadline,
+            Some((_, expires, deadline)) => {
+                self.env.mono_ms() < *deadline && self.env.wall_ms() + self.skew_ms < *expires
+            }
             None => false,
         }
     }
@@ -289,7 +293,8 @@ async fn renew(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32) {
 async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64) -> OpResult {
     let anchor = me.env.mono_ms();
     me.anchor.set(anchor);
-    let body = me.lease_body(me.env.wall_ms() + me.ttl_ms);
+    let expires = me.env.wall_ms() + me.ttl_ms;
+    let body = me.lease_body(expires);
     let key = me.key(&format!("nodes/{}.json", me.name));
     let bytes = serde_json::to_vec(&body).expect("a lease serializes");
     let etag = match me.put(&key, guard, bytes.clone()).await {
@@ -302,8 +307,8 @@ async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64) -> OpRes
     };
     let deadline = anchor + (me.ttl_ms - me.skew_ms) as f64;
     match etag {
-        Some(etag) if me.env.mono_ms() < deadline.min(held_until) => {
-            *me.lease.borrow_mut() = Some((etag, body, deadline));
+        Some(etag) if me.env.mono_ms() < deadline.min(held_until) && me.env.wall_ms() + me.skew_ms < expires => {
+            *me.lease.borrow_mut() = Some((etag, expires, deadline));
             OpResult::LeaseOk
         }
         _ => {
@@ -339,6 +344,7 @@ async fn claim_once(me: &CelldNode, cell: &str) -> OpResult {
                 Some((lease, _)) if live(&lease, &rec.node, now) => {
                     return OpResult::ClaimRejected { node: rec.node.clone(), epoch: rec.epoch, live: true };
                 }
+                None => return OpResult::ClaimRejected { node: rec.node.clone(), epoch: rec.epoch, live: true },
                 Some((lease, body)) if unsealed(&lease) && me.tooth != Some(CelldTooth::SkipRecovery) => {
                     me.seal(&rec.node, &lease, body).await;
                     return OpResult::ClaimAwaitsRecovery { node: rec.node.clone(), epoch: rec.epoch };
@@ -364,12 +370,17 @@ async fn claim_once(me: &CelldNode, cell: &str) -> OpResult {
 }
 
 /// celld's `release_owner`: stop acting, then read and clear the record if it still names this node at
-/// `epoch`.
+/// `epoch`. A node whose authority ended has stopped serving and releases nothing (as every node, it
+/// writes for itself only under a valid lease).
 async fn release(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32, cell: &str, epoch: u64) {
     me.beliefs.borrow_mut().remove(cell);
+    if !me.may_act() {
+        return;
+    }
     let op = ctx.begin(node, incarnation, me.gen.get(), OpKind::Release(cell.to_owned()));
     let result = exec::tagged(&ctx.world, node, op, async {
         match me.read_owner(cell).await {
+            Ok(Some(_)) if !me.may_act() => OpResult::Failed("fenced"),
             Ok(Some(rec)) if rec.node == me.name && rec.epoch == epoch => {
                 let key = me.key(&format!("cells/{cell}/own.json"));
                 let body = serde_json::to_vec(&json!({ "node": "", "epoch": epoch })).expect("a record serializes");
@@ -392,24 +403,8 @@ mod tests {
     use super::CelldTooth;
     use crate::workload::{run_seed, Params};
 
-    /// Over 600 seeds: celld-like and edge nodes take cells from each other both ways, edge claims wait
-    /// for a celld log's recovery, and the correct protocols on both sides leave no violation.
-    #[test]
-    fn celld_and_edge_nodes_share_a_bucket() {
-        let params = Params::default();
-        let (mut mixed, mut waits, mut failures) = (0, 0, String::new());
-        for seed in 0..600 {
-            let r = run_seed(seed, &params);
-            mixed += r.coverage.mixed_takeovers;
-            waits += r.coverage.recovery_waits;
-            if let Some(v) = r.violations.first() {
-                failures += &format!("seed {seed}: [{}] {}\n", v.rule, v.detail);
-            }
-        }
-        println!("{mixed} takeovers between edge and celld nodes, {waits} claims waited for a log's recovery");
-        assert!(failures.is_empty(), "{failures}");
-        assert!(mixed > 100 && waits > 20, "too little mixing to prove anything: {mixed} takeovers, {waits} waits");
-    }
+    // That celld-like and edge nodes take cells from each other both ways, and that edge claims wait for
+    // a celld log's recovery, is asserted over the main run's seeds (`correct_protocol_survives_*`).
 
     /// The checker catches a celld-like node that breaks celld's own rules, within 400 seeds each.
     #[test]

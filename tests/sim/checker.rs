@@ -14,13 +14,19 @@
 //!   `corrupt-record`, `store-violation`, `invalid-input`, `auth` or `request`;
 //! - results agree with the store: nothing reported rejected landed, nothing reported applied is missing,
 //!   what a read/verify/rejection reports was the record at some instant of the operation;
-//! - the wire contract (conditions on every write, keys encoded once, known keys only).
+//! - the wire contract (conditions on every write, keys encoded once, known keys only);
+//! - sharing a bucket with celld (`celld.rs`): no takeover of a holder whose node log is not sealed; a
+//!   claim that waits for recovery names a dead holder with an unsealed log; no edge write before the
+//!   fleet's backend marker landed, none at all when it names another backend, and the marker never
+//!   replaced. celld nodes take over by celld's own rule (`expires_ms <= wall`, no skew margin), and may
+//!   write another node's lease only to seal its log.
 //!
 //! It must never consult the driver's own view of anything: only the store's history and the ledger.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use celld_edge::ownership::records::{decode_lease, decode_owner};
+use celld_edge::ownership::control::{judge, MARKER_KEY};
+use celld_edge::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord};
 
 use crate::exec::Clock;
 use crate::store::{SimStore, Version};
@@ -55,6 +61,11 @@ pub enum OpResult {
         node: String,
         epoch: u64,
         live: bool,
+    },
+    /// Not claimable: the holder is dead but its celld node log is not sealed.
+    ClaimAwaitsRecovery {
+        node: String,
+        epoch: u64,
     },
     Released,
     ReleaseRejected,
@@ -113,6 +124,8 @@ pub struct Facts<'a> {
     pub max_clock_skew_ms: u64,
     /// The process that plays celld's dead-node clean-up (it writes other nodes' lease keys).
     pub gc: Option<usize>,
+    /// Which processes are celld-like nodes (`celld.rs`), by index.
+    pub celld: &'a [bool],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +149,10 @@ pub struct Coverage {
     pub unread_then_read: u64,
     /// Operations that ended in an error, by error code (ambiguous, fenced, transport, ...).
     pub failures: BTreeMap<&'static str, u64>,
+    /// Claims refused because the dead holder's node log awaited recovery.
+    pub recovery_waits: u64,
+    /// Takeovers between an edge node and a celld node, either way.
+    pub mixed_takeovers: u64,
 }
 
 struct OwnerVersion<'a> {
@@ -170,10 +187,11 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     for a in &store.anomalies {
         bad("wire", a.clone());
     }
+    check_marker(store, facts, &mut bad);
     let known: BTreeSet<String> =
         facts.cells.iter().map(|c| facts.owner_key(c)).chain(facts.nodes.iter().map(|n| facts.lease_key(n))).collect();
     let probe_keys = format!("{}probe/", facts.prefix); // the probe's scratch keys and its recorded verdict
-    let marker = format!("{}{}", facts.prefix, celld_edge::ownership::control::MARKER_KEY);
+    let marker = format!("{}{MARKER_KEY}", facts.prefix);
     for key in store.objects.keys() {
         if !known.contains(key) && !key.starts_with(&probe_keys) && *key != marker {
             bad("wire", format!("write to unexpected key {key:?}"));
@@ -267,7 +285,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 }
                 if !p.node.is_empty() && p.node != ov.node {
                     cov.takeovers += 1;
+                    cov.mixed_takeovers += u64::from(facts.celld[p.v.writer.node] != facts.celld[w.node]);
                     check_takeover(store, ledger, facts, cell, p, ov, &mut bad);
+                    check_recovered(store, ledger, facts, cell, p, ov, &mut bad);
                 }
             } else if ov.epoch == 0 {
                 bad("epoch-order", format!("{cell}: first claim at epoch 0"));
@@ -281,12 +301,19 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
 
-    // Lease records: only a process of the node itself (or the clean-up) writes its lease, and it decodes.
+    // Lease records: only a process of the node itself (or the clean-up) writes its lease, and it decodes;
+    // a celld node recovers a dead node's log by sealing it in that node's lease, changing nothing else.
     let lease_owners: BTreeSet<&String> = facts.nodes.iter().enumerate().filter(|(i, _)| Some(*i) != facts.gc).map(|(_, n)| n).collect();
     for node in lease_owners {
         let key = facts.lease_key(node);
-        for v in store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
-            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc {
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        for (i, v) in hist.iter().enumerate() {
+            let sealing = facts.celld[v.writer.node] && i > 0 && {
+                let lease = |v: &Version| v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok());
+                matches!((lease(&hist[i - 1]), lease(v)), (Some(b), Some(a)) if a.expires_ms == b.expires_ms
+                    && a.node == b.node && a.log.as_ref().is_some_and(|l| l.state == "sealed"))
+            };
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {
@@ -445,6 +472,24 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     );
                 }
             }
+            (OpKind::Claim(cell), OpResult::ClaimAwaitsRecovery { node, epoch }) => {
+                cov.recovery_waits += 1;
+                let hist = &owners[cell.as_str()];
+                let named = current_during(hist, shared_start, op.end, |ov| &ov.node == node && ov.epoch == *epoch);
+                // Dead by the claimer's own rule: celld's has no skew margin.
+                let margin = if facts.celld[op.node] { 0 } else { facts.max_clock_skew_ms };
+                let versions = lease_versions_during(store, facts, node, shared_start, op.end);
+                let unsealed_dead = versions.iter().any(|(l, until)| {
+                    let wall = facts.clocks[op.node].wall_ms(*until);
+                    l.log.as_ref().is_some_and(|g| g.state != "sealed") && l.expires_ms + margin <= wall
+                });
+                if !named || !unsealed_dead || node == me {
+                    bad(
+                        "bad-recovery-wait",
+                        format!("{tag}: waited for {node}@{epoch}'s log (named: {named}, dead and unsealed: {unsealed_dead})"),
+                    );
+                }
+            }
             (OpKind::Release(_), OpResult::ReleaseRejected) if !written_by(op.id).is_empty() => {
                 bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
@@ -571,6 +616,76 @@ fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord)
         })
 }
 
+/// The versions of `node`'s lease current at some instant of [start, end], decoded, each with the last
+/// instant of the call it was current at.
+fn lease_versions_during(store: &SimStore, facts: &Facts, node: &str, start: u64, end: u64) -> Vec<(NodeLeaseRecord, u64)> {
+    let key = facts.lease_key(node);
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    hist.iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let until = hist.get(i + 1).map_or(u64::MAX, |n| n.at).min(end);
+            let lease = decode_lease(&key, v.body.as_deref()?, "").ok()?;
+            (v.at <= end && until >= start).then_some((lease, until))
+        })
+        .collect()
+}
+
+/// The node-log gate, observed: `p` (by A, in A's lease generation G) replaced by `ov` (by B). When the
+/// takeover landed, A's lease must not carry an unsealed log of generation G or earlier (the celld-like
+/// node's log `epoch` is the generation it was opened in); a later generation's open log belongs to the
+/// cells claimed under it, not to `p`.
+fn check_recovered(
+    store: &SimStore,
+    ledger: &Ledger,
+    facts: &Facts,
+    cell: &str,
+    p: &OwnerVersion,
+    ov: &OwnerVersion,
+    bad: &mut impl FnMut(&'static str, String),
+) {
+    let holder = &facts.nodes[p.v.writer.node];
+    let key = facts.lease_key(holder);
+    let Some(current) = store.objects.get(&key).and_then(|h| h.iter().rev().find(|v| v.at <= ov.v.at)) else { return };
+    let Some(lease) = current.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()) else { return };
+    let Some(gen) = ledger.ops.get(&p.v.writer.op).map(|o| o.gen) else { return };
+    if let Some(log) = lease.log.filter(|l| l.state != "sealed" && l.epoch <= gen) {
+        bad(
+            "takeover-before-recovery",
+            format!(
+                "{cell}: {} took epoch {} from {holder}@{} at t={}, while {holder}'s log (generation {}) was {:?}",
+                facts.nodes[ov.v.writer.node], ov.epoch, p.epoch, ov.v.at, log.epoch, log.state
+            ),
+        );
+    }
+}
+
+/// Sharing the bucket's backend marker: every edge write lands after the first marker version, none
+/// when it names another backend, and the marker is written once. (The celld-like nodes and celld's
+/// clean-up are celld's processes: the rule is the edge's.)
+fn check_marker(store: &SimStore, facts: &Facts, bad: &mut impl FnMut(&'static str, String)) {
+    let key = format!("{}{MARKER_KEY}", facts.prefix);
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    if hist.len() > 1 {
+        bad("backend-marker", format!("{key} written {} times", hist.len()));
+    }
+    let first = hist.first();
+    let foreign = first.and_then(|v| v.body.as_deref()).is_some_and(|b| judge(&key, b).is_err());
+    for (k, h) in &store.objects {
+        if *k == key {
+            continue;
+        }
+        for v in h.iter().filter(|v| !facts.celld[v.writer.node] && Some(v.writer.node) != facts.gc) {
+            let who = &facts.nodes[v.writer.node];
+            if first.is_none_or(|m| m.at > v.at) {
+                bad("backend-marker", format!("{who} wrote {k} at t={} before the fleet's marker existed", v.at));
+            } else if foreign {
+                bad("backend-marker", format!("{who} wrote {k} at t={} in a fleet whose marker names another backend", v.at));
+            }
+        }
+    }
+}
+
 /// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
 fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, op: u64) -> Vec<&'s Version> {
     let Some(gen) = ledger.ops.get(&op).map(|o| o.gen) else { return Vec::new() };
@@ -687,12 +802,14 @@ fn check_takeover(
         }
         return;
     }
-    if expires + facts.max_clock_skew_ms > wall_b {
+    // celld's rule has no skew margin: its nodes take over as soon as `expires_ms <= now`.
+    let margin = if facts.celld[b] { 0 } else { facts.max_clock_skew_ms };
+    if expires + margin > wall_b {
         bad(
             "takeover-of-live-lease",
             format!(
-                "{cell}: {} took epoch {} from {}@{} at t={} (its wall {wall_b}), but {}'s lease ran to {expires} (+{} skew)",
-                facts.nodes[b], ov.epoch, facts.nodes[a], p.epoch, ov.v.at, facts.nodes[a], facts.max_clock_skew_ms
+                "{cell}: {} took epoch {} from {}@{} at t={} (its wall {wall_b}), but {}'s lease ran to {expires} (+{margin} skew)",
+                facts.nodes[b], ov.epoch, facts.nodes[a], p.epoch, ov.v.at, facts.nodes[a]
             ),
         );
     }
@@ -714,17 +831,23 @@ mod tests {
         nodes: Vec<String>,
         cells: Vec<String>,
         clocks: Vec<Clock>,
+        celld: Vec<bool>,
     }
 
     impl Hist {
+        /// With the bucket's marker in place from t=0.
         fn new() -> Self {
             let clock = Clock::default();
+            let mut store = SimStore::new("b");
+            let tag = Tag { node: 0, incarnation: 0, op: 0, sent: 0 };
+            store.plant(MARKER_KEY, celld_edge::ownership::control::BUCKET_MARKER, tag, 0);
             Hist {
-                store: SimStore::new("b"),
+                store,
                 ledger: Ledger::default(),
                 nodes: vec!["n0".into(), "n1".into()],
                 cells: vec!["c".into()],
                 clocks: vec![clock.clone(), clock],
+                celld: vec![false, false],
             }
         }
         /// Records op `id` of `node` in lease generation `gen` with its result.
@@ -751,6 +874,7 @@ mod tests {
                 lease_ttl_ms: TTL,
                 max_clock_skew_ms: SKEW,
                 gc: None,
+                celld: &self.celld,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();
@@ -808,6 +932,75 @@ mod tests {
         let v = &mut h.store.objects.get_mut("cells/c/own.json").unwrap()[1];
         v.at = 3_100;
         assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+    }
+
+    /// n0's lease, as a celld node writes it, with its log in `state` for generation 1, written by `by`.
+    fn plant_log(h: &mut Hist, by: usize, state: &str, at: u64) {
+        let body = format!(
+            r#"{{"node":"n0","expires_ms":{},"addr":"a","log":{{"state":"{state}","epoch":1,"ensemble":[],"tiered":0}}}}"#,
+            crate::exec::EPOCH_MS + TTL
+        );
+        h.store.plant("nodes/n0.json", body.as_bytes(), Tag { node: by, incarnation: 0, op: 90, sent: at }, at);
+    }
+
+    #[test]
+    fn a_takeover_before_the_holders_log_is_sealed_is_caught() {
+        let mut h = clean();
+        h.celld = vec![true, true];
+        plant_log(&mut h, 1, "open", 3_000); // written by n1: not a sealing, so also a lease-history breach
+        assert_eq!(h.rules(), vec!["takeover-before-recovery", "lease-history"]);
+        // Sealed by another celld node (nothing else changed) before the takeover: clean.
+        let mut h = clean();
+        h.celld = vec![true, true];
+        plant_log(&mut h, 1, "sealed", 3_000);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        // The same sealing by an edge node is not one: edge nodes never write another node's lease.
+        h.celld = vec![false, false];
+        assert_eq!(h.rules(), vec!["lease-history"]);
+    }
+
+    #[test]
+    fn a_claim_waits_for_recovery_only_of_a_dead_unsealed_holder() {
+        let mut h = clean();
+        h.celld = vec![true, false];
+        plant_log(&mut h, 0, "open", 3_000);
+        h.store.objects.get_mut("cells/c/own.json").unwrap().truncate(1); // no takeover: n1 waits instead
+        h.ledger.acts.retain(|k, _| k.0 == 0);
+        h.ledger.ops.retain(|&id, _| id <= 3 || id == 15);
+        let waited = OpResult::ClaimAwaitsRecovery { node: "n0".into(), epoch: 1 };
+        h.op(4, 1, 2, OpKind::Claim("c".into()), (3_300, 3_420), waited.clone());
+        assert_eq!(h.rules(), Vec::<&str>::new(), "dead by the edge rule at 3400, log open");
+        h.ledger.ops.get_mut(&4).unwrap().end = 3_350;
+        assert_eq!(h.rules(), vec!["bad-recovery-wait"], "still live by the edge rule");
+        h.celld = vec![true, true];
+        assert_eq!(h.rules(), Vec::<&str>::new(), "a celld claimer: dead at 3000");
+        h.ledger.ops.get_mut(&4).unwrap().result = OpResult::ClaimAwaitsRecovery { node: "n0".into(), epoch: 2 };
+        assert_eq!(h.rules(), vec!["bad-recovery-wait"], "n0@2 was never the record");
+    }
+
+    #[test]
+    fn a_celld_taker_needs_no_skew_margin_but_an_edge_taker_does() {
+        let mut h = clean();
+        h.store.objects.get_mut("cells/c/own.json").unwrap()[1].at = 3_100;
+        h.celld = vec![false, true];
+        assert_eq!(h.rules(), Vec::<&str>::new(), "celld's rule: dead at expires_ms <= now");
+        h.celld = vec![false, false];
+        assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+    }
+
+    #[test]
+    fn edge_writes_need_the_bucket_marker_first() {
+        let mut h = clean();
+        h.store.objects.remove(MARKER_KEY);
+        assert_eq!(h.rules(), vec!["backend-marker"]);
+        let mut h = clean();
+        let dynamo = br#"{"format":1,"backend":"dynamodb","table":"t","region":"r","fleet":"f"}"#;
+        h.store.objects.get_mut(MARKER_KEY).unwrap()[0].body = Some(dynamo.to_vec());
+        assert_eq!(h.rules(), vec!["backend-marker"]);
+        let mut h = clean();
+        let tag = Tag { node: 1, incarnation: 0, op: 91, sent: 1 };
+        h.store.plant(MARKER_KEY, celld_edge::ownership::control::BUCKET_MARKER, tag, 1);
+        assert_eq!(h.rules(), vec!["backend-marker"], "the marker is never written twice");
     }
 
     #[test]

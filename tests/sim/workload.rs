@@ -1,12 +1,14 @@
 //! One simulated run: draws a scenario from a seed (nodes, cells, clocks, fault mix, chaos, a second
-//! process started with a live node's id, celld's dead-node clean-up, machine sleeps), runs every
-//! process's real `S3Ownership` through concurrent workload loops on one instance (lease upkeep by the
+//! process started with a live node's id, celld's dead-node clean-up, machine sleeps, in half the seeds
+//! one or two celld-like nodes of `celld.rs` sharing the bucket), runs every edge process's real
+//! `S3Ownership` through concurrent workload loops on one instance (lease upkeep by the
 //! driver's own renewal loop or inline, contended claims — two at once of one cell too —, releases,
 //! verifies, owner lookups, callers' renewals beside the loop) on the seeded executor, records results,
 //! installed leases and acting instants in the ledger, and hands store + ledger to the checker.
 //!
 //! It must never decide correctness itself (that is the checker's job) and never reach the store except
-//! through the driver's requests (and the clean-up's, which are celld's requests, not this library's).
+//! through the driver's requests (and the clean-up's and the celld-like nodes', which are celld's requests,
+//! not this library's).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -22,6 +24,7 @@ use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, IdSet, ProbePoli
 use celld_edge::s3::Bucket;
 use celld_edge::Error;
 
+use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
 use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
@@ -42,11 +45,13 @@ pub struct Params {
     pub max_drift: f64,
     /// Upper bound of each per-request fault rate.
     pub max_fault_rate: f64,
+    /// A rule the celld-like nodes break (`celld.rs`).
+    pub celld_tooth: Option<CelldTooth>,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08 }
+        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08, celld_tooth: None }
     }
 }
 
@@ -62,17 +67,17 @@ pub struct Report {
 }
 
 /// Shared between the process tasks and the observer.
-struct Ctx {
-    world: Rc<World>,
-    params: Params,
-    seed: u64,
-    /// Per process: its node id (a second process shares a live node's), the clean-up's name last.
-    names: Vec<String>,
+pub(crate) struct Ctx {
+    pub(crate) world: Rc<World>,
+    pub(crate) params: Params,
+    pub(crate) seed: u64,
+    /// Per process: its node id (a second process shares a live edge node's), the clean-up's name last.
+    pub(crate) names: Vec<String>,
     /// The distinct node ids.
     nodes: usize,
-    cells: Vec<String>,
-    prefix: &'static str,
-    path_style: bool,
+    pub(crate) cells: Vec<String>,
+    pub(crate) prefix: &'static str,
+    pub(crate) path_style: bool,
     /// Renew from the driver's own loop (`renew_until_stopped`) beside the operations, not between them.
     background_renewal: bool,
     probe: bool,
@@ -82,7 +87,10 @@ struct Ctx {
     ledger: RefCell<Ledger>,
     /// Each process's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
-    next_gen: Cell<u64>,
+    pub(crate) next_gen: Cell<u64>,
+    /// Per process: whether it is a celld-like node, and the backend it was set up for; their lives.
+    celld: Vec<Option<Backend>>,
+    pub(crate) celld_live: RefCell<Vec<Option<CelldSlot>>>,
 }
 
 struct NodeSlot {
@@ -92,14 +100,14 @@ struct NodeSlot {
 }
 
 impl Ctx {
-    fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
+    pub(crate) fn begin(&self, node: usize, incarnation: u32, gen: u64, kind: OpKind) -> u64 {
         let id = self.world.new_op();
         let now = self.world.now();
         let rec = OpRecord { id, node, incarnation, gen, kind, start: now, end: now, result: OpResult::Unfinished };
         self.ledger.borrow_mut().ops.insert(id, rec);
         id
     }
-    fn end(&self, id: u64, result: OpResult) {
+    pub(crate) fn end(&self, id: u64, result: OpResult) {
         let now = self.world.now();
         let mut ledger = self.ledger.borrow_mut();
         let rec = ledger.ops.get_mut(&id).expect("ops are begun before they end");
@@ -146,11 +154,24 @@ pub fn run_seed(seed: u64, params: &Params) -> Report {
 /// Runs one seed; with `trace`, also returns a line per request event and the final owner histories.
 pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<String>) {
     let mut rng = Rng::new(seed);
-    let (nodes, cells) = names(&mut rng);
+    let (mut nodes, cells) = names(&mut rng);
     let n = nodes.len();
-    // Other processes: a second process started with a live node's id, and celld's clean-up.
+    // Half the seeds share the bucket with one or two celld-like nodes (the last node ids); in one of
+    // ten of those, the first is set up for celld's DynamoDB backend and races to mark the fleet so.
+    let mut celld_roles: Vec<Option<Backend>> = vec![None; n];
+    let mut edge = n;
+    if rng.chance(0.5) {
+        let k = rng.range(1, 2) as usize;
+        let dynamo = rng.chance(0.1);
+        edge = n - k;
+        for (j, i) in (edge..n).enumerate() {
+            nodes[i] = format!("celld-{j}");
+            celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
+        }
+    }
+    // Other processes: a second process started with a live edge node's id, and celld's clean-up.
     let mut procs = nodes.clone();
-    let twin = rng.chance(0.35).then(|| (rng.range(0, n as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
+    let twin = rng.chance(0.35).then(|| (rng.range(0, edge as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
     if let Some((of, _)) = twin {
         procs.push(nodes[of].clone());
     }
@@ -158,6 +179,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         procs.push(GC_NAME.to_owned());
         procs.len() - 1
     });
+    celld_roles.resize(procs.len(), None);
+    let is_celld: Vec<bool> = celld_roles.iter().map(Option::is_some).collect();
     let clocks = exec::draw_clocks(&mut rng, procs.len(), params.skew_ms, params.run_ms + 60_000, params.max_drift);
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks, mix, SimStore::new(BUCKET));
@@ -192,6 +215,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..procs.len()).map(|_| None).collect()),
         next_gen: Cell::new(0),
+        celld: celld_roles,
+        celld_live: RefCell::new((0..procs.len()).map(|_| None).collect()),
     });
 
     let factory_ctx = ctx.clone();
@@ -200,13 +225,15 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         &world,
         procs.len(),
         params.run_ms,
-        move |node, incarnation| match factory_ctx.gc == Some(node) {
-            true => Box::pin(gc_life(factory_ctx.clone(), node, incarnation)),
-            false => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
+        move |node, incarnation| match (factory_ctx.gc == Some(node), factory_ctx.celld[node]) {
+            (true, _) => Box::pin(gc_life(factory_ctx.clone(), node, incarnation)),
+            (false, Some(backend)) => Box::pin(celld::life(factory_ctx.clone(), node, incarnation, backend)),
+            (false, None) => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
         },
         move || observe(&observer_ctx),
     );
     ctx.live.borrow_mut().clear();
+    ctx.celld_live.borrow_mut().clear();
     let mut lines = world.take_trace();
     let ctx = Rc::try_unwrap(ctx).unwrap_or_else(|_| panic!("node tasks still hold the context"));
     let ledger = ctx.ledger.into_inner();
@@ -221,10 +248,14 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         lease_ttl_ms: params.ttl_ms,
         max_clock_skew_ms: params.skew_ms,
         gc,
+        celld: &is_celld,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
-        lines.push(format!("processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}), {workers} workers each"));
+        lines.push(format!(
+            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, celld-like: {:?}), {workers} workers each",
+            (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>()
+        ));
         for op in ledger.ops.values() {
             lines.push(format!(
                 "op {} {}#{} life {} gen {} {:?} [{}..{}] -> {:?}",
@@ -260,6 +291,15 @@ fn observe(ctx: &Ctx) {
             continue;
         }
         for (cell, &epoch) in slot.beliefs.borrow().iter() {
+            ledger.act(node, slot.incarnation, cell, epoch, now);
+        }
+    }
+    for (node, slot) in ctx.celld_live.borrow().iter().enumerate() {
+        let Some(slot) = slot else { continue };
+        if !ctx.world.is_running(node) || ctx.world.incarnation(node) != slot.incarnation || !slot.node.may_act() {
+            continue;
+        }
+        for (cell, &epoch) in slot.node.beliefs.borrow().iter() {
             ledger.act(node, slot.incarnation, cell, epoch, now);
         }
     }
@@ -349,6 +389,9 @@ impl Life {
                     took_over: *took_over,
                     prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
                 },
+                Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
+                    OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
+                }
                 Ok(ClaimOutcome::Rejected { owner }) => {
                     OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
                 }
