@@ -324,6 +324,12 @@ fn run_all<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + '_>>>) -> Vec<T>
     panic!("the futures did not finish");
 }
 
+/// A first write that needs no lease of its own (every owner-record write does): the low-level lease
+/// create, as an owner-record write's outcome.
+async fn lease_write<E: celld_edge::env::Env>(own: &S3Ownership<E>, expires_ms: u64) -> celld_edge::Result<celld_edge::ownership::CasOutcome> {
+    own.cas_node_lease(&CasGuard::Absent, expires_ms).await.map(|(outcome, _)| outcome)
+}
+
 #[test]
 fn concurrent_callers_of_one_instance_share_one_qualification() {
     let mem = MemEnv::new();
@@ -331,7 +337,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     config.probe = ProbePolicy::Recorded;
     let a = S3Ownership::new(config, Slow(mem.clone())).unwrap();
     let writes: Vec<Op> =
-        (0..4).map(|i| Box::pin(a.cas_owner(["c0", "c1", "c2", "c3"][i], &CasGuard::Absent, 1)) as _).collect();
+        (1..=4).map(|e| Box::pin(lease_write(&a, e)) as _).collect();
     let outcomes = run_all(writes);
     assert!(outcomes.iter().all(|o| o.is_ok()), "{outcomes:?}");
     let wire = mem.wire_since(0);
@@ -345,11 +351,11 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     pass_marker_check(&mem);
     mem.push(Fault::Drop(Ok((403, "InvalidAccessKeyId"))));
     let writes: Vec<Op> =
-        (0..3).map(|i| Box::pin(b.cas_owner(["c0", "c1", "c2"][i], &CasGuard::Absent, 1)) as _).collect();
+        (1..=3).map(|e| Box::pin(lease_write(&b, e)) as _).collect();
     let outcomes = run_all(writes);
     assert!(outcomes.iter().all(|o| o.as_ref().is_err_and(|e| e.code() == "auth")), "{outcomes:?}");
     assert_eq!(mem.sent_count(), 2, "the marker's read, then the three callers shared one refused read");
-    let again: Vec<Op> = vec![Box::pin(b.cas_owner("c0", &CasGuard::Absent, 1))];
+    let again: Vec<Op> = vec![Box::pin(lease_write(&b, 1))];
     assert!(run_all(again)[0].is_ok());
 }
 
@@ -553,7 +559,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
         planter.put_raw(RECORD, r#"{"theirs":true}"#);
         Poll::Ready(Ok(celld_edge::ownership::CasOutcome::Applied))
     });
-    let ops: Vec<Op> = vec![Box::pin(a.cas_owner("c", &CasGuard::Absent, 1)), Box::pin(plant)];
+    let ops: Vec<Op> = vec![Box::pin(lease_write(&a, 1)), Box::pin(plant)];
     let done = run_all(ops);
     assert!(done[0].is_ok(), "{done:?}");
     let wire = mem.wire_since(0);

@@ -37,6 +37,8 @@ impl Reconciles {
 }
 /// Extra attempts of a failed read.
 const READ_RETRIES: u32 = 3;
+/// Reads of a record that does not decode before `get_decoded` gives up.
+const UNDECODABLE_READS: usize = 5;
 
 /// A conditional write once settled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +144,41 @@ impl<E: Env> Store<E> {
                 }
             }
         }
+    }
+
+    /// GETs `key` and decodes it. A body that does not decode is read again: a truncated or garbled
+    /// transfer looks the same as a corrupt record, and only the record reads the same every time. So it
+    /// is `corrupt-record` only after the same bytes under the same token failed three reads in a row
+    /// (`once`: at the first); bodies that keep changing are a broken transfer (`transport`).
+    pub async fn get_decoded<T>(
+        &self,
+        key: &str,
+        budget: Budget,
+        decode: impl Fn(&[u8], &str) -> Result<T>,
+        once: bool,
+    ) -> Result<Option<T>> {
+        let mut last: Option<(Vec<u8>, String)> = None;
+        let mut same = 0;
+        for _ in 0..UNDECODABLE_READS {
+            let Some((body, etag)) = self.get(key, budget).await? else { return Ok(None) };
+            let e = match decode(&body, &etag) {
+                Ok(record) => return Ok(Some(record)),
+                Err(e) => e,
+            };
+            if last.as_ref().is_some_and(|(b, t)| *b == body && *t == etag) {
+                same += 1;
+            } else {
+                same = 1;
+                last = Some((body, etag));
+            }
+            if same == 3 || once {
+                return Err(e);
+            }
+        }
+        Err(Error::transport(
+            key.to_owned(),
+            msg!("read ", UNDECODABLE_READS, " undecodable bodies that differ from read to read (a broken transfer)"),
+        ))
     }
 
     /// One conditional PUT, classified. Never retried here.

@@ -94,14 +94,14 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
     })
 }
 
-/// A GET of the marker; a body that does not decode is read once more, as records are (a truncated
+/// A GET of the marker; a body that does not decode is read again, as records are (a truncated
 /// transfer looks the same as a corrupt marker, and only the marker stays so).
 async fn read<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Option<Vec<u8>>> {
-    let Some((body, _)) = store.get(key, budget).await? else { return Ok(None) };
-    if !matches!(judge(key, &body), Err(Error::CorruptRecord(_))) {
-        return Ok(Some(body));
-    }
-    Ok(store.get(key, budget).await?.map(|(body, _)| body))
+    let decode = |body: &[u8], _: &str| match judge(key, body) {
+        Err(e @ Error::CorruptRecord(_)) => Err(e),
+        _ => Ok(body.to_vec()),
+    };
+    store.get_decoded(key, budget, decode, false).await
 }
 
 /// The marker's verdict for one instance: checked once, by one caller at a time; concurrent callers wait

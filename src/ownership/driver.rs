@@ -343,33 +343,10 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// GETs and decodes a record. A body that does not decode is read again: a truncated or garbled
-    /// transfer looks the same as a corrupt record, and only the record reads the same every time. So it
-    /// is `corrupt-record` only after the same bytes under the same token failed three reads in a row;
-    /// bodies that keep changing are a broken transfer (`transport`).
+    /// GETs and decodes a record (`Store::get_decoded`: a body that does not decode is read again).
     async fn read_decoded<T>(&self, key: &str, decode: fn(&str, &[u8], &str) -> Result<T>) -> Result<Option<T>> {
-        let mut last: Option<(Vec<u8>, String)> = None;
-        let mut same = 0;
-        for _ in 0..UNDECODABLE_READS {
-            let Some((body, etag)) = self.store.get(key, self.budget()).await? else { return Ok(None) };
-            let e = match decode(key, &body, &etag) {
-                Ok(record) => return Ok(Some(record)),
-                Err(e) => e,
-            };
-            if last.as_ref().is_some_and(|(b, t)| *b == body && *t == etag) {
-                same += 1;
-            } else {
-                same = 1;
-                last = Some((body, etag));
-            }
-            if same == 3 || armed!(self.store, DecodeReadbackOnce) {
-                return Err(e);
-            }
-        }
-        Err(Error::transport(
-            key.to_owned(),
-            msg!("read ", UNDECODABLE_READS, " undecodable bodies that differ from read to read (a broken transfer)"),
-        ))
+        let once = armed!(self.store, DecodeReadbackOnce);
+        self.store.get_decoded(key, self.budget(), |body, etag| decode(key, body, etag), once).await
     }
 
     /// Writes `{node: me, epoch}` under `guard`. On applied, the cell counts as claimed at `epoch`. Needs
@@ -1089,7 +1066,6 @@ impl<E: Env> S3Ownership<E> {
 }
 
 /// Reads of a record that does not decode before giving up on it (`read_decoded`).
-const UNDECODABLE_READS: usize = 5;
 
 /// How a claim starts (`claim_start`).
 struct ClaimStart {
