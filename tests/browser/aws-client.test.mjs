@@ -27,7 +27,7 @@ const { cases, skip } = loadBotocoreCases();
 
 test("AwsClient checks inside Chromium (browser entry)", async (t) => {
   const results = await resultsFromChromium(`
-    import * as api from "/js/browser.js";
+    import * as api from "/js/inline.js";
     import { runChecks } from "/tests/common/checks.mjs";
     import { awsClientChecks, injectedFront } from "/tests/common/aws-client.mjs";
     window.results = await runChecks(awsClientChecks({
