@@ -3,7 +3,7 @@
 //! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
 //! ambiguous writes by readback); `control` reads celld's fleet marker over it; `qualify` records and
 //! trusts the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
-//! [`crate::env::Env`]. `json` is the wasm bindings' little codec.
+//! [`crate::env::Env`].
 
 pub mod cas;
 mod claims;
@@ -11,7 +11,6 @@ pub mod control;
 pub mod decide;
 mod driver;
 pub mod ids;
-pub mod json;
 mod join;
 mod known;
 pub mod lease;
