@@ -95,7 +95,9 @@ fn the_marker_on_ministack() {
     let a = node(&s, &p, "a");
     let e = block_on(a.acquire_lease()).unwrap_err();
     assert_eq!(e.code(), "unsupported-backend", "{e}");
-    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "unsupported-backend");
+    assert_eq!(block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err().code(), "unsupported-backend");
+    // An owner-record write needs a lease first, which the refused fleet never gave.
+    assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "not-leased");
     assert_eq!(get(&s, &format!("{p}nodes/a.json")), None);
     assert_eq!(get(&s, &format!("{p}cells/c/own.json")), None);
 }
