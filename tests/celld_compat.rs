@@ -7,18 +7,17 @@
 
 mod support;
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
-use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Env, TransportError};
 use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
 use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner};
 use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, S3Ownership};
 use celld_edge::s3::Bucket;
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+use support::overlap::{run_all, Yielding};
 
 const TTL: u64 = 10_000;
 const SKEW: u64 = 1_000;
@@ -196,67 +195,10 @@ fn a_lost_create_is_settled_by_reading_the_marker_back() {
     assert!(writes(&env).is_empty());
 }
 
-/// `MemEnv`, but every request first yields once: concurrent operations then really overlap.
-#[derive(Clone)]
-struct Yielding(MemEnv, Rc<Cell<u32>>);
-
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if std::mem::replace(&mut self.0, true) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-impl Env for Yielding {
-    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
-        self.1.set(self.1.get() + 1);
-        YieldOnce(false).await;
-        self.0.send(req, timeout_ms).await
-    }
-    fn wall_ms(&self) -> u64 {
-        self.0.wall_ms()
-    }
-    fn mono_ms(&self) -> f64 {
-        self.0.mono_ms()
-    }
-    fn random_u64(&self) -> u64 {
-        self.0.random_u64()
-    }
-    async fn sleep(&self, ms: u32) {
-        self.0.sleep(ms).await
-    }
-}
-
-/// Polls every future round-robin (a no-op waker; this test's futures only wait on each other) until all
-/// are done.
-fn run_all<T>(mut futs: Vec<Pin<Box<dyn Future<Output = T> + '_>>>) -> Vec<T> {
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut out: Vec<Option<T>> = futs.iter().map(|_| None).collect();
-    for _ in 0..1_000 {
-        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                    *o = Some(v);
-                }
-            }
-        }
-        if out.iter().all(Option::is_some) {
-            return out.into_iter().map(Option::unwrap).collect();
-        }
-    }
-    panic!("the futures never finished");
-}
-
 #[test]
 fn concurrent_first_writes_share_one_marker_check() {
     let mem = MemEnv::new();
-    let env = Yielding(mem.clone(), Rc::default());
+    let env = Yielding(mem.clone());
     let a = node(env, "a");
     // Low-level lease writes need no lease of their own: four at once, each this instance's first write.
     let expiries = [1, 2, 3, 4];
@@ -271,7 +213,7 @@ fn concurrent_first_writes_share_one_marker_check() {
 #[test]
 fn a_cancelled_check_is_taken_up_by_the_next_caller() {
     let mem = MemEnv::new();
-    let env = Yielding(mem.clone(), Rc::default());
+    let env = Yielding(mem.clone());
     let a = node(env.clone(), "a");
     let mut cx = Context::from_waker(Waker::noop());
     {

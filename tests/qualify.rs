@@ -12,13 +12,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
 use celld_edge::ownership::probe::{Answer, Layout, Next, Probe, Request};
 use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, ProbePolicy, S3Ownership};
 use celld_edge::s3::PutAnswer;
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+use support::overlap::{run_all, Yielding};
 
 const RECORD: &str = "probe/qualified.json";
 const DAY: u64 = 86_400_000;
@@ -263,66 +264,8 @@ fn a_refusal_of_the_qualification_is_reported_and_the_next_operation_tries_again
     block_on(b.acquire_lease()).unwrap();
 }
 
-/// An Env whose every request waits once (it answers on its second poll): operations of one instance
-/// then really overlap.
-#[derive(Clone)]
-struct Slow(MemEnv);
-
-struct Once<F> {
-    polled: bool,
-    inner: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for Once<F> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if !self.polled {
-            self.polled = true;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        self.inner.as_mut().poll(cx)
-    }
-}
-
-impl Env for Slow {
-    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
-        Once { polled: false, inner: Box::pin(self.0.send(req, timeout_ms)) }.await
-    }
-    fn wall_ms(&self) -> u64 {
-        self.0.wall_ms()
-    }
-    fn mono_ms(&self) -> f64 {
-        self.0.mono_ms()
-    }
-    fn random_u64(&self) -> u64 {
-        self.0.random_u64()
-    }
-    async fn sleep(&self, ms: u32) {
-        self.0.sleep(ms).await
-    }
-}
-
-/// Polls every future to completion, round robin (they only ever wait on `Slow`).
 type Op<'a> = Pin<Box<dyn Future<Output = Result<celld_edge::ownership::CasOutcome, celld_edge::Error>> + 'a>>;
 
-fn run_all<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + '_>>>) -> Vec<T> {
-    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..10_000 {
-        for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                    *o = Some(v);
-                }
-            }
-        }
-        if out.iter().all(Option::is_some) {
-            return out.into_iter().map(Option::unwrap).collect();
-        }
-    }
-    panic!("the futures did not finish");
-}
 
 /// A first write that needs no lease of its own (every owner-record write does): the low-level lease
 /// create, as an owner-record write's outcome.
@@ -335,7 +278,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     let mem = MemEnv::new();
     let mut config = Config::new(ENDPOINT, BUCKET, "a", "k", "s");
     config.probe = ProbePolicy::Recorded;
-    let a = S3Ownership::new(config, Slow(mem.clone())).unwrap();
+    let a = S3Ownership::new(config, Yielding(mem.clone())).unwrap();
     let writes: Vec<Op> =
         (1..=4).map(|e| Box::pin(lease_write(&a, e)) as _).collect();
     let outcomes = run_all(writes);
@@ -346,7 +289,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     assert_eq!(wire.len(), 40 + 2 + 4, "qualification, marker read and create, four writes");
     // And they share its failure, which is not kept: the next call qualifies again.
     let mem = MemEnv::new();
-    let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Slow(mem.clone())).unwrap();
+    let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Yielding(mem.clone())).unwrap();
     plant_marker(&mem);
     pass_marker_check(&mem);
     mem.push(Fault::Drop(Ok((403, "InvalidAccessKeyId"))));
@@ -549,7 +492,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let mem = MemEnv::new();
     mem.put_raw(RECORD, "corrupt");
     plant_marker(&mem);
-    let a = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "a", "k", "s"), Slow(mem.clone())).unwrap();
+    let a = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "a", "k", "s"), Yielding(mem.clone())).unwrap();
     let planter = mem.clone();
     // Another instance records its verdict once our probe's last batch (the cleanup) is out.
     let plant = std::future::poll_fn(move |_| {
