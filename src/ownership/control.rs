@@ -9,16 +9,15 @@
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
+use alloc::rc::Rc;
 use core::cell::RefCell;
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::env::Env;
 use crate::error::{msg, Error, Failure, Quoted, Result};
 use crate::ownership::cas::{Budget, Store, MAX_RECONCILES};
+use crate::ownership::join::{Flight, Lead};
 use crate::ownership::records::{corrupt, decode_object, CasGuard};
 use crate::s3::PutAnswer;
 
@@ -105,81 +104,44 @@ async fn read<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Opt
 }
 
 /// The marker's verdict for one instance: checked once, by one caller at a time; concurrent callers wait
-/// for that caller's answer. A verdict is kept only when the bucket cannot change its mind under this
-/// instance (a bucket fleet, or one that keeps its records elsewhere); any other failure is tried again
-/// by the next write.
+/// for that caller's answer (a `join::Flight`). A verdict is kept only when the bucket cannot change its
+/// mind under this instance (a bucket fleet, or one that keeps its records elsewhere); any other failure
+/// is tried again by the next write, and by every waiter of the check that failed.
 #[derive(Default)]
 pub struct FleetMarker {
-    state: RefCell<State>,
+    known: RefCell<Option<Result<()>>>,
+    checking: RefCell<Option<Rc<Flight<Result<()>>>>>,
 }
 
-#[derive(Default)]
-enum State {
-    #[default]
-    Unknown,
-    Checking(Vec<Waker>),
-    Known(Result<()>),
+/// Whether a check's verdict holds for the rest of the instance's life.
+fn kept(verdict: &Result<()>) -> bool {
+    matches!(verdict, Ok(()) | Err(Error::UnsupportedBackend(_)))
 }
 
 impl FleetMarker {
-    /// `Ok` once the fleet's records are known to live in the bucket, checking now if nobody has.
+    /// `Ok` once the fleet's records are known to live in the bucket, checking now if nobody is.
     pub async fn ensure<E: Env>(&self, store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
         loop {
-            match &*self.state.borrow() {
-                State::Known(verdict) => return verdict.clone(),
-                State::Checking(_) => {}
-                State::Unknown => break,
+            if let Some(verdict) = self.known.borrow().clone() {
+                return verdict;
             }
-            Waiting(self).await;
-        }
-        *self.state.borrow_mut() = State::Checking(Vec::new());
-        let mut leader = Leader(self);
-        let verdict = ensure_bucket_backend(store, prefix, budget).await;
-        let keep = matches!(verdict, Ok(()) | Err(Error::UnsupportedBackend(_)));
-        leader.finish(if keep { State::Known(verdict.clone()) } else { State::Unknown });
-        verdict
-    }
-
-    fn settle(&self, next: State) {
-        let previous = core::mem::replace(&mut *self.state.borrow_mut(), next);
-        if let State::Checking(waiters) = previous {
-            waiters.into_iter().for_each(Waker::wake);
-        }
-    }
-}
-
-/// The caller doing the check. Dropped before it finished (its operation was cancelled), it hands the
-/// check back, so a waiter takes it up instead of waiting forever.
-struct Leader<'a>(&'a FleetMarker);
-
-impl Leader<'_> {
-    fn finish(&mut self, next: State) {
-        self.0.settle(next);
-    }
-}
-
-impl Drop for Leader<'_> {
-    fn drop(&mut self) {
-        if matches!(&*self.0.state.borrow(), State::Checking(_)) {
-            self.0.settle(State::Unknown);
-        }
-    }
-}
-
-/// Pending while another caller checks; registers this task's waker once.
-struct Waiting<'a>(&'a FleetMarker);
-
-impl Future for Waiting<'_> {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match &mut *self.0.state.borrow_mut() {
-            State::Checking(waiters) => {
-                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-                    waiters.push(cx.waker().clone());
+            let in_flight = self.checking.borrow().clone();
+            if let Some(flight) = in_flight {
+                // A check that failed in a way not kept, or was cancelled (`None`): check again.
+                match flight.wait().await {
+                    Some(verdict) if kept(&verdict) => return verdict,
+                    _ => continue,
                 }
-                Poll::Pending
             }
-            _ => Poll::Ready(()),
+            let flight = Flight::new();
+            *self.checking.borrow_mut() = Some(flight.clone());
+            let lead = Lead::new(flight, || *self.checking.borrow_mut() = None);
+            let verdict = ensure_bucket_backend(store, prefix, budget).await;
+            if kept(&verdict) {
+                *self.known.borrow_mut() = Some(verdict.clone());
+            }
+            lead.finish(verdict.clone());
+            return verdict;
         }
     }
 }
