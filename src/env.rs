@@ -54,6 +54,34 @@ pub enum Event<'a> {
     AmbiguousSettled { key: &'a str, outcome: &'a str, readbacks: usize },
     /// A read failed transiently and is tried again after `backoff_ms`.
     ReadRetried { key: &'a str, attempt: u32, backoff_ms: u32, detail: &'a str },
+    /// This instance may no longer act for `cell` at `epoch` (its claim there is gone). Emitted once per
+    /// claim, the moment the core knows, before the operation that learnt it returns.
+    AuthorityLost { cell: &'a str, epoch: u64, lost: Lost, detail: &'a str },
+}
+
+/// Why a claim's authority ended (`Event::AuthorityLost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// The lease it was made under lapsed (by either clock), was replaced, or was renewed too late.
+    LeaseLost,
+    /// A read found the record at a newer epoch or naming another node.
+    TakenOver,
+    /// This instance sent a claim of the cell at a higher epoch (every claim advances it).
+    Reclaimed,
+    /// This instance began releasing the cell.
+    Released,
+}
+
+impl Lost {
+    /// The name events and JS use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lost::LeaseLost => "lease-lost",
+            Lost::TakenOver => "taken-over",
+            Lost::Reclaimed => "reclaimed",
+            Lost::Released => "released",
+        }
+    }
 }
 
 /// Everything impure the protocol needs, passed in.

@@ -373,6 +373,14 @@ impl<'a> From<&'a Event<'a>> for EventOut<'a> {
             Event::AmbiguousSettled { key, outcome, readbacks } => {
                 EventOut { kind: "ambiguous-settled", key: Some(key), outcome: Some(outcome), readbacks: Some(readbacks), ..none }
             }
+            Event::AuthorityLost { cell, epoch, lost, detail } => EventOut {
+                kind: "authority-lost",
+                cell: Some(cell),
+                epoch: Some(epoch),
+                reason: Some(lost.as_str()),
+                detail: Some(detail),
+                ..none
+            },
             Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
                 kind: "read-retried",
                 key: Some(key),

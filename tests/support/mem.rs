@@ -8,7 +8,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Env, Event, HttpRequest, HttpResponse, Lost, TransportError};
 
 /// What to do with the next request, instead of answering it plainly.
 #[allow(dead_code)]
@@ -44,6 +44,8 @@ pub struct Mem {
     pub ignore_conditions: bool,
     /// Status for If-Match on a missing key (404 like AWS, or 412).
     pub if_match_missing: u16,
+    /// Every `AuthorityLost` the driver emitted, in order: (cell, epoch, why, requests sent before it).
+    pub lost: Vec<(String, u64, Lost, usize)>,
 }
 
 #[derive(Clone)]
@@ -66,6 +68,7 @@ impl MemEnv {
             bucket_prefix: format!("{ENDPOINT}/{BUCKET}/"),
             ignore_conditions: false,
             if_match_missing: 404,
+            lost: Vec::new(),
         })))
     }
     pub fn advance(&self, ms: u64) {
@@ -218,6 +221,13 @@ impl Env for MemEnv {
     }
     async fn sleep(&self, ms: u32) {
         self.advance(u64::from(ms));
+    }
+    fn observe(&self, event: Event<'_>) {
+        if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
+            let mut m = self.0.borrow_mut();
+            let sent = m.sent.len();
+            m.lost.push((cell.to_owned(), epoch, lost, sent));
+        }
     }
 }
 
