@@ -4,11 +4,14 @@
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, track, untilTrap } from "./instance.js";
+import { Authority, scope, trappedSignal } from "./authority.js";
 
 export class S3Ownership {
   #options;
   #core;
   #instance;
+  /** The abort signals of this core's claims (authority.js). */
+  #authority;
   /** Cancels the renewal loop's trap report. */
   #unwatch = () => {};
 
@@ -16,6 +19,7 @@ export class S3Ownership {
     this.#options = options;
     this.#core = sync(() => new WasmOwnership(options, hooks));
     this.#instance = currentInstance();
+    this.#authority = new Authority(this.#core);
   }
 
   /** The core, re-created (no lease, no claims) when a trap replaced the instance it lived in. */
@@ -23,6 +27,7 @@ export class S3Ownership {
     if (this.#instance !== currentInstance()) {
       this.#core = sync(() => new WasmOwnership(this.#options, hooks));
       this.#instance = currentInstance();
+      this.#authority = new Authority(this.#core);
     }
     return this.#core;
   }
@@ -45,6 +50,24 @@ export class S3Ownership {
   owner(cell) { return this.#run((c) => c.owner(cell)); }
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
+
+  /** An AbortSignal that aborts the moment this instance may no longer act for `cell` (authority.js);
+   * already aborted when it holds no claim of the cell. */
+  signal(cell) {
+    if (settled() !== undefined) return trappedSignal();
+    this.#fresh();
+    return this.#authority.signal(cell);
+  }
+
+  /** Runs `fn({ epoch, signal, fetch, key })` under this instance's claim of `cell`, and resolves to what
+   * it returned only if `verify(cell, epoch)` holds afterwards (authority.js). */
+  async scope(cell, fn) {
+    await settled();
+    this.#fresh();
+    const fetch = this.#options.fetch ?? globalThis.fetch;
+    const prefix = this.#options.prefix ?? "";
+    return scope(this.#authority, cell, fn, { fetch, prefix, verify: (c, e) => this.verify(c, e) });
+  }
 
   /** False after a trap until a fresh core holds a lease again. */
   leaseValid() {

@@ -5,6 +5,7 @@
 //! inputs and turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on
 //! anything JS hands it.
 
+mod authority;
 mod convert;
 mod ownership;
 mod sign;

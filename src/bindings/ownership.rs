@@ -20,8 +20,8 @@ use crate::error::Error;
 use crate::ownership::S3Ownership;
 
 /// The protocol and this instance's renewal loop.
-struct Core {
-    ownership: S3Ownership<WebEnv>,
+pub(super) struct Core {
+    pub(super) ownership: S3Ownership<WebEnv>,
     /// The running renewal loop's id (0: none); a loop finishing after a newer one started leaves it.
     renewing: Cell<u32>,
     last_loop: Cell<u32>,
@@ -30,7 +30,7 @@ struct Core {
 /// The wasm half of `S3Ownership`.
 #[wasm_bindgen]
 pub struct WasmOwnership {
-    core: Rc<Core>,
+    pub(super) core: Rc<Core>,
     hooks: Hooks,
 }
 

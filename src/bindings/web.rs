@@ -42,6 +42,8 @@ pub(crate) struct WebEnv {
     /// The timers of this instance's sleeps in progress, so that `stopRenewing` can end the renewal
     /// loop's sleep at once (a pending timer would keep Node from exiting).
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
+    /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
+    pub(crate) watcher: RefCell<Option<Function>>,
 }
 
 /// Forgets a sleep's timer once the sleep is over or dropped.
@@ -66,7 +68,7 @@ fn describe(e: &JsValue) -> String {
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default() }
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), watcher: RefCell::default() }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -169,6 +171,14 @@ impl Env for WebEnv {
     }
 
     fn observe(&self, event: Event<'_>) {
+        if let Event::AuthorityLost { cell, epoch, lost, detail } = event {
+            // Cloned out: the watcher's abort listeners may call back into this instance.
+            let watcher = self.watcher.borrow().clone();
+            if let Some(f) = watcher {
+                let reason = super::authority::lost_error(cell, epoch, lost, detail);
+                let _ = f.call3(&JsValue::UNDEFINED, &JsValue::from_str(cell), &JsValue::from_f64(epoch as f64), &reason);
+            }
+        }
         if let Some(f) = &self.on_event {
             if let Ok(value) = EventOut::from(&event).to_js() {
                 // A throwing observer must not break the protocol: call1 catches.
