@@ -1,0 +1,20 @@
+// Authority signals and scope in headless Chromium: a page imports the package's browser entry and runs
+// the shared authority checks against the atomic test server through its CORS pass-through.
+import { test } from "node:test";
+import { asSubtests } from "../common/checks.mjs";
+import { resultsFromChromium } from "./harness.mjs";
+
+const endpoint = process.env.CELLD_TEST_ATOMIC_BROWSER_ENDPOINT;
+if (!endpoint) throw new Error("no CORS pass-through for the atomic server: run through scripts/test");
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("CELLD_TEST_")));
+env.CELLD_TEST_ATOMIC_ENDPOINT = endpoint;
+
+test("authority checks inside Chromium", async (t) => {
+  const results = await resultsFromChromium(`
+    import * as api from "/js/inline.js";
+    import { runChecks } from "/tests/common/checks.mjs";
+    import { authorityChecks } from "/tests/common/authority.mjs";
+    window.results = await runChecks(authorityChecks({ api, env: ${JSON.stringify(env)}, runtime: "chromium" }));
+  `);
+  await asSubtests(t, results, "the page");
+});
