@@ -50,7 +50,35 @@ export type OwnershipEvent =
   | { type: "claim-applied" | "claim-took-over"; cell: string; epoch: number; ms: number }
   | { type: "claim-rejected"; cell: string; owner: string; epoch: number; ms: number }
   | { type: "ambiguous-settled"; key: string; outcome: "applied" | "rejected" | "superseded"; readbacks: number }
-  | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string };
+  | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string }
+  | { type: "authority-lost"; cell: string; epoch: number; reason: AuthorityLost; detail: string };
+
+/** Why this instance's authority over a cell ended: its lease lapsed (by either clock), was replaced or
+ * renewed too late; a read saw another owner or a newer epoch; it claimed the cell again (a new epoch);
+ * it began releasing the cell. */
+export type AuthorityLost = "lease-lost" | "taken-over" | "reclaimed" | "released";
+
+/** The reason of an aborted `signal(cell)`, and what `scope` rejects with when authority ended. `code` is
+ * `"released"` when this instance released the cell, `"fenced"` otherwise. */
+export interface AuthorityLostError extends Error {
+  code: "fenced" | "released";
+  cell: string;
+  epoch: number;
+  lost: AuthorityLost;
+}
+
+/** What `scope(cell, fn)` passes to `fn`. */
+export interface Scope {
+  /** The epoch this instance holds the cell at: the fencing token for data written on its behalf. */
+  epoch: number;
+  /** Aborts the moment this instance may no longer act for the cell (as `signal(cell)`). */
+  signal: AbortSignal;
+  /** The injected fetch with `signal` threaded into every request (combined with the request's own);
+   * rejects without sending once authority has ended. */
+  fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+  /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). */
+  key: (name?: string) => string;
+}
 
 /** `"absent"` (`If-None-Match: *`) or the ETag the write must match (`If-Match`). */
 export type CasGuard = "absent" | { match: string };
@@ -145,6 +173,20 @@ export declare class S3Ownership {
   owner(cell: string): Promise<OwnerInfo | null>;
   /** The ack gate: true iff this node claimed `cell` at `epoch` under its current, valid lease and the record still says so. */
   verify(cell: string, epoch: number): Promise<boolean>;
+  /**
+   * An `AbortSignal` that aborts the moment this instance may no longer act for `cell` (its reason an
+   * `AuthorityLostError`): the lease's deadline by either clock (a timer, with no renewal or operation
+   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. The same signal for the
+   * same claim; already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim
+   * of the cell. Its timer does not keep Node or Deno alive.
+   */
+  signal(cell: string): AbortSignal;
+  /**
+   * Runs `fn` under this instance's claim of `cell` and resolves to what it returned only if
+   * `verify(cell, epoch)` still holds afterwards; otherwise rejects (`fenced`, `released`, with the
+   * signal's reason). Rejects `not-leased` without running `fn` when no claim is held.
+   */
+  scope<T>(cell: string, fn: (scope: Scope) => T | Promise<T>): Promise<T>;
   /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
   probe(): Promise<ProbeReport>;
 }

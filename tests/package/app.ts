@@ -24,7 +24,7 @@ try {
 }
 
 // S3Ownership: every option, events narrowed by type, claim results narrowed by outcome, errors by code.
-import { S3Ownership, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
+import { S3Ownership, type AuthorityLost, type AuthorityLostError, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
 
 const seen: string[] = [];
 const options: S3OwnershipOptions = {
@@ -65,6 +65,9 @@ const options: S3OwnershipOptions = {
       case "read-retried":
         seen.push(`${event.key} #${event.attempt} in ${event.backoffMs} ms: ${event.detail}`);
         break;
+      case "authority-lost":
+        seen.push(`${event.cell}@${event.epoch} ${event.reason satisfies AuthorityLost}: ${event.detail}`);
+        break;
       default: {
         const unhandled: never = event;
         throw new Error(`unknown event ${JSON.stringify(unhandled)}`);
@@ -82,6 +85,7 @@ function retryable(e: CelldEdgeError): boolean {
       return true;
     case "not-leased":
     case "fenced":
+    case "released":
     case "invalid-input":
     case "auth":
     case "request":
@@ -128,6 +132,22 @@ fencedWrite("cell-1").then(console.log, (e: unknown) => {
   if (e instanceof Error && "code" in e) console.log(retryable(e as CelldEdgeError));
 });
 void lowLevel;
+
+/** Fenced work under a scope: the signal stops it, verify gates the result. */
+async function scoped(cell: string): Promise<string> {
+  const signal: AbortSignal = own.signal(cell);
+  signal.addEventListener("abort", () => {
+    const why = signal.reason as AuthorityLostError;
+    console.log(why.code satisfies "fenced" | "released", why.lost satisfies AuthorityLost, why.cell, why.epoch);
+  });
+  return own.scope(cell, async ({ epoch, signal, fetch, key }) => {
+    const res: Response = await fetch(`https://h/b/${key("0001.json")}`, { method: "PUT", body: "{}", signal });
+    return `${epoch}: ${res.status} ${key()}`;
+  });
+}
+void scoped;
+// @ts-expect-error scope needs a function
+own.scope("c", 5);
 
 // @ts-expect-error node is required
 new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" });
