@@ -38,6 +38,16 @@ pub enum TransportError {
     Network(String),
 }
 
+/// Keys from the host's credentials provider (SPEC 4.2, short-lived credentials).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    /// When they stop working (Unix ms); `None`: they do not expire, and are asked for once.
+    pub expires_ms: Option<u64>,
+}
+
 /// What happened, for logs and graphs (`onEvent` in JS). Names keys and node ids, never credentials.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
@@ -57,6 +67,10 @@ pub enum Event<'a> {
     /// This instance may no longer act for `cell` at `epoch` (its claim there is gone). Emitted once per
     /// claim, the moment the core knows, before the operation that learnt it returns.
     AuthorityLost { cell: &'a str, epoch: u64, lost: Lost, detail: &'a str },
+    /// The credentials provider answered: keys until `expires_ms` (0: no expiry); `ms`: how long it took.
+    CredentialsRefreshed { expires_ms: u64, ms: f64 },
+    /// The credentials provider failed; `detail` is what it threw. The lease and claims are kept.
+    CredentialsFailed { detail: &'a str },
 }
 
 /// Why a claim's authority ended (`Event::AuthorityLost`).
@@ -97,6 +111,11 @@ pub trait Env {
     fn random_u64(&self) -> u64;
     /// Waits (read backoff).
     async fn sleep(&self, ms: u32);
+    /// Asks the host's credentials provider for keys (only when the configuration says there is one,
+    /// `Config::credentials_provider`); `Err` says why it failed. Called by one caller at a time.
+    async fn credentials(&self) -> Result<Credentials, String> {
+        Err("no credentials provider".into())
+    }
     /// Receives protocol events; ignored unless the host wants them.
     fn observe(&self, _event: Event<'_>) {}
 }

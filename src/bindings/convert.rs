@@ -47,12 +47,17 @@ struct OptionsIn {
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     on_event: JsValue,
+    /// An async function giving `{ accessKeyId, secretAccessKey, sessionToken, expiration }`, instead of
+    /// the static keys.
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    credentials: JsValue,
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 18] = [
+const OPTION_NAMES: [&str; 19] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
     "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
+    "credentials",
 ];
 
 /// The checked options: the core's `Config` plus the JS functions.
@@ -60,6 +65,7 @@ pub(crate) struct Options {
     pub(crate) config: Config,
     pub(crate) fetch: js_sys::Function,
     pub(crate) on_event: Option<js_sys::Function>,
+    pub(crate) credentials: Option<js_sys::Function>,
 }
 
 fn invalid_option(why: impl std::fmt::Display) -> Error {
@@ -98,10 +104,21 @@ pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
     let endpoint = required(o.endpoint, "endpoint")?;
     let bucket = required(o.bucket, "bucket")?;
-    let access_key_id = required(o.access_key_id, "accessKeyId")?;
-    let secret_access_key = required(o.secret_access_key, "secretAccessKey")?;
+    let credentials = match o.credentials {
+        v if v.is_undefined() || v.is_null() => None,
+        v => Some(v.dyn_into::<js_sys::Function>().map_err(|_| invalid_option("credentials must be an async function returning { accessKeyId, secretAccessKey, sessionToken, expiration }"))?),
+    };
+    let static_keys = [&o.access_key_id, &o.secret_access_key, &o.session_token].iter().any(|k| k.is_some());
+    if credentials.is_some() && static_keys {
+        return Err(invalid_option("give either credentials (a function) or accessKeyId/secretAccessKey/sessionToken, not both"));
+    }
+    let (access_key_id, secret_access_key) = match credentials {
+        Some(_) => (String::new(), String::new()),
+        None => (required(o.access_key_id, "accessKeyId")?, required(o.secret_access_key, "secretAccessKey")?),
+    };
     let node = required(o.node, "node")?;
     let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
+    config.credentials_provider = credentials.is_some();
     config.session_token = o.session_token.filter(|t| !t.is_empty());
     config.region = o.region.unwrap_or(config.region);
     config.addr = o.addr.unwrap_or_default();
@@ -129,7 +146,56 @@ pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function"))?),
     };
-    Ok(Options { config, fetch, on_event })
+    Ok(Options { config, fetch, on_event, credentials })
+}
+
+/// What a credentials function resolved to (SPEC 4.2). `expiration` is a `Date`, an ISO-8601 string or
+/// Unix ms; absent or `null`: the keys do not expire.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProvidedIn {
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    session_token: Option<String>,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    expiration: JsValue,
+}
+
+/// The keys a credentials function gave, or why they are unusable. Unknown keys are refused, except
+/// the ones AWS SDK credential providers add (`credentialScope`, `accountId`, `$source`), so that such a
+/// provider can be passed as it is.
+pub(crate) fn provided_credentials(v: JsValue) -> Result<crate::env::Credentials, String> {
+    let bad = |why: &str| format!("the credentials function resolved to {why}");
+    if !v.is_object() {
+        return Err(bad(&format!("{}, not {{ accessKeyId, secretAccessKey, sessionToken, expiration }}", describe(&v))));
+    }
+    const KNOWN: [&str; 7] = ["accessKeyId", "secretAccessKey", "sessionToken", "expiration", "credentialScope", "accountId", "$source"];
+    if let Some(k) = unknown_key(&v, &KNOWN) {
+        return Err(bad(&format!("an object with the unknown key {k:?}")));
+    }
+    let p: ProvidedIn = serde_wasm_bindgen::from_value(v).map_err(|e| bad(&format!("a malformed object ({e})")))?;
+    let (Some(access_key_id), Some(secret_access_key)) = (p.access_key_id.filter(|k| !k.is_empty()), p.secret_access_key.filter(|k| !k.is_empty())) else {
+        return Err(bad("an object without accessKeyId and secretAccessKey"));
+    };
+    let expires_ms = match &p.expiration {
+        e if e.is_undefined() || e.is_null() => None,
+        e => {
+            let ms = if let Some(n) = e.as_f64() {
+                n
+            } else if let Some(s) = e.as_string() {
+                js_sys::Date::parse(&s)
+            } else if let Some(d) = e.dyn_ref::<js_sys::Date>() {
+                d.get_time()
+            } else {
+                f64::NAN
+            };
+            if !ms.is_finite() || ms < 0.0 {
+                return Err(bad("an expiration that is not a Date, an ISO-8601 string or Unix ms"));
+            }
+            Some(ms as u64)
+        }
+    };
+    Ok(crate::env::Credentials { access_key_id, secret_access_key, session_token: p.session_token.filter(|t| !t.is_empty()), expires_ms })
 }
 
 /// A cell or node id argument.
@@ -381,6 +447,10 @@ impl<'a> From<&'a Event<'a>> for EventOut<'a> {
                 detail: Some(detail),
                 ..none
             },
+            Event::CredentialsRefreshed { expires_ms, ms } => {
+                EventOut { kind: "credentials-refreshed", expires_ms: Some(expires_ms), ms: Some(ms), ..none }
+            }
+            Event::CredentialsFailed { detail } => EventOut { kind: "credentials-failed", detail: Some(detail), ..none },
             Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
                 kind: "read-retried",
                 key: Some(key),

@@ -7,6 +7,7 @@
 
 mod authority;
 mod convert;
+mod credentials;
 mod ownership;
 mod sign;
 mod trap;

@@ -11,6 +11,7 @@ use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Result};
+use crate::ownership::credentials::Rotation;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
@@ -78,6 +79,8 @@ pub enum Budget {
 pub struct Store<E: Env> {
     pub env: E,
     bucket: RefCell<Bucket>,
+    /// The keys' lifetime when a credentials provider gives them.
+    rotation: Rotation,
     #[cfg(feature = "teeth")]
     pub tooth: Option<crate::ownership::teeth::Tooth>,
 }
@@ -99,6 +102,7 @@ impl<E: Env> Store<E> {
         Store {
             env,
             bucket: RefCell::new(bucket),
+            rotation: Rotation::new(false),
             #[cfg(feature = "teeth")]
             tooth: None,
         }
@@ -113,6 +117,25 @@ impl<E: Env> Store<E> {
         }
     }
 
+    /// Signs with the keys of the host's credentials provider (`Env::credentials`), asked for before the
+    /// first request; the bucket's own keys are placeholders.
+    pub fn with_credentials_provider(mut self) -> Self {
+        self.rotation = Rotation::new(true);
+        self
+    }
+
+    /// Usable keys before a request for `key` is signed (`Rotation::ready`): renewals, bounded by the
+    /// lease's authority, never wait on the provider while the keys held still work.
+    async fn signable(&self, key: &str, budget: Budget) -> Result<()> {
+        let can_wait = matches!(budget, Budget::PerRequest(_));
+        self.rotation.ready(&self.env, &self.bucket, key, can_wait).await
+    }
+
+    /// Refreshes the keys now if a refresh is due (the renewal loop's quiet moments).
+    pub async fn refresh_due_credentials(&self) -> Result<()> {
+        self.rotation.ready(&self.env, &self.bucket, "credentials", true).await
+    }
+
     /// A 128-bit random hex nonce.
     pub fn nonce(&self) -> String {
         let mut nonce = String::with_capacity(32);
@@ -125,11 +148,12 @@ impl<E: Env> Store<E> {
     pub async fn get(&self, key: &str, budget: Budget) -> Result<Option<(Vec<u8>, String)>> {
         let mut attempt = 0;
         loop {
+            self.signable(key, budget).await?;
             let req = self.bucket.borrow_mut().get(key, self.env.wall_ms())?;
             match classify_get(key, self.env.send(req, Some(self.timeout(budget))).await) {
                 GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
                 GetAnswer::Missing => return Ok(None),
-                GetAnswer::Refused(e) => return Err(e),
+                GetAnswer::Refused(e) => return Err(self.refused(e)),
                 GetAnswer::Retryable { detail } => {
                     attempt += 1;
                     if attempt > READ_RETRIES {
@@ -188,17 +212,40 @@ impl<E: Env> Store<E> {
 
     /// `put_cas`, also giving the HTTP status (0 when there was no answer) for the probe's report.
     pub async fn put_cas_status(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
         let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
         let answer = self.env.send(req, Some(self.timeout(budget))).await;
         let status = answer.as_ref().map_or(0, |r| r.status);
-        (status, classify_put(key, answer))
+        (status, self.refused_put(classify_put(key, answer)))
+    }
+
+    /// A store's refusal of the keys themselves (expired or revoked early, not a denied permission) has
+    /// the provider asked again before the next request.
+    fn refused(&self, e: Error) -> Error {
+        const STALE_KEYS: [&str; 5] = ["ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidAccessKeyId", "SignatureDoesNotMatch"];
+        if matches!(&e, Error::Auth(r) if r.status != 0 && STALE_KEYS.contains(&r.code.as_str())) {
+            self.rotation.distrust();
+        }
+        e
+    }
+
+    fn refused_put(&self, answer: PutAnswer) -> PutAnswer {
+        match answer {
+            PutAnswer::Refused(e) => PutAnswer::Refused(self.refused(e)),
+            other => other,
+        }
     }
 
     /// A DELETE (the probe's), classified like a PUT, with its status like `put_cas_status`.
     pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
         let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),

@@ -44,6 +44,9 @@ pub struct Config {
     pub access_key_id: String,
     pub secret_access_key: String,
     pub session_token: Option<String>,
+    /// The keys come from the host's credentials provider (`Env::credentials`), asked before the first
+    /// request and again before they expire; the static keys above are then unused.
+    pub credentials_provider: bool,
     pub node: String,
     pub addr: String,
     pub prefix: String,
@@ -87,6 +90,7 @@ impl Config {
             access_key_id: access_key_id.to_owned(),
             secret_access_key: secret_access_key.to_owned(),
             session_token: None,
+            credentials_provider: false,
             node: node.to_owned(),
             addr: String::new(),
             prefix: String::new(),
@@ -214,17 +218,24 @@ impl<E: Env> S3Ownership<E> {
         if config.addr.chars().any(char::is_control) {
             return Err(Error::invalid("addr contains a control character"));
         }
+        // A provider's keys replace these placeholders before anything is signed.
+        let (key_id, secret) = match config.credentials_provider {
+            true => ("provided", "provided"),
+            false => (config.access_key_id.as_str(), config.secret_access_key.as_str()),
+        };
         let bucket = Bucket::new(
             &config.endpoint,
             &config.bucket,
             &config.region,
             config.path_style,
-            &config.access_key_id,
-            &config.secret_access_key,
+            key_id,
+            secret,
             config.session_token.as_deref(),
         )?;
         let (state, qualification) = (RefCell::new(State::default()), qualify::Flight::default());
-        Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default() })
+        let store = Store::new(env, bucket);
+        let store = if config.credentials_provider { store.with_credentials_provider() } else { store };
+        Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default() })
     }
 
     pub fn env(&self) -> &E {
@@ -759,7 +770,13 @@ impl<E: Env> S3Ownership<E> {
                 return Ok(());
             }
             match self.renew_lease().await {
-                Ok(()) => wait = renew_interval_ms(ttl),
+                Ok(()) => {
+                    wait = renew_interval_ms(ttl);
+                    // Right after a renewal: a slow provider delays nothing that is due.
+                    if let Err(e) = self.store.refresh_due_credentials().await {
+                        on_error(&e);
+                    }
+                }
                 Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
                 Err(e) => {
                     on_error(&e);
