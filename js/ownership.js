@@ -51,6 +51,13 @@ export class S3Ownership {
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
 
+  /** This instance's counters (requests by kind and outcome, claims, takeovers, fences, authority lost,
+   * lease write latencies, ...) as a plain object; a fresh core after a trap starts from zero. */
+  metrics() {
+    if (settled() !== undefined) return undefined;
+    return sync(() => this.#fresh().metrics());
+  }
+
   /** An AbortSignal that aborts the moment this instance may no longer act for `cell` (authority.js);
    * already aborted when it holds no claim of the cell. */
   signal(cell) {

@@ -67,6 +67,11 @@ pub enum Event<'a> {
     /// This instance may no longer act for `cell` at `epoch` (its claim there is gone). Emitted once per
     /// claim, the moment the core knows, before the operation that learnt it returns.
     AuthorityLost { cell: &'a str, epoch: u64, lost: Lost, detail: &'a str },
+    /// One request to the store was answered (or failed to be): `op` is read / write / delete, `record`
+    /// what the key holds (owner, lease, fleet, probe, other), `outcome` how the answer was classified
+    /// (found, missing, applied, rejected, conflict, ambiguous, retryable, refused), `status` the HTTP
+    /// status (0: no answer), `ms` from sending to the answer on the monotonic clock.
+    Request { key: &'a str, op: &'static str, record: &'static str, outcome: &'static str, status: u16, ms: f64 },
     /// The credentials provider answered: keys until `expires_ms` (0: no expiry); `ms`: how long it took.
     CredentialsRefreshed { expires_ms: u64, ms: f64 },
     /// The credentials provider failed; `detail` is what it threw. The lease and claims are kept.

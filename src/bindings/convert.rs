@@ -412,6 +412,12 @@ pub(crate) struct EventOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    op: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ms: Option<f64>,
 }
 
@@ -445,6 +451,16 @@ impl<'a> From<&'a Event<'a>> for EventOut<'a> {
                 epoch: Some(epoch),
                 reason: Some(lost.as_str()),
                 detail: Some(detail),
+                ..none
+            },
+            Event::Request { key, op, record, outcome, status, ms } => EventOut {
+                kind: "request",
+                key: Some(key),
+                op: Some(op),
+                record: Some(record),
+                outcome: Some(outcome),
+                status: Some(status),
+                ms: Some(ms),
                 ..none
             },
             Event::CredentialsRefreshed { expires_ms, ms } => {

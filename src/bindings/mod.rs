@@ -8,6 +8,7 @@
 mod authority;
 mod convert;
 mod credentials;
+mod metrics;
 mod ownership;
 mod sign;
 mod trap;

@@ -46,6 +46,8 @@ pub(crate) struct WebEnv {
     pub(crate) provider: Option<Function>,
     /// What the provider last threw, for the `auth` error's `cause`.
     pub(crate) provider_error: RefCell<Option<JsValue>>,
+    /// Every event counted, for `own.metrics()`.
+    pub(crate) metrics: RefCell<crate::metrics::Metrics>,
     /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
     pub(crate) watcher: RefCell<Option<Function>>,
 }
@@ -72,7 +74,7 @@ fn describe(e: &JsValue) -> String {
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), watcher: RefCell::default() }
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), metrics: RefCell::default(), watcher: RefCell::default() }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -193,6 +195,7 @@ impl Env for WebEnv {
     }
 
     fn observe(&self, event: Event<'_>) {
+        self.metrics.borrow_mut().record(&event);
         if let Event::AuthorityLost { cell, epoch, lost, detail } = event {
             // Cloned out: the watcher's abort listeners may call back into this instance.
             let watcher = self.watcher.borrow().clone();

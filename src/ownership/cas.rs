@@ -17,6 +17,19 @@ use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 
+/// What a key holds, by the layout of SPEC §2 (whatever the prefix): for grouping requests in metrics.
+pub fn record_of(key: &str) -> &'static str {
+    let mut segments = key.rsplit('/');
+    let (last, parent) = (segments.next().unwrap_or(""), segments.next().unwrap_or(""));
+    match (parent, last) {
+        (_, "own.json") if segments.next() == Some("cells") => "owner",
+        ("nodes", _) => "lease",
+        ("fleet", "control.json") => "fleet",
+        ("probe", _) => "probe",
+        _ => "other",
+    }
+}
+
 /// Readbacks allowed to settle one operation's ambiguous writes (SPEC §3: per operation).
 pub const MAX_RECONCILES: usize = 3;
 
@@ -150,7 +163,18 @@ impl<E: Env> Store<E> {
         loop {
             self.signable(key, budget).await?;
             let req = self.bucket.borrow_mut().get(key, self.env.wall_ms())?;
-            match classify_get(key, self.env.send(req, Some(self.timeout(budget))).await) {
+            let started = self.env.mono_ms();
+            let answer = self.env.send(req, Some(self.timeout(budget))).await;
+            let status = answer.as_ref().map_or(0, |r| r.status);
+            let answer = classify_get(key, answer);
+            let outcome = match &answer {
+                GetAnswer::Found { .. } => "found",
+                GetAnswer::Missing => "missing",
+                GetAnswer::Retryable { .. } => "retryable",
+                GetAnswer::Refused(_) => "refused",
+            };
+            self.answered(key, "read", outcome, status, started);
+            match answer {
                 GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
                 GetAnswer::Missing => return Ok(None),
                 GetAnswer::Refused(e) => return Err(self.refused(e)),
@@ -219,9 +243,30 @@ impl<E: Env> Store<E> {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
+        self.sent(key, "write", req, budget).await
+    }
+
+    /// Sends a write (or delete) and classifies its answer like a conditional PUT, with its status.
+    async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget) -> (u16, PutAnswer) {
+        let started = self.env.mono_ms();
         let answer = self.env.send(req, Some(self.timeout(budget))).await;
         let status = answer.as_ref().map_or(0, |r| r.status);
-        (status, self.refused_put(classify_put(key, answer)))
+        let answer = self.refused_put(classify_put(key, answer));
+        let outcome = match &answer {
+            PutAnswer::Applied { .. } => "applied",
+            PutAnswer::Rejected => "rejected",
+            PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Ambiguous { .. } => "ambiguous",
+            PutAnswer::Refused(_) => "refused",
+        };
+        self.answered(key, op, outcome, status, started);
+        (status, answer)
+    }
+
+    /// Says how one request went (`Event::Request`).
+    fn answered(&self, key: &str, op: &'static str, outcome: &'static str, status: u16, started: f64) {
+        let ms = self.env.mono_ms() - started;
+        self.env.observe(Event::Request { key, op, record: record_of(key), outcome, status, ms });
     }
 
     /// A store's refusal of the keys themselves (expired or revoked early, not a denied permission) has
@@ -250,9 +295,7 @@ impl<E: Env> Store<E> {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        let answer = self.env.send(req, Some(self.timeout(budget))).await;
-        let status = answer.as_ref().map_or(0, |r| r.status);
-        (status, classify_put(key, answer))
+        self.sent(key, "delete", req, budget).await
     }
 
     /// Reports how a write that needed readbacks was settled.
@@ -358,5 +401,27 @@ fn unsettled(key: &str, ambiguity: Option<String>, undecodable: bool) -> Error {
         Some(d) => Error::ambiguous(key, msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", d)),
         None if undecodable => Error::transport(key, msg!("not applied (409), and unsettled after ", MAX_RECONCILES, readbacks)),
         None => Error::transport(key, msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_of;
+
+    #[test]
+    fn keys_are_grouped_by_the_record_they_hold() {
+        for (key, record) in [
+            ("cells/c/own.json", "owner"),
+            ("p/x/cells/c:1$x/own.json", "owner"),
+            ("nodes/edge-7.json", "lease"),
+            ("p/nodes/n.json", "lease"),
+            ("fleet/control.json", "fleet"),
+            ("probe/qualified.json", "probe"),
+            ("probe/cas-1234", "probe"),
+            ("cells/c/data/e1/own.json", "other"),
+            ("own.json", "other"),
+        ] {
+            assert_eq!(record_of(key), record, "{key}");
+        }
     }
 }

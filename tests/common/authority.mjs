@@ -2,7 +2,7 @@
 // test server: `own.signal(cell)` aborts when the lease lapses with no renewal loop and no operation to
 // notice (the timer the core's deadline arms), when the instance releases or claims again, and when a
 // read sees a takeover; `own.scope(cell, fn)` threads the signal into its fetch and resolves only after
-// verify. Runtime-neutral: no fs, no node: imports. No timing assertions: each check waits for an event
+// verify; `own.metrics()` counts what happened. Runtime-neutral: no fs, no node: imports. No timing assertions: each check waits for an event
 // (bounded only so that a broken build fails instead of hanging) and asserts order and cause.
 
 import { atomicStore } from "./ownership.mjs";
@@ -197,6 +197,27 @@ export function authorityChecks({ api, env, runtime }) {
     let ran = false;
     const err = await own.scope(cell, () => (ran = true)).then(() => null, (e) => e);
     eq([err?.code, ran], ["not-leased", false], "scope without a claim");
+  });
+
+  check("metrics count requests by kind and outcome, claims, takeovers, fences and lost authority", async ({ leased, cell }) => {
+    const a = await leased("a", SHORT);
+    await a.claim(cell);
+    const reason = await aborted(a.signal(cell), 10_000, "a's lapse");
+    eq(reason.lost, "lease-lost", "a lapsed");
+    const b = await leased("b", SHORT);
+    const won = await b.claim(cell); // a's lease is dead by the peer rule only after expiry + skew
+    const taken = won.tookOver ? won : await new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => b.claim(cell));
+    eq([taken.outcome, taken.tookOver], ["applied", true], "b took the cell over");
+    const ma = a.metrics();
+    eq([ma.leases.acquired, ma.fences, ma.authorityLost["lease-lost"], ma.claims.applied], [1, 1, 1, 1], "a's counters");
+    eq([ma.requests["write-owner"]?.applied, ma.requests["write-lease"]?.applied], [1, 1], "a's writes");
+    eq(ma.requestMs["write-owner"].count, 1, "one timed owner write");
+    const mb = b.metrics();
+    eq(mb.claims.takeovers, 1, "b's takeover");
+    if (!(mb.requests["read-lease"]?.found >= 1)) fail(`b read a's lease: ${JSON.stringify(mb.requests)}`);
+    if (!(mb.requests["read-owner"]?.found >= 1)) fail(`b read the record: ${JSON.stringify(mb.requests)}`);
+    eq(typeof mb.leases.renewMs.count, "number", "renewal latency is there even before any renewal");
+    if (a.metrics() === ma) fail("metrics() returns a fresh object each time");
   });
 
   return checks;

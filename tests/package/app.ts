@@ -24,7 +24,7 @@ try {
 }
 
 // S3Ownership: every option, events narrowed by type, claim results narrowed by outcome, errors by code.
-import { S3Ownership, type AuthorityLost, type AuthorityLostError, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
+import { S3Ownership, type AuthorityLost, type AuthorityLostError, type Metrics, type RequestOutcome, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
 
 const seen: string[] = [];
 const options: S3OwnershipOptions = {
@@ -64,6 +64,15 @@ const options: S3OwnershipOptions = {
         break;
       case "read-retried":
         seen.push(`${event.key} #${event.attempt} in ${event.backoffMs} ms: ${event.detail}`);
+        break;
+      case "request":
+        seen.push(`${event.op} ${event.record} ${event.key}: ${event.outcome satisfies RequestOutcome} ${event.status} in ${event.ms} ms`);
+        break;
+      case "credentials-refreshed":
+        seen.push(`keys until ${event.expiresMs}`);
+        break;
+      case "credentials-failed":
+        seen.push(event.detail);
         break;
       case "authority-lost":
         seen.push(`${event.cell}@${event.epoch} ${event.reason satisfies AuthorityLost}: ${event.detail}`);
@@ -146,6 +155,14 @@ async function scoped(cell: string): Promise<string> {
   });
 }
 void scoped;
+
+const m: Metrics | undefined = own.metrics();
+console.log(m?.requests["write-owner"]?.applied, m?.leases.renewMs.maxMs, m?.authorityLost["taken-over"], m?.claims.takeovers);
+// Short-lived keys from a function (an STS call, an R2 temporary-credentials endpoint, an AWS SDK provider).
+new S3Ownership({
+  endpoint: "https://h", bucket: "b", node: "n",
+  credentials: async () => ({ accessKeyId: "a", secretAccessKey: "s", sessionToken: "t", expiration: new Date(Date.now() + 900_000) }),
+});
 // @ts-expect-error scope needs a function
 own.scope("c", 5);
 
