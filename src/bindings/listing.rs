@@ -16,7 +16,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::convert::{self, INSPECTOR};
 use super::js_error;
-use super::ownership::WasmOwnership;
+use super::ownership::{Core, WasmOwnership};
 use super::trap::{Guarded, Hooks};
 use super::web::WebEnv;
 use crate::error::Error;
@@ -176,15 +176,23 @@ impl WasmInspector {
     }
 }
 
+/// An inspector over an `S3Ownership`'s configuration and fetch: an `Inspector<WebEnv>` like
+/// `S3Inspector`'s (not the core's `S3Ownership::list_cells`, whose `Inspector<&WebEnv>` would put a
+/// second copy of the listing in the wasm).
+fn inspector_of(c: &Core) -> Result<Inspector<WebEnv>, Error> {
+    let env = c.ownership.env();
+    Inspector::new(c.ownership.config(), WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone()))
+}
+
 #[wasm_bindgen]
 impl WasmOwnership {
     #[wasm_bindgen(js_name = listCells)]
     pub fn list_cells(&self) -> Promise {
-        self.run(|c| async move { cells_out(c.ownership.list_cells().await?) })
+        self.run(|c| async move { cells_out(inspector_of(&c)?.list_cells().await?) })
     }
 
     #[wasm_bindgen(js_name = listNodes)]
     pub fn list_nodes(&self) -> Promise {
-        self.run(|c| async move { nodes_out(c.ownership.list_nodes().await?) })
+        self.run(|c| async move { nodes_out(inspector_of(&c)?.list_nodes().await?) })
     }
 }
