@@ -136,7 +136,7 @@ function cellsTable(cells) {
 
 function nodesTable(nodes) {
   const rows = nodes.map((n) => [n.node, n.lease, expiry(n.expiresInMs), ago(n.ageMs), n.addr || "-", n.awaitingRecovery ? "awaiting recovery" : ""]);
-  return table(["NODE", "LEASE", "EXPIRES", "RENEWED", "ADDR", "LOG"], rows);
+  return table(["NODE", "LEASE", "EXPIRES", "RENEWED", "ADDR", "NOTE"], rows);
 }
 
 function problems(entries) {
