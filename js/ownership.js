@@ -45,6 +45,8 @@ export class S3Ownership {
   owner(cell) { return this.#run((c) => c.owner(cell)); }
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
+  listCells() { return this.#run((c) => c.listCells()); }
+  listNodes() { return this.#run((c) => c.listNodes()); }
 
   /** False after a trap until a fresh core holds a lease again. */
   leaseValid() {

@@ -20,8 +20,8 @@ use crate::error::Error;
 use crate::ownership::S3Ownership;
 
 /// The protocol and this instance's renewal loop.
-struct Core {
-    ownership: S3Ownership<WebEnv>,
+pub(super) struct Core {
+    pub(super) ownership: S3Ownership<WebEnv>,
     /// The running renewal loop's id (0: none); a loop finishing after a newer one started leaves it.
     renewing: Cell<u32>,
     last_loop: Cell<u32>,
@@ -47,7 +47,7 @@ impl WasmOwnership {
 
     /// Runs one operation as a Promise: `Ok` resolves, a `crate::Error` rejects with its code, a trap
     /// rejects with `internal`.
-    fn run<F>(&self, op: impl FnOnce(Rc<Core>) -> F) -> Promise
+    pub(super) fn run<F>(&self, op: impl FnOnce(Rc<Core>) -> F) -> Promise
     where
         F: Future<Output = Result<JsValue, Error>> + 'static,
     {

@@ -3,7 +3,8 @@
 //! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
 //! ambiguous writes by readback); `control` reads celld's fleet marker over it; `qualify` records and
 //! trusts the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
-//! [`crate::env::Env`].
+//! [`crate::env::Env`]. `listing` is the read-only view of the bucket (every cell's owner, every node's
+//! lease), needing no node id and no lease.
 
 pub mod cas;
 mod claims;
@@ -14,6 +15,7 @@ pub mod ids;
 mod join;
 mod known;
 pub mod lease;
+pub mod listing;
 pub mod probe;
 pub mod qualify;
 pub mod records;
@@ -22,5 +24,6 @@ pub mod teeth;
 
 pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, ProbePolicy, S3Ownership};
 pub use ids::IdSet;
+pub use listing::{CellEntry, CellOwner, Inspector, LeaseView, NodeEntry};
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};
