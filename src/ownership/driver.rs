@@ -25,7 +25,7 @@ use crate::ownership::join::{Flight, Lead};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline};
 use crate::ownership::probe::ProbeReport;
-use crate::ownership::qualify::{self, Here, Join, Mode};
+use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -186,7 +186,7 @@ pub struct S3Ownership<E: Env> {
     config: Config,
     state: RefCell<State>,
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
-    qualification: qualify::Flight,
+    qualification: Qualification,
     fleet: FleetMarker,
 }
 
@@ -220,7 +220,7 @@ impl<E: Env> S3Ownership<E> {
             &config.secret_access_key,
             config.session_token.as_deref(),
         )?;
-        let (state, qualification) = (RefCell::new(State::default()), qualify::Flight::default());
+        let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
         Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default() })
     }
 
@@ -299,22 +299,9 @@ impl<E: Env> S3Ownership<E> {
             ProbePolicy::Always => Mode::Always,
             ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
         };
-        let mut waited = None;
-        loop {
-            match self.qualification.join(self.store.env.wall_ms(), waited, fresh) {
-                Join::Known(verdict) => return verdict,
-                Join::Wait(flight) => {
-                    self.qualification.wait(flight).await;
-                    waited = Some(flight);
-                }
-                Join::Lead(leader) => {
-                    let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-                    let outcome =
-                        qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await;
-                    return leader.finish(outcome);
-                }
-            }
-        }
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
     }
 
     // ---- low level (SPEC §4), names as in celld ----
