@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 
 const root = new URL("..", import.meta.url).pathname;
+// wasm-bindgen where scripts/setup installs it, as scripts/build finds it.
+const env = { ...process.env, PATH: `${process.env.HOME}/.cargo/bin:${process.env.PATH}` };
 const cargoToml = readFileSync(join(root, "Cargo.toml"), "utf8");
 const optFlags = JSON.parse(cargoToml.match(/^\[package\.metadata\.wasm-pack\.profile\.release\]\nwasm-opt = (\[[^\]]*\])/m)[1])
   .filter((f) => !f.startsWith("--strip"));
@@ -96,7 +98,7 @@ const gz = (parts) => gzipSync(Buffer.concat(parts), { level: 9 }).length;
 const dir = mkdtempSync(join(tmpdir(), "celld-wasm-cost-"));
 try {
   const cargoWasm = join(root, "target/wasm32-unknown-unknown/release/celld_edge.wasm");
-  execFileSync("wasm-bindgen", ["--target", "web", "--out-dir", dir, "--omit-default-module-path", cargoWasm], { stdio: "inherit" });
+  execFileSync("wasm-bindgen", ["--target", "web", "--out-dir", dir, "--omit-default-module-path", cargoWasm], { stdio: "inherit", env });
   const named = join(dir, "named.wasm");
   execFileSync(join(root, "node_modules/.bin/wasm-opt"), [...optFlags, "-g", join(dir, "celld_edge_bg.wasm"), "-o", named], { stdio: "inherit" });
   const m = parse(readFileSync(named));
