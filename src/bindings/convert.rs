@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::env::Event;
-use crate::error::Error;
+use crate::error::{msg, Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
 };
@@ -117,7 +117,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     }
     if let Some(k) = unknown_key(&js, class.options) {
         let why = if OPTION_NAMES.contains(&k.as_str()) { " (an S3Ownership option: an inspector has no node or lease)" } else { "" };
-        return Err(invalid_option(format!("unknown option {k:?}{why}")));
+        return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
     }
     let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(class, &js, e))?;
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
@@ -146,7 +146,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     config.ids = match o.ids.as_deref() {
         None | Some("celld") => IdSet::Celld,
         Some("utf8") => IdSet::Utf8,
-        Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {other:?}"#))),
+        Some(other) => return Err(invalid_option(msg!(r#"ids must be "celld" or "utf8", got "#, Quoted(other)))),
     };
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
     let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
@@ -225,7 +225,7 @@ pub(crate) fn claim_options(v: JsValue) -> Result<ClaimOptions, Error> {
         return Err(Error::invalid("claim options must be an object"));
     }
     if let Some(k) = unknown_key(&v, &["expectNew"]) {
-        return Err(Error::invalid(format!("unknown claim option {k:?}")));
+        return Err(Error::invalid(msg!("unknown claim option ", Quoted(&k))));
     }
     let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
     Ok(ClaimOptions { expect_new: o.expect_new.unwrap_or(false) })

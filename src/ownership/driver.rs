@@ -18,14 +18,14 @@ use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
 use crate::ownership::claims::Claims;
 use crate::ownership::control::FleetMarker;
 use crate::ownership::decide::{
-    after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step,
+    after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step, Write,
 };
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::join::{Flight, Lead};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{peer_dead, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline};
 use crate::ownership::probe::ProbeReport;
-use crate::ownership::qualify::{self, Here, Join, Mode};
+use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -186,7 +186,7 @@ pub struct S3Ownership<E: Env> {
     config: Config,
     state: RefCell<State>,
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
-    qualification: qualify::Flight,
+    qualification: Qualification,
     fleet: FleetMarker,
 }
 
@@ -220,7 +220,7 @@ impl<E: Env> S3Ownership<E> {
             &config.secret_access_key,
             config.session_token.as_deref(),
         )?;
-        let (state, qualification) = (RefCell::new(State::default()), qualify::Flight::default());
+        let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
         Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default() })
     }
 
@@ -299,22 +299,9 @@ impl<E: Env> S3Ownership<E> {
             ProbePolicy::Always => Mode::Always,
             ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
         };
-        let mut waited = None;
-        loop {
-            match self.qualification.join(self.store.env.wall_ms(), waited, fresh) {
-                Join::Known(verdict) => return verdict,
-                Join::Wait(flight) => {
-                    self.qualification.wait(flight).await;
-                    waited = Some(flight);
-                }
-                Join::Lead(leader) => {
-                    let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-                    let outcome =
-                        qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await;
-                    return leader.finish(outcome);
-                }
-            }
-        }
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
     }
 
     // ---- low level (SPEC §4), names as in celld ----
@@ -910,27 +897,25 @@ impl<E: Env> S3Ownership<E> {
                 return Ok(self.claim_rejected(cell, owner, started));
             }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
-            let step = match claim_step(&self.config.node, current.as_ref())? {
-                Step::ReadPeerLease { node } => {
-                    let rec = current.as_ref().expect("a peer is named only by a record that exists");
+            let Write { guard, epoch, took_over } = match claim_step(&self.config.node, current.as_ref())? {
+                Step::Write(write) => write,
+                Step::ReadPeerLease { holder: rec } => {
                     // Judge the lease at the instant the read was sent: the record is at least that fresh,
                     // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
-                    let lease = self.read_node_lease(&node).await?;
+                    let lease = self.read_node_lease(&rec.node).await?;
                     match after_peer_lease(rec, self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now))? {
-                        Some(step) => step,
+                        Some(write) => write,
                         None => {
                             let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
-                            let owner = OwnerInfo { node, epoch, addr, live, awaiting_recovery };
+                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery };
                             return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
                 }
-                step => step,
             };
-            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
             // Time passed while reading: the lease the claim started under must still hold.
             self.require_generation(generation)?;
             let node = &self.config.node;
