@@ -2,7 +2,8 @@
 // (Miniflare, bundled by wrangler from the root wrangler.toml, examples/worker) — hold leases and race to claim a set of cells.
 // Midway the node holding the most cells is killed; once its lease is dead the others take its cells over
 // at higher epochs. A live table shows cells, owners and epochs; the verdict is checked from the store:
-// one owner per epoch, epochs only going up, no takeover while the previous owner's lease was live.
+// one owner per epoch, epochs only going up, no takeover while the previous owner's lease was live. At the
+// end, `celld-edge inspect` shows the bucket as an operator would see it.
 //
 // usage: node demo/run.mjs --endpoint URL --bucket NAME [--region R] [--cells N] [--seconds S]
 // credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) from the environment.
@@ -239,6 +240,17 @@ for (const [, m] of members) {
 await observe();
 const final = render("finished");
 if (!tty) console.log(final);
+
+// The bucket as an operator sees it afterwards: the package's own CLI (`npx celld-edge inspect`).
+console.log(`\n$ npx celld-edge inspect --endpoint ${store.endpoint} --bucket ${store.bucket} --prefix ${store.prefix} --max-clock-skew-ms ${store.maxClockSkewMs}`);
+const inspectArgs = ["inspect", "--endpoint", store.endpoint, "--bucket", store.bucket, "--prefix", store.prefix, "--region", store.region,
+  "--max-clock-skew-ms", String(store.maxClockSkewMs), store.pathStyle ? "--path-style" : "--virtual-hosted"];
+try {
+  process.stdout.write(execFileSync(process.execPath, [join(root, "bin/celld-edge.mjs"), ...inspectArgs], { encoding: "utf8" }));
+} catch (e) {
+  problems.push(`inspect: exit ${e.status}: ${e.stderr}`);
+}
+console.log("");
 
 const failures = verdict();
 const takeovers = claims.filter((c) => c.tookOver).length;

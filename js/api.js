@@ -1,10 +1,10 @@
 // The public JS surface of celld-edge, shared by every runtime entry (node.js, deno.js, workerd.js,
-// browser.js). S3Ownership comes from ownership.js. The signer's fast path: this file reads and
-// type-checks the options objects and writes them straight into the signer's I/O buffer in wasm memory,
-// in the format src/bindings/sign.rs defines (its module comment is the one description; the constants
-// below are checked against it by tests/node/sign-format.test.mjs), then decodes the answer from the same
-// buffer. Errors thrown by wasm are re-thrown as they are; errors found here have the same shape: an
-// Error with `code` = "invalid-input".
+// browser.js). S3Ownership comes from ownership.js, S3Inspector from inspector.js. The signer's fast path:
+// this file reads and type-checks the options objects and writes them straight into the signer's I/O buffer
+// in wasm memory, in the format src/bindings/sign.rs defines (its module comment is the one description;
+// the constants below are checked against it by tests/node/sign-format.test.mjs), then decodes the answer
+// from the same buffer. Errors thrown by wasm are re-thrown as they are; errors found here have the same
+// shape: an Error with `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
@@ -13,6 +13,7 @@ import { currentInstance, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
 
 export * from "./ownership.js";
+export { S3Inspector } from "./inspector.js";
 export { AwsClient } from "./aws-client.js";
 
 const SEP = FORMAT.sep;

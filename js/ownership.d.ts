@@ -1,4 +1,5 @@
-// Type declarations for S3Ownership (js/ownership.js), re-exported by index.d.ts.
+// Type declarations for S3Ownership (js/ownership.js) and S3Inspector (js/inspector.js), re-exported by
+// index.d.ts.
 
 /** Options of `new S3Ownership(...)`. */
 export interface S3OwnershipOptions {
@@ -243,5 +244,97 @@ export declare class S3Ownership {
    */
   scope<T>(cell: string, fn: (scope: Scope) => T | Promise<T>): Promise<T>;
   /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
+  probe(): Promise<ProbeReport>;
+  /** Every cell's owner record with its owner's lease (see `S3Inspector.listCells`); needs no lease and
+   * leaves this instance's lease and claims alone. */
+  listCells(): Promise<CellEntry[]>;
+  /** Every node's lease (see `S3Inspector.listNodes`); needs no lease. */
+  listNodes(): Promise<NodeEntry[]>;
+}
+
+/** Options of `new S3Inspector(...)`: the connection's part of `S3OwnershipOptions`. An inspector has no
+ * node id, lease or probe policy: `node`, `addr`, `leaseTtlMs`, `probe`, `probeTrustMs` and `ids` are
+ * refused (`invalid-input`) like any unknown option. */
+export type S3InspectorOptions = Pick<
+  S3OwnershipOptions,
+  "endpoint" | "bucket" | "region" | "accessKeyId" | "secretAccessKey" | "sessionToken" | "prefix" | "maxClockSkewMs"
+  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent"
+>;
+
+/** What a peer would conclude from a node's lease now (SPEC §5): `dead` only once
+ * `expiresMs + maxClockSkewMs <= now`; `missing` (no lease record) is not proof of death. */
+export type LeaseState = "live" | "dead" | "missing" | "corrupt";
+
+/** The `corrupt-record` error of one entry (the rest of the listing is still returned). */
+export interface EntryError {
+  code: "corrupt-record";
+  /** Names the key of the record that does not decode. */
+  message: string;
+}
+
+/** One cell's owner record (`<prefix>cells/<cell>/own.json`) with its owner's lease. A snapshot: nothing
+ * may be decided from it (that is `claim` / `verify`). */
+export interface CellEntry {
+  cell: string;
+  /** The owner record's object key. */
+  key: string;
+  /** `released`, the owner's `LeaseState`, `awaiting-recovery` (a dead celld owner whose node log is not
+   * sealed), or `corrupt` (the record or the owner's lease does not decode). */
+  status: "live" | "dead" | "missing" | "released" | "awaiting-recovery" | "corrupt";
+  /** The owner; `null` when released or corrupt. */
+  node: string | null;
+  /** `null` when the record is corrupt. */
+  epoch: number | null;
+  etag: string | null;
+  released: boolean;
+  /** The record's `LastModified` (the store's clock), Unix ms. */
+  modifiedMs: number | null;
+  /** The owner's lease; `null` when released or the record is corrupt. */
+  lease: LeaseState | null;
+  leaseExpiresMs: number | null;
+  /** Negative once expired (by this runtime's wall clock). */
+  leaseExpiresInMs: number | null;
+  /** How long ago the store last wrote the owner's lease (its last renewal). */
+  leaseAgeMs: number | null;
+  /** The owner's `addr`, from its lease. */
+  addr: string | null;
+  awaitingRecovery: boolean;
+  error: EntryError | null;
+}
+
+/** One node's lease (`<prefix>nodes/<node>.json`). */
+export interface NodeEntry {
+  node: string;
+  key: string;
+  /** Never `missing` here: a listed lease was read. */
+  lease: LeaseState;
+  /** Not provably dead. */
+  live: boolean;
+  expiresMs: number | null;
+  expiresInMs: number | null;
+  /** How long ago the store last wrote the lease (its last renewal). */
+  ageMs: number | null;
+  modifiedMs: number | null;
+  addr: string;
+  etag: string;
+  awaitingRecovery: boolean;
+  error: EntryError | null;
+}
+
+/**
+ * A view of one bucket + prefix that needs no node id and no lease (dashboards, the CLI, a browser
+ * page). It writes nothing, except `probe()`, which writes and deletes its own keys under
+ * `<prefix>probe/` and records the verdict there. Every method rejects with a `CelldEdgeError`.
+ */
+export declare class S3Inspector {
+  constructor(options: S3InspectorOptions);
+  /** Every `<prefix>cells/<cell>/own.json`, in key order, each with its owner's lease (read once per
+   * owner). Pages past 1000 keys; other keys under `cells/` are ignored. */
+  listCells(): Promise<CellEntry[]>;
+  /** Every `<prefix>nodes/<node>.json`, in key order. */
+  listNodes(): Promise<NodeEntry[]>;
+  /** Qualifies the store now and records the verdict at `<prefix>probe/qualified.json`, which later
+   * `S3Ownership` instances trust for their `probeTrustMs`; `store-violation` naming the step when the
+   * store breaks conditional writes (recorded so too). */
   probe(): Promise<ProbeReport>;
 }

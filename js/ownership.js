@@ -50,6 +50,8 @@ export class S3Ownership {
   owner(cell) { return this.#run((c) => c.owner(cell)); }
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
+  listCells() { return this.#run((c) => c.listCells()); }
+  listNodes() { return this.#run((c) => c.listNodes()); }
 
   /** This instance's counters (requests by kind and outcome, claims, takeovers, fences, authority lost,
    * lease write latencies, ...) as a plain object; a fresh core after a trap starts from zero. */

@@ -124,3 +124,25 @@ pub trait Env {
     /// Receives protocol events; ignored unless the host wants them.
     fn observe(&self, _event: Event<'_>) {}
 }
+
+/// A borrowed `Env` is an `Env`: read-only views (`listing::Inspector`) run over an `S3Ownership`'s own.
+impl<E: Env> Env for &E {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        (**self).send(req, timeout_ms).await
+    }
+    fn wall_ms(&self) -> u64 {
+        (**self).wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        (**self).mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        (**self).random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        (**self).sleep(ms).await
+    }
+    fn observe(&self, event: Event<'_>) {
+        (**self).observe(event)
+    }
+}

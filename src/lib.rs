@@ -4,8 +4,8 @@
 //! impure arrives through [`env::Env`]. The wasm bindings (`bindings`) are a thin shell over that.
 //!
 //! std everywhere, with the default allocator, on wasm32 as natively. Size rules: the shipped package has
-//! a budget that a test enforces (see bench/); within it, code is written for clarity and speed, and
-//! bytes are never argued in comments (figures belong in bench/).
+//! a budget (bench/size.mjs measures it, bench/README.md says where it stands); code is written for
+//! clarity and speed, and bytes are never argued in comments (figures belong in bench/).
 
 #![forbid(unsafe_code)]
 

@@ -1,59 +1,117 @@
-// The browser example's logic (index.html): connects an S3Ownership as this page's own node (a random id:
-// ids must be unique per running instance), keeps its lease renewed, refreshes every cell's owner once a
-// second, and claims/releases cells on the buttons. It only displays what the library answers.
-import { S3Ownership } from "celld-edge";
+// The browser example's logic (index.html): a live view of one bucket + prefix. An S3Inspector (no node
+// id, no lease) lists every cell (owner, epoch, status, the owner's lease expiry and age) and every node
+// lease once a second. Claiming makes the page a node of its own (an S3Ownership with a random id, created
+// at the first claim, its lease kept renewed); the view itself never needs one. It only displays what the
+// library answers: liveness is the library's peer rule, never recomputed here.
+import { S3Inspector, S3Ownership } from "celld-edge";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 1000;
+let store = null; // the connection options, shared by the view and this page's node
+let view = null;
 let own = null;
 let node = "";
-const rows = new Map(); // cell -> { tr, owner, epoch, live, claim, release }
+let refreshing = false;
 
 function status(text, isError = false) {
   $("status").textContent = text;
   $("status").className = isError ? "error" : "";
 }
 
-function cellRow(cell) {
-  const tr = document.createElement("tr");
-  tr.dataset.cell = cell;
-  const td = (cls) => Object.assign(tr.appendChild(document.createElement("td")), { className: cls });
-  td("cell").textContent = cell;
-  const row = { tr, owner: td("owner"), epoch: td("epoch"), live: td("live") };
-  const actions = td("actions");
-  for (const [name, fn] of [["claim", claim], ["release", release]]) {
-    row[name] = Object.assign(actions.appendChild(document.createElement("button")), { textContent: name[0].toUpperCase() + name.slice(1), className: name });
-    row[name].addEventListener("click", () => fn(cell));
+/** `1.2s`, `350ms`, `3m05s`: short enough for a table cell. */
+function duration(ms) {
+  const a = Math.abs(ms);
+  if (a < 1000) return `${Math.round(a)}ms`;
+  if (a < 60_000) return `${(a / 1000).toFixed(1)}s`;
+  return `${Math.floor(a / 60_000)}m${String(Math.floor((a % 60_000) / 1000)).padStart(2, "0")}s`;
+}
+const expiry = (ms) => (ms === null ? "" : ms >= 0 ? `in ${duration(ms)}` : `${duration(ms)} ago`);
+const ago = (ms) => (ms === null ? "" : `${duration(Math.max(0, ms))} ago`);
+
+/** Replaces the body of `table` with one row per entry: `cells` maps column class -> text. */
+function fill(table, entries, key, columns, decorate = () => {}) {
+  const body = $(table).tBodies[0];
+  body.replaceChildren();
+  for (const entry of entries) {
+    const tr = body.appendChild(document.createElement("tr"));
+    tr.dataset[key] = entry[key];
+    for (const [cls, text] of Object.entries(columns(entry))) {
+      Object.assign(tr.appendChild(document.createElement("td")), { className: cls, textContent: text });
+    }
+    decorate(tr, entry);
   }
-  $("cells-table").tBodies[0].appendChild(tr);
-  return row;
+  $(table).hidden = false;
 }
 
-function show(cell, info) {
-  const row = rows.get(cell);
-  const owned = info !== null && info.node !== null;
-  row.owner.textContent = info === null ? "(never claimed)" : owned ? info.node + (info.node === node ? " (this page)" : "") : "(released)";
-  row.epoch.textContent = info === null ? "" : String(info.epoch);
-  row.live.textContent = owned ? (info.live ? "live" : "dead") : "";
-  row.live.className = `live ${owned ? (info.live ? "live-yes" : "live-no") : ""}`;
-  row.tr.classList.toggle("mine", owned && info.node === node);
-  row.release.disabled = !(owned && info.node === node);
-  row.claim.disabled = owned && info.live;
+function cellColumns(c) {
+  const owner = c.released ? "(released)" : c.node === null ? "?" : c.node + (c.node === node ? " (this page)" : "");
+  return {
+    cell: c.cell,
+    owner,
+    epoch: c.epoch === null ? "" : String(c.epoch),
+    status: c.status,
+    expires: expiry(c.leaseExpiresInMs),
+    renewed: ago(c.leaseAgeMs),
+  };
+}
+
+function cellActions(tr, c) {
+  tr.classList.add(`status-${c.status}`);
+  const mine = c.node !== null && c.node === node;
+  tr.classList.toggle("mine", mine);
+  if (c.error) tr.title = `${c.error.code}: ${c.error.message}`;
+  const actions = tr.appendChild(Object.assign(document.createElement("td"), { className: "actions" }));
+  const button = (name, enabled, fn) => {
+    const b = actions.appendChild(Object.assign(document.createElement("button"), { textContent: name[0].toUpperCase() + name.slice(1), className: name }));
+    b.disabled = !enabled;
+    b.addEventListener("click", () => fn(c.cell));
+  };
+  // A cell is claimable unless a live owner (or one awaiting recovery) holds it; the library decides.
+  button("claim", c.status !== "live" && c.status !== "awaiting-recovery" && c.status !== "corrupt" && !mine, claim);
+  button("release", mine, release);
+}
+
+function nodeColumns(n) {
+  return {
+    node: n.node + (n.node === node ? " (this page)" : ""),
+    lease: n.awaitingRecovery ? "dead, awaiting recovery" : n.lease,
+    expires: expiry(n.expiresInMs),
+    renewed: ago(n.ageMs),
+    addr: n.addr,
+  };
 }
 
 async function refresh() {
+  if (refreshing) return; // one listing at a time, however slow the store
+  refreshing = true;
   try {
-    await Promise.all([...rows.keys()].map(async (cell) => show(cell, await own.owner(cell))));
-    status(`This page is node ${node}; lease ${own.leaseValid() ? "valid" : "NOT valid"}. Updated ${new Date().toLocaleTimeString()}.`);
+    const [cells, nodes] = await Promise.all([view.listCells(), view.listNodes()]);
+    fill("cells-table", cells, "cell", cellColumns, cellActions);
+    fill("nodes-table", nodes, "node", nodeColumns, (tr, n) => tr.classList.add(`lease-${n.lease}`));
+    const live = nodes.filter((n) => n.live).length;
+    const me = own ? ` This page is node ${node}; lease ${own.leaseValid() ? "valid" : "NOT valid"}.` : "";
+    status(`${cells.length} cells, ${nodes.length} nodes (${live} live).${me} Updated ${new Date().toLocaleTimeString()}.`);
   } catch (e) {
-    status(`refresh failed: ${e.code}: ${e.message}`, true);
+    status(`listing failed: ${e.code}: ${e.message}`, true);
+  } finally {
+    refreshing = false;
   }
+}
+
+/** This page's own node, made and leased at the first claim. */
+async function member() {
+  if (own === null) {
+    node = `browser-${crypto.randomUUID().slice(0, 8)}`;
+    own = new S3Ownership({ ...store, node });
+    own.startRenewing((e) => status(`lease renewal: ${e.code}: ${e.message}`, true));
+  }
+  if (!own.leaseValid()) await own.acquireLease(); // first claim, or fenced earlier: a fresh lease
+  return own;
 }
 
 async function claim(cell) {
   try {
-    if (!own.leaseValid()) await own.acquireLease(); // fenced earlier: a fresh lease, then claim anew
-    const result = await own.claim(cell);
+    const result = await (await member()).claim(cell);
     if (result.outcome === "rejected") status(`${cell} is owned by ${result.owner.node} (live): route to it`, true);
   } catch (e) {
     status(`claim ${cell}: ${e.code}: ${e.message}`, true);
@@ -72,34 +130,28 @@ async function release(cell) {
 
 $("connect").addEventListener("submit", async (event) => {
   event.preventDefault();
-  $("connect-button").disabled = true;
   const value = (id) => $(id).value.trim();
-  node = `browser-${crypto.randomUUID().slice(0, 8)}`;
   try {
-    own = new S3Ownership({
-      endpoint: value("endpoint"),
-      bucket: value("bucket"),
-      region: value("region"),
-      prefix: value("prefix"),
-      accessKeyId: value("accessKeyId"),
-      secretAccessKey: value("secretAccessKey"),
-      node,
-    });
-    status(`Connecting as ${node} (probing the store, acquiring a lease)...`);
-    await own.acquireLease();
-    own.startRenewing((e) => status(`lease renewal: ${e.code}: ${e.message}`, true));
+    store = {
+      endpoint: value("endpoint"), bucket: value("bucket"), region: value("region"), prefix: value("prefix"),
+      accessKeyId: value("accessKeyId"), secretAccessKey: value("secretAccessKey"),
+    };
+    view = new S3Inspector(store);
   } catch (e) {
     status(`connect: ${e.code}: ${e.message}`, true);
-    $("connect-button").disabled = false;
     return;
   }
-  for (const cell of value("cells").split(",").map((c) => c.trim()).filter(Boolean)) {
-    if (!rows.has(cell)) rows.set(cell, cellRow(cell));
-  }
-  $("cells-table").hidden = false;
+  $("connect-button").disabled = true;
+  $("claim").hidden = false;
   const tick = async () => {
     await refresh();
     setTimeout(tick, REFRESH_MS);
   };
   tick();
+});
+
+$("claim").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const cell = $("claim-cell").value.trim();
+  if (cell) claim(cell);
 });

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::env::Event;
-use crate::error::Error;
+use crate::error::{msg, Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
 };
@@ -60,6 +60,23 @@ const OPTION_NAMES: [&str; 19] = [
     "credentials",
 ];
 
+/// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
+/// probe policy (an inspector holds none).
+pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 13] = [
+    "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "prefix", "maxClockSkewMs",
+    "requestTimeoutMs", "pathStyle", "fetch", "onEvent", "credentials",
+];
+
+/// Which class the options are for: its name (for messages) and the options it takes.
+#[derive(Clone, Copy)]
+pub(crate) struct Class {
+    pub(crate) name: &'static str,
+    pub(crate) options: &'static [&'static str],
+}
+
+const OWNERSHIP: Class = Class { name: "S3Ownership", options: &OPTION_NAMES };
+pub(crate) const INSPECTOR: Class = Class { name: "S3Inspector", options: &INSPECTOR_OPTION_NAMES };
+
 /// The checked options: the core's `Config` plus the JS functions.
 pub(crate) struct Options {
     pub(crate) config: Config,
@@ -68,8 +85,8 @@ pub(crate) struct Options {
     pub(crate) credentials: Option<js_sys::Function>,
 }
 
-fn invalid_option(why: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("S3Ownership options: {why}"))
+fn invalid_option(class: Class, why: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("{} options: {why}", class.name))
 }
 
 /// The first own key of `object` that is not in `known`. (serde-wasm-bindgen reads a struct's fields by
@@ -80,43 +97,53 @@ fn unknown_key(object: &JsValue, known: &[&str]) -> Option<String> {
 }
 
 /// serde does not name a mistyped field: find it by reading each field alone.
-fn name_mistyped(options: &JsValue, e: serde_wasm_bindgen::Error) -> Error {
-    for name in OPTION_NAMES {
+fn name_mistyped(class: Class, options: &JsValue, e: serde_wasm_bindgen::Error) -> Error {
+    for &name in class.options {
         let Ok(value) = js_sys::Reflect::get(options, &JsValue::from_str(name)) else { continue };
         let single = js_sys::Object::new();
         if js_sys::Reflect::set(&single, &JsValue::from_str(name), &value).is_ok() {
             if let Err(e) = serde_wasm_bindgen::from_value::<OptionsIn>(single.into()) {
-                return invalid_option(format!("{name}: {e}"));
+                return invalid_option(class, format!("{name}: {e}"));
             }
         }
     }
-    invalid_option(e)
+    invalid_option(class, e)
 }
 
+/// The options of `new S3Ownership(options)`.
 pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
+    options_for(OWNERSHIP, js)
+}
+
+/// The options of `new <class>(options)`; an inspector's have no node (its `Config` gets an empty one).
+pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
+    let invalid_option = |why: String| invalid_option(class, why);
     if !js.is_object() {
-        return Err(Error::invalid("new S3Ownership() needs an options object"));
+        return Err(Error::invalid(format!("new {}() needs an options object", class.name)));
     }
-    if let Some(k) = unknown_key(&js, &OPTION_NAMES) {
-        return Err(invalid_option(format!("unknown option {k:?}")));
+    if let Some(k) = unknown_key(&js, class.options) {
+        let why = if OPTION_NAMES.contains(&k.as_str()) { " (an S3Ownership option: an inspector has no node or lease)" } else { "" };
+        return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
     }
-    let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(&js, e))?;
+    let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(class, &js, e))?;
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
     let endpoint = required(o.endpoint, "endpoint")?;
     let bucket = required(o.bucket, "bucket")?;
     let credentials = match o.credentials {
         v if v.is_undefined() || v.is_null() => None,
-        v => Some(v.dyn_into::<js_sys::Function>().map_err(|_| invalid_option("credentials must be an async function returning { accessKeyId, secretAccessKey, sessionToken, expiration }"))?),
+        v => Some(v.dyn_into::<js_sys::Function>().map_err(|_| {
+            invalid_option("credentials must be an async function returning { accessKeyId, secretAccessKey, sessionToken, expiration }".into())
+        })?),
     };
     let static_keys = [&o.access_key_id, &o.secret_access_key, &o.session_token].iter().any(|k| k.is_some());
     if credentials.is_some() && static_keys {
-        return Err(invalid_option("give either credentials (a function) or accessKeyId/secretAccessKey/sessionToken, not both"));
+        return Err(invalid_option("give either credentials (a function) or accessKeyId/secretAccessKey/sessionToken, not both".into()));
     }
     let (access_key_id, secret_access_key) = match credentials {
         Some(_) => (String::new(), String::new()),
         None => (required(o.access_key_id, "accessKeyId")?, required(o.secret_access_key, "secretAccessKey")?),
     };
-    let node = required(o.node, "node")?;
+    let node = if class.options.contains(&"node") { required(o.node, "node")? } else { String::new() };
     let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
     config.credentials_provider = credentials.is_some();
     config.session_token = o.session_token.filter(|t| !t.is_empty());
@@ -138,13 +165,13 @@ pub(crate) fn options(js: JsValue) -> Result<Options, Error> {
     config.ids = match o.ids.as_deref() {
         None | Some("celld") => IdSet::Celld,
         Some("utf8") => IdSet::Utf8,
-        Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {other:?}"#))),
+        Some(other) => return Err(invalid_option(msg!(r#"ids must be "celld" or "utf8", got "#, Quoted(other)))),
     };
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
-    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)"))?;
+    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
     let on_event = match o.on_event {
         v if v.is_undefined() || v.is_null() => None,
-        v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function"))?),
+        v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function".into()))?),
     };
     Ok(Options { config, fetch, on_event, credentials })
 }
@@ -266,7 +293,7 @@ pub(crate) fn claim_options(v: JsValue) -> Result<ClaimOptions, Error> {
         return Err(Error::invalid("claim options must be an object"));
     }
     if let Some(k) = unknown_key(&v, &["expectNew"]) {
-        return Err(Error::invalid(format!("unknown claim option {k:?}")));
+        return Err(Error::invalid(msg!("unknown claim option ", Quoted(&k))));
     }
     let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
     Ok(ClaimOptions { expect_new: o.expect_new.unwrap_or(false) })

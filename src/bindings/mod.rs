@@ -1,6 +1,6 @@
 //! The wasm-bindgen shell: the only place where Rust meets JS values. `ownership` is the `S3Ownership`
-//! core class (async methods, each a Promise), `web` the [`crate::env::Env`] over the injected `fetch`,
-//! `convert` the options in and the results and events out (serde-wasm-bindgen), `trap` what keeps a
+//! core class (async methods, each a Promise), `listing` the `S3Inspector` core and the listings, `web`
+//! the [`crate::env::Env`] over the injected `fetch`, `convert` the options in and the results and events out (serde-wasm-bindgen), `trap` what keeps a
 //! wasm trap from hanging callers, and `sign` the signer's fast path. This layer converts and checks
 //! inputs and turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on
 //! anything JS hands it.
@@ -8,6 +8,7 @@
 mod authority;
 mod convert;
 mod credentials;
+mod listing;
 mod metrics;
 mod ownership;
 mod sign;

@@ -48,7 +48,7 @@ impl WasmOwnership {
 
     /// Runs one operation as a Promise: `Ok` resolves, a `crate::Error` rejects with its code, a trap
     /// rejects with `internal`.
-    fn run<F>(&self, op: impl FnOnce(Rc<Core>) -> F) -> Promise
+    pub(super) fn run<F>(&self, op: impl FnOnce(Rc<Core>) -> F) -> Promise
     where
         F: Future<Output = Result<JsValue, Error>> + 'static,
     {

@@ -1,6 +1,6 @@
-//! The bucket layer: one GET (retried with jittered backoff — reads are safe to repeat), one conditional
-//! PUT (`put_cas`, never retried: a blind retry can meet its own first attempt and come back as a
-//! clean-looking 412), and `cas_settled`, which settles an ambiguous PUT by reading the record back and
+//! The bucket layer: one GET and one ListObjectsV2 page (retried with jittered backoff — reads are safe to
+//! repeat), one conditional PUT (`put_cas`, never retried: a blind retry can meet its own first attempt
+//! and come back as a clean-looking 412), and `cas_settled`, which settles an ambiguous PUT by reading the record back and
 //! looking for this write's nonce (at most `MAX_RECONCILES` readbacks per operation, however many writes it
 //! makes). Equal content never counts as "mine": stores give equal bodies equal ETags. A readback that does
 //! not decode settles nothing: it is read again, and a write still unsettled is `ambiguous`, never
@@ -15,6 +15,7 @@ use crate::ownership::credentials::Rotation;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
+use crate::s3::list::{classify_list, ListAnswer, ListPage};
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 
 /// What a key holds, by the layout of SPEC §2 (whatever the prefix): for grouping requests in metrics.
@@ -180,18 +181,41 @@ impl<E: Env> Store<E> {
                 GetAnswer::Refused(e) => return Err(self.refused(e)),
                 GetAnswer::Retryable { detail } => {
                     attempt += 1;
-                    if attempt > READ_RETRIES {
-                        let detail = msg!(detail, " (gave up after ", attempt, " attempts)");
-                        return Err(Error::transport(key.to_owned(), detail));
-                    }
-                    // Full jitter over an exponential window: 50, 100, 200 ms.
-                    let window = 50u64 << (attempt - 1);
-                    let backoff_ms = (self.env.random_u64() % window + 1) as u32;
-                    self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &detail });
-                    self.env.sleep(backoff_ms).await;
+                    self.pause_before_retry(key, attempt, detail).await?;
                 }
             }
         }
+    }
+
+    /// One page of the keys under `prefix` (ListObjectsV2, at most `max_keys`), after `token`; retried
+    /// like a GET.
+    pub async fn list(&self, prefix: &str, token: Option<&str>, max_keys: Option<u32>, budget: Budget) -> Result<ListPage> {
+        let mut attempt = 0;
+        loop {
+            let req = self.bucket.borrow_mut().list(prefix, token, max_keys, self.env.wall_ms())?;
+            match classify_list(prefix, self.env.send(req, Some(self.timeout(budget))).await) {
+                ListAnswer::Page(page) => return Ok(page),
+                ListAnswer::Refused(e) => return Err(e),
+                ListAnswer::Retryable { detail } => {
+                    attempt += 1;
+                    self.pause_before_retry(prefix, attempt, detail).await?;
+                }
+            }
+        }
+    }
+
+    /// The pause before retry `attempt` of a read of `key` that failed with `detail`: full jitter over an
+    /// exponential window (50, 100, 200 ms), or `transport` once the retries are used up.
+    async fn pause_before_retry(&self, key: &str, attempt: u32, detail: String) -> Result<()> {
+        if attempt > READ_RETRIES {
+            let detail = msg!(detail, " (gave up after ", attempt, " attempts)");
+            return Err(Error::transport(key.to_owned(), detail));
+        }
+        let window = 50u64 << (attempt - 1);
+        let backoff_ms = (self.env.random_u64() % window + 1) as u32;
+        self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &detail });
+        self.env.sleep(backoff_ms).await;
+        Ok(())
     }
 
     /// GETs `key` and decodes it. A body that does not decode is read again: a truncated or garbled

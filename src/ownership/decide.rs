@@ -8,24 +8,32 @@ use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::lease::{missing_dead, peer_dead};
 use crate::ownership::records::{awaits_recovery, CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
 
+/// A claim's write: `{node: me, epoch}` under `guard`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub guard: CasGuard,
+    pub epoch: u64,
+    pub took_over: bool,
+}
+
 /// What a claim should do after reading the owner record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// Write `{node: me, epoch}` under `guard`.
-    Write { guard: CasGuard, epoch: u64, took_over: bool },
-    /// Another node holds it: read that node's lease, then call [`after_peer_lease`].
-    ReadPeerLease { node: String },
+pub enum Step<'a> {
+    Write(Write),
+    /// Another node holds it (the record read, `holder`): read that node's lease, then call
+    /// [`after_peer_lease`].
+    ReadPeerLease { holder: &'a OwnerRecord },
 }
 
 /// The decision on the record alone: absent → epoch 1; released or ours → epoch + 1.
-pub fn claim_step(me: &str, current: Option<&OwnerRecord>) -> Result<Step> {
+pub fn claim_step<'a>(me: &str, current: Option<&'a OwnerRecord>) -> Result<Step<'a>> {
     let Some(rec) = current else {
-        return Ok(Step::Write { guard: CasGuard::Absent, epoch: 1, took_over: false });
+        return Ok(Step::Write(Write { guard: CasGuard::Absent, epoch: 1, took_over: false }));
     };
     if rec.is_released() || rec.node == me {
-        return Ok(Step::Write { guard: CasGuard::Match(rec.etag.clone()), epoch: next_epoch(rec)?, took_over: false });
+        return Ok(Step::Write(Write { guard: CasGuard::Match(rec.etag.clone()), epoch: next_epoch(rec)?, took_over: false }));
     }
-    Ok(Step::ReadPeerLease { node: rec.node.clone() })
+    Ok(Step::ReadPeerLease { holder: rec })
 }
 
 /// Whether a claim may write over a version seen earlier instead of one read now (the guard makes the store
@@ -33,7 +41,7 @@ pub fn claim_step(me: &str, current: Option<&OwnerRecord>) -> Result<Step> {
 /// when it names another node (a holder's lease is judged only after a fresh read), and not when the epoch
 /// cannot advance (the fresh read will say why).
 pub fn writes_over_known(me: &str, known: Option<&OwnerRecord>) -> bool {
-    matches!(claim_step(me, known), Ok(Step::Write { .. }))
+    matches!(claim_step(me, known), Ok(Step::Write(_)))
 }
 
 /// The holder's lease as a claim found it.
@@ -57,12 +65,12 @@ pub struct PeerRule {
 /// The decision once the holder's lease is known: dead (`expires_ms + skew <= now`, or missing for
 /// `ttl + skew`) → take over at epoch + 1; otherwise `None` (the holder is live: route to it; or dead but
 /// `awaiting_recovery`).
-pub fn after_peer_lease(current: &OwnerRecord, lease: PeerLease<'_>, rule: PeerRule) -> Result<Option<Step>> {
+pub fn after_peer_lease(current: &OwnerRecord, lease: PeerLease<'_>, rule: PeerRule) -> Result<Option<Write>> {
     let gated = matches!(lease, PeerLease::Present(l) if awaiting_recovery(Some(l), rule.max_skew_ms, rule.wall_now_ms));
     if !holder_dead(lease, rule) || gated {
         return Ok(None);
     }
-    Ok(Some(Step::Write { guard: CasGuard::Match(current.etag.clone()), epoch: next_epoch(current)?, took_over: true }))
+    Ok(Some(Write { guard: CasGuard::Match(current.etag.clone()), epoch: next_epoch(current)?, took_over: true }))
 }
 
 /// The node-log gate (SPEC §2): the holder's lease is dead but carries a celld node log that is not
@@ -103,18 +111,19 @@ mod tests {
 
     #[test]
     fn absent_released_and_own_records() {
-        assert_eq!(claim_step("a", None).unwrap(), Step::Write { guard: CasGuard::Absent, epoch: 1, took_over: false });
+        assert_eq!(claim_step("a", None).unwrap(), Step::Write(Write { guard: CasGuard::Absent, epoch: 1, took_over: false }));
         let released = rec("", 4);
         assert_eq!(
             claim_step("a", Some(&released)).unwrap(),
-            Step::Write { guard: CasGuard::Match(released.etag.clone()), epoch: 5, took_over: false }
+            Step::Write(Write { guard: CasGuard::Match(released.etag.clone()), epoch: 5, took_over: false })
         );
         let own = rec("a", 7);
         assert_eq!(
             claim_step("a", Some(&own)).unwrap(),
-            Step::Write { guard: CasGuard::Match(own.etag.clone()), epoch: 8, took_over: false }
+            Step::Write(Write { guard: CasGuard::Match(own.etag.clone()), epoch: 8, took_over: false })
         );
-        assert_eq!(claim_step("a", Some(&rec("b", 2))).unwrap(), Step::ReadPeerLease { node: "b".into() });
+        let held = rec("b", 2);
+        assert_eq!(claim_step("a", Some(&held)).unwrap(), Step::ReadPeerLease { holder: &held });
     }
 
     fn rule(wall_now_ms: u64) -> PeerRule {
@@ -129,7 +138,7 @@ mod tests {
         assert_eq!(after_peer_lease(&held, PeerLease::Present(&l), rule(100_999)).unwrap(), None);
         assert_eq!(
             after_peer_lease(&held, PeerLease::Present(&l), rule(101_000)).unwrap(),
-            Some(Step::Write { guard: CasGuard::Match(held.etag.clone()), epoch: 3, took_over: true })
+            Some(Write { guard: CasGuard::Match(held.etag.clone()), epoch: 3, took_over: true })
         );
     }
 
@@ -171,7 +180,7 @@ mod tests {
         assert!(!awaiting_recovery(Some(&sealed), skew, dead_at));
         assert!(matches!(
             after_peer_lease(&held, PeerLease::Present(&sealed), at(dead_at)).unwrap(),
-            Some(Step::Write { epoch: 3, .. })
+            Some(Write { epoch: 3, .. })
         ));
         assert!(!awaiting_recovery(None, skew, dead_at));
     }

@@ -19,7 +19,7 @@ use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
 use crate::ownership::claims::{Claim, Claims};
 use crate::ownership::control::FleetMarker;
 use crate::ownership::decide::{
-    after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step,
+    after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step, Write,
 };
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::join::{Flight, Lead};
@@ -28,7 +28,7 @@ use crate::ownership::lease::{
     peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline,
 };
 use crate::ownership::probe::ProbeReport;
-use crate::ownership::qualify::{self, Here, Join, Mode};
+use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::records::{
     decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
@@ -81,6 +81,15 @@ pub const PROBE_TRUST_MS: u64 = 7 * 86_400_000;
 const MAX_PROBE_TRUST_MS: u64 = 90 * 86_400_000;
 
 impl Config {
+    /// The keys a new `Bucket` starts signing with: the static ones, or placeholders that a credentials
+    /// provider's keys replace before anything is signed (`Store::with_credentials_provider`).
+    pub fn signing_keys(&self) -> (&str, &str) {
+        match self.credentials_provider {
+            true => ("provided", "provided"),
+            false => (&self.access_key_id, &self.secret_access_key),
+        }
+    }
+
     /// Defaults from the SPEC: region "us-east-1", ttl 10 s, skew 1 s, path style, no prefix, no addr.
     pub fn new(endpoint: &str, bucket: &str, node: &str, access_key_id: &str, secret_access_key: &str) -> Self {
         Config {
@@ -193,7 +202,7 @@ pub struct S3Ownership<E: Env> {
     config: Config,
     state: RefCell<State>,
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
-    qualification: qualify::Flight,
+    qualification: Qualification,
     fleet: FleetMarker,
 }
 
@@ -218,11 +227,7 @@ impl<E: Env> S3Ownership<E> {
         if config.addr.chars().any(char::is_control) {
             return Err(Error::invalid("addr contains a control character"));
         }
-        // A provider's keys replace these placeholders before anything is signed.
-        let (key_id, secret) = match config.credentials_provider {
-            true => ("provided", "provided"),
-            false => (config.access_key_id.as_str(), config.secret_access_key.as_str()),
-        };
+        let (key_id, secret) = config.signing_keys();
         let bucket = Bucket::new(
             &config.endpoint,
             &config.bucket,
@@ -232,7 +237,7 @@ impl<E: Env> S3Ownership<E> {
             secret,
             config.session_token.as_deref(),
         )?;
-        let (state, qualification) = (RefCell::new(State::default()), qualify::Flight::default());
+        let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
         let store = Store::new(env, bucket);
         let store = if config.credentials_provider { store.with_credentials_provider() } else { store };
         Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default() })
@@ -313,22 +318,9 @@ impl<E: Env> S3Ownership<E> {
             ProbePolicy::Always => Mode::Always,
             ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
         };
-        let mut waited = None;
-        loop {
-            match self.qualification.join(self.store.env.wall_ms(), waited, fresh) {
-                Join::Known(verdict) => return verdict,
-                Join::Wait(flight) => {
-                    self.qualification.wait(flight).await;
-                    waited = Some(flight);
-                }
-                Join::Lead(leader) => {
-                    let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-                    let outcome =
-                        qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await;
-                    return leader.finish(outcome);
-                }
-            }
-        }
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
     }
 
     // ---- low level (SPEC §4), names as in celld ----
@@ -988,27 +980,25 @@ impl<E: Env> S3Ownership<E> {
                 return Ok(self.claim_rejected(cell, owner, started));
             }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
-            let step = match claim_step(&self.config.node, current.as_ref())? {
-                Step::ReadPeerLease { node } => {
-                    let rec = current.as_ref().expect("a peer is named only by a record that exists");
+            let Write { guard, epoch, took_over } = match claim_step(&self.config.node, current.as_ref())? {
+                Step::Write(write) => write,
+                Step::ReadPeerLease { holder: rec } => {
                     // Judge the lease at the instant the read was sent: the record is at least that fresh,
                     // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
-                    let lease = self.read_node_lease(&node).await?;
+                    let lease = self.read_node_lease(&rec.node).await?;
                     match after_peer_lease(rec, self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now))? {
-                        Some(step) => step,
+                        Some(write) => write,
                         None => {
                             let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
-                            let owner = OwnerInfo { node, epoch, addr, live, awaiting_recovery };
+                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery };
                             return Ok(self.claim_rejected(cell, owner, started));
                         }
                     }
                 }
-                step => step,
             };
-            let Step::Write { guard, epoch, took_over } = step else { unreachable!("resolved above") };
             // Time passed while reading: the lease the claim started under must still hold.
             self.require_generation(generation)?;
             self.reclaiming(cell, epoch);

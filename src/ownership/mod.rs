@@ -1,9 +1,11 @@
 //! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes and their serde codec),
 //! `decide` (claim decision), `authority` (which reads end a claim), `lease` (time arithmetic), `ids`
 //! (validation), `probe` (the store probe's machine) — take everything as arguments. `cas` is the bucket
-//! layer (GET, conditional PUT, settling ambiguous writes by readback); `credentials` rotates a provider's
-//! keys under it; `control` reads celld's fleet marker over it; `qualify` records and trusts the probe's verdict per bucket; `S3Ownership` (in
-//! `driver`) sequences them over an [`crate::env::Env`].
+//! layer (GET, conditional PUT, settling ambiguous writes by readback); `credentials` rotates a
+//! provider's keys under it; `control` reads celld's fleet marker over it; `qualify` records and trusts
+//! the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
+//! [`crate::env::Env`]. `listing` is the read-only view of the bucket (every cell's owner, every node's
+//! lease), needing no node id and no lease.
 
 pub mod authority;
 pub mod cas;
@@ -16,6 +18,7 @@ pub mod ids;
 mod join;
 mod known;
 pub mod lease;
+pub mod listing;
 pub mod probe;
 pub mod qualify;
 pub mod records;
@@ -24,5 +27,6 @@ pub mod teeth;
 
 pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, ProbePolicy, S3Ownership};
 pub use ids::IdSet;
+pub use listing::{CellEntry, CellOwner, Inspector, LeaseView, NodeEntry};
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

@@ -1,8 +1,8 @@
 //! Qualifying a bucket once, not every instance (SPEC §6, changed 2026-12-01). The probe's verdict is
 //! recorded at `<prefix>probe/qualified.json` and a later instance trusts it, for `probe_trust_ms`, from
 //! one GET. Here: the record's codec, the rule for whether a record read is trusted (`judge`), the
-//! sequence that reads, probes and records (`qualify`), and `Flight`, which makes an instance's concurrent
-//! callers share one qualification in flight.
+//! sequence that reads, probes and records (`qualify`), and `Qualification`, which keeps an instance's
+//! verdict and makes its concurrent callers share one qualification in flight.
 //!
 //! What it must never do: trust a record it cannot fully read or that another endpoint, bucket, prefix or
 //! probe revision wrote; replace a record without a condition; keep a failure that is not proof (a refusal
@@ -13,15 +13,14 @@
 use crate::prelude::*;
 use alloc::borrow::Cow;
 use serde::{Deserialize, Serialize};
-use core::cell::{Cell, RefCell};
+use alloc::rc::Rc;
+use core::cell::RefCell;
 use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
 
 use crate::env::Env;
 use crate::error::{msg, Error, Failure, Result};
 use crate::ownership::cas::{Budget, Store};
-use crate::ownership::join::join_all;
+use crate::ownership::join::{join_all, Flight, Lead};
 use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
 use crate::ownership::records::{corrupt, decode_object, CasGuard};
 use crate::s3::PutAnswer;
@@ -198,7 +197,7 @@ pub fn violation(step: &str, detail: &str) -> Error {
     Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail: detail.to_owned() }))
 }
 
-/// How a qualification ended, for [`Flight`].
+/// How a qualification ended, for [`Qualification`].
 #[derive(Debug, Clone)]
 pub enum Outcome {
     Qualified { report: ProbeReport, until_ms: u64 },
@@ -328,129 +327,50 @@ pub async fn run_probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -
     }
 }
 
-/// What this instance knows of its store's qualification.
-#[derive(Debug)]
-enum Standing {
-    Unknown,
-    /// One caller is qualifying; the others wait for it.
-    InFlight { flight: u64, waiters: Vec<Waker> },
-    Qualified { report: ProbeReport, until_ms: u64 },
-    Refused { error: Error, until_ms: u64 },
-    /// The last flight failed in a way that is not kept: its waiters get this error, later callers try again.
-    Failed { flight: u64, error: Error },
+/// This instance's qualification: the verdict it keeps (a pass or a proven refusal, until its trust
+/// expires) and the one qualification in flight, whose outcome every caller that waited for it shares (a
+/// `join::Flight`, as lease writes, claims and the fleet marker use).
+#[derive(Default)]
+pub struct Qualification {
+    /// The kept verdict and the wall time it expires at.
+    kept: RefCell<Option<(Result<ProbeReport>, u64)>>,
+    running: RefCell<Option<Rc<Flight<Outcome>>>>,
 }
 
-/// One qualification in flight per instance; its result shared by every caller that waited for it.
-#[derive(Debug)]
-pub struct Flight {
-    standing: RefCell<Standing>,
-    next: Cell<u64>,
-}
-
-impl Default for Flight {
-    fn default() -> Self {
-        Flight { standing: RefCell::new(Standing::Unknown), next: Cell::new(0) }
-    }
-}
-
-/// What a caller does next (`Flight::join`).
-pub enum Join<'a> {
-    /// The answer is known.
-    Known(Result<ProbeReport>),
-    /// Another caller's flight is under way: wait for it (`Flight::wait`), then join again.
-    Wait(u64),
-    /// This caller qualifies: run it and hand the outcome to `Leader::finish`.
-    Lead(Leader<'a>),
-}
-
-impl Flight {
-    /// At wall time `now_ms`: a kept verdict still current, a flight to wait for, or the lead. `waited`:
-    /// the flight this caller last waited for (whose failure is then its answer too). With `fresh`, a kept
-    /// verdict is not enough (an explicit `probe()`): the caller leads, after any flight in progress.
-    pub fn join(&self, now_ms: u64, waited: Option<u64>, fresh: bool) -> Join<'_> {
-        let mut standing = self.standing.borrow_mut();
-        match &*standing {
-            Standing::InFlight { flight, .. } => return Join::Wait(*flight),
-            Standing::Qualified { report, until_ms } if !fresh && now_ms < *until_ms => {
-                return Join::Known(Ok(report.clone()))
-            }
-            Standing::Refused { error, until_ms } if !fresh && now_ms < *until_ms => {
-                return Join::Known(Err(error.clone()))
-            }
-            Standing::Failed { flight, error } if !fresh && waited == Some(*flight) => {
-                return Join::Known(Err(error.clone()))
-            }
-            _ => {}
-        }
-        let flight = self.next.get();
-        self.next.set(flight + 1);
-        *standing = Standing::InFlight { flight, waiters: Vec::new() };
-        Join::Lead(Leader { flight: self, id: flight, done: false })
-    }
-
-    /// Resolves once flight `id` is over (finished, or abandoned by a leader that was dropped).
-    pub fn wait(&self, id: u64) -> Wait<'_> {
-        Wait { flight: self, id }
-    }
-
-    fn settle(&self, standing: Standing) {
-        let old = core::mem::replace(&mut *self.standing.borrow_mut(), standing);
-        if let Standing::InFlight { waiters, .. } = old {
-            for waker in waiters {
-                waker.wake();
-            }
-        }
-    }
-}
-
-/// The caller that qualifies. Dropped before `finish` (its operation was cancelled), it hands the lead
-/// back: the waiters wake and one of them leads.
-pub struct Leader<'a> {
-    flight: &'a Flight,
-    id: u64,
-    done: bool,
-}
-
-impl Leader<'_> {
-    /// Keeps a pass or a proven refusal, reports any other failure to the waiters; the caller's answer.
-    pub fn finish(mut self, outcome: Outcome) -> Result<ProbeReport> {
-        self.done = true;
-        let flight = self.id;
-        let (standing, answer) = match outcome {
-            Outcome::Qualified { report, until_ms } => (Standing::Qualified { report: report.clone(), until_ms }, Ok(report)),
-            Outcome::Refused { error, until_ms } => (Standing::Refused { error: error.clone(), until_ms }, Err(error)),
-            Outcome::Failed(error) => (Standing::Failed { flight, error: error.clone() }, Err(error)),
-        };
-        self.flight.settle(standing);
-        answer
-    }
-}
-
-impl Drop for Leader<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.flight.settle(Standing::Unknown);
-        }
-    }
-}
-
-/// `Flight::wait`'s future.
-pub struct Wait<'a> {
-    flight: &'a Flight,
-    id: u64,
-}
-
-impl Future for Wait<'_> {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match &mut *self.flight.standing.borrow_mut() {
-            Standing::InFlight { flight, waiters } if *flight == self.id => {
-                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-                    waiters.push(cx.waker().clone());
+impl Qualification {
+    /// The store's verdict at wall time `now()`: a kept verdict still current, else the outcome of the
+    /// qualification in flight (a failure that is not proof is its waiters' answer too; after a pass or a
+    /// refusal they look again at what is kept), else this caller's own `run`. With `fresh` (an explicit
+    /// `probe()`) nothing kept is enough: the caller runs its own, after any in flight.
+    pub async fn share<F: Future<Output = Outcome>>(&self, now: impl Fn() -> u64, fresh: bool, run: impl FnOnce() -> F) -> Result<ProbeReport> {
+        loop {
+            let running = self.running.borrow().clone();
+            if let Some(flight) = running {
+                // `None`: its leader was cancelled; look again (and maybe lead).
+                match flight.wait().await {
+                    Some(Outcome::Failed(e)) if !fresh => return Err(e),
+                    _ => continue,
                 }
-                Poll::Pending
             }
-            _ => Poll::Ready(()),
+            if let Some((verdict, until_ms)) = self.kept.borrow().as_ref().filter(|_| !fresh) {
+                if now() < *until_ms {
+                    return verdict.clone();
+                }
+            }
+            let flight = Flight::new();
+            *self.running.borrow_mut() = Some(flight.clone());
+            // What was kept goes now, so that a cancelled lead leaves nothing kept.
+            self.kept.borrow_mut().take();
+            let lead = Lead::new(flight, || *self.running.borrow_mut() = None);
+            let outcome = run().await;
+            let (kept, answer) = match &outcome {
+                Outcome::Qualified { report, until_ms } => (Some((Ok(report.clone()), *until_ms)), Ok(report.clone())),
+                Outcome::Refused { error, until_ms } => (Some((Err(error.clone()), *until_ms)), Err(error.clone())),
+                Outcome::Failed(error) => (None, Err(error.clone())),
+            };
+            *self.kept.borrow_mut() = kept;
+            lead.finish(outcome);
+            return answer;
         }
     }
 }
@@ -458,6 +378,9 @@ impl Future for Wait<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::cell::Cell;
+    use core::pin::Pin;
+    use core::task::{Context, Poll, Waker};
 
     const HERE: Here<'static> = Here { endpoint: "https://s3.example", bucket: "cells", prefix: "p/" };
     const DAY: u64 = 86_400_000;
@@ -547,37 +470,63 @@ mod tests {
         Context::from_waker(Waker::noop())
     }
 
+    /// A qualification that counts its runs and ends when the test hands it `outcome`.
+    fn run<'a>(runs: &'a Cell<u32>, outcome: &'a RefCell<Option<Outcome>>) -> impl FnOnce() -> Pin<Box<dyn Future<Output = Outcome> + 'a>> {
+        move || {
+            runs.set(runs.get() + 1);
+            Box::pin(core::future::poll_fn(move |_| match outcome.borrow_mut().take() {
+                Some(o) => Poll::Ready(o),
+                None => Poll::Pending,
+            }))
+        }
+    }
+
     #[test]
     fn one_flight_at_a_time_its_failure_shared_then_retried() {
-        let flight = Flight::default();
-        let Join::Lead(leader) = flight.join(0, None, false) else { panic!("the first caller leads") };
-        let Join::Wait(id) = flight.join(0, None, false) else { panic!("the second waits") };
-        let mut wait = core::pin::pin!(flight.wait(id));
-        assert!(wait.as_mut().poll(&mut noop()).is_pending());
+        let (q, now, runs, outcome) = (Qualification::default(), Cell::new(0), Cell::new(0), RefCell::new(None));
+        let mut lead = Box::pin(q.share(|| now.get(), false, run(&runs, &outcome)));
+        let mut waiter = Box::pin(q.share(|| now.get(), false, run(&runs, &outcome)));
+        assert!(lead.as_mut().poll(&mut noop()).is_pending());
+        assert!(waiter.as_mut().poll(&mut noop()).is_pending());
+        assert_eq!(runs.get(), 1, "the second caller waits for the first");
         let e = Error::transport("k".into(), "reset".into());
-        assert_eq!(leader.finish(Outcome::Failed(e.clone())), Err(e.clone()));
-        assert!(wait.as_mut().poll(&mut noop()).is_ready());
-        // The waiter gets that flight's failure; a caller that did not wait for it tries again.
-        assert!(matches!(flight.join(0, Some(id), false), Join::Known(Err(got)) if got == e));
-        let Join::Lead(leader) = flight.join(0, None, false) else { panic!("a new caller leads again") };
-        assert_eq!(leader.finish(Outcome::Qualified { report: report(), until_ms: 100 }), Ok(report()));
-        assert!(matches!(flight.join(99, None, false), Join::Known(Ok(r)) if r == report()));
-        // Kept until it expires; `fresh` leads anyway.
-        assert!(matches!(flight.join(100, None, false), Join::Lead(_)));
-        assert!(matches!(flight.join(0, None, true), Join::Lead(_)));
+        *outcome.borrow_mut() = Some(Outcome::Failed(e.clone()));
+        assert_eq!(lead.as_mut().poll(&mut noop()), Poll::Ready(Err(e.clone())));
+        assert_eq!(waiter.as_mut().poll(&mut noop()), Poll::Ready(Err(e)), "the waiter gets that flight's failure");
+        // A caller that did not wait for it tries again.
+        *outcome.borrow_mut() = Some(Outcome::Qualified { report: report(), until_ms: 100 });
+        assert_eq!(Box::pin(q.share(|| now.get(), false, run(&runs, &outcome))).as_mut().poll(&mut noop()), Poll::Ready(Ok(report())));
+        assert_eq!(runs.get(), 2);
+        now.set(99);
+        assert_eq!(Box::pin(q.share(|| now.get(), false, run(&runs, &outcome))).as_mut().poll(&mut noop()), Poll::Ready(Ok(report())));
+        assert_eq!(runs.get(), 2, "kept until it expires");
+        // `fresh` runs anyway; so does anyone once the verdict expired.
+        assert!(Box::pin(q.share(|| now.get(), true, run(&runs, &outcome))).as_mut().poll(&mut noop()).is_pending());
+        assert_eq!(runs.get(), 3);
+        now.set(100);
+        assert!(Box::pin(q.share(|| now.get(), false, run(&runs, &outcome))).as_mut().poll(&mut noop()).is_pending());
+        assert_eq!(runs.get(), 4);
     }
 
     #[test]
     fn a_refusal_is_kept_and_a_dropped_leader_hands_the_lead_on() {
-        let flight = Flight::default();
-        let Join::Lead(leader) = flight.join(0, None, false) else { panic!() };
+        let (q, now, runs, outcome) = (Qualification::default(), Cell::new(0), Cell::new(0), RefCell::new(None));
         let e = violation("concurrent-create", "2 of 2");
-        assert_eq!(leader.finish(Outcome::Refused { error: e.clone(), until_ms: 50 }), Err(e.clone()));
-        assert!(matches!(flight.join(10, None, false), Join::Known(Err(got)) if got == e));
-        let Join::Lead(leader) = flight.join(60, None, false) else { panic!() };
-        let Join::Wait(id) = flight.join(60, None, false) else { panic!() };
-        drop(leader);
-        assert!(core::pin::pin!(flight.wait(id)).poll(&mut noop()).is_ready());
-        assert!(matches!(flight.join(60, Some(id), false), Join::Lead(_)), "an abandoned flight reports nothing");
+        *outcome.borrow_mut() = Some(Outcome::Refused { error: e.clone(), until_ms: 50 });
+        assert_eq!(Box::pin(q.share(|| now.get(), false, run(&runs, &outcome))).as_mut().poll(&mut noop()), Poll::Ready(Err(e.clone())));
+        now.set(10);
+        assert_eq!(Box::pin(q.share(|| now.get(), false, run(&runs, &outcome))).as_mut().poll(&mut noop()), Poll::Ready(Err(e)));
+        assert_eq!(runs.get(), 1);
+        now.set(60);
+        let mut lead = Box::pin(q.share(|| now.get(), false, run(&runs, &outcome)));
+        let mut waiter = Box::pin(q.share(|| now.get(), false, run(&runs, &outcome)));
+        assert!(lead.as_mut().poll(&mut noop()).is_pending());
+        assert!(waiter.as_mut().poll(&mut noop()).is_pending());
+        drop(lead);
+        // An abandoned flight reports nothing: the waiter leads.
+        assert!(waiter.as_mut().poll(&mut noop()).is_pending());
+        assert_eq!(runs.get(), 3);
+        *outcome.borrow_mut() = Some(Outcome::Qualified { report: report(), until_ms: 200 });
+        assert_eq!(waiter.as_mut().poll(&mut noop()), Poll::Ready(Ok(report())));
     }
 }

@@ -80,7 +80,7 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
 
 /// What a body is when no S3 API would send it where S3 sends XML or nothing; `None` when S3 could have
 /// (empty, or XML). Our own records are JSON, so a GET's body is judged by [`html`] alone.
-fn foreign(body: &[u8]) -> Option<&'static str> {
+pub(crate) fn foreign(body: &[u8]) -> Option<&'static str> {
     let start = body.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &body[i..]);
     let start = start.strip_prefix("\u{feff}".as_bytes()).unwrap_or(start);
     match start.first() {

@@ -1,8 +1,11 @@
-//! S3 requests and answers: `bucket` builds signed GET / conditional PUT / DELETE requests as data,
-//! `answer` classifies what the store sends back. Neither sends anything.
+//! S3 requests and answers: `bucket` builds signed GET / conditional PUT / DELETE / list requests as data,
+//! `answer` classifies what the store sends back, `list` reads ListObjectsV2 pages (through `xml`).
+//! None of them sends anything.
 
 pub mod answer;
 pub mod bucket;
+pub mod list;
+mod xml;
 
 pub use answer::{classify_get, classify_put, parse_error, GetAnswer, PutAnswer};
 pub use bucket::Bucket;

@@ -24,7 +24,7 @@ const run = async (file, server) => {
 const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", node: "observer", probe: false });
 
 /** The tested files the README must show verbatim. */
-const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs"].map((f) => `examples/quickstart/${f}`);
+const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs"].map((f) => `examples/quickstart/${f}`);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
@@ -44,6 +44,19 @@ test("Node quick start claims cell-1 at epoch 1 and releases it", async () => {
   equal(await run("examples/quickstart/node.mjs", server), "cell-1 is mine at epoch 1");
   const rec = await observe(server).readOwner("cell-1");
   deepEqual([rec.node, rec.epoch], [null, 1], "released, epoch kept");
+});
+
+test("inspect quick start lists the cells and nodes with no node of its own", async () => {
+  const server = await freshBucket(signRequest, atomic, "qs-inspect");
+  const holder = new S3Ownership({ ...server, region: "us-east-1", node: "holder", probe: false });
+  await holder.acquireLease();
+  equal((await holder.claim("cell-1")).outcome, "applied");
+  equal((await holder.claim("cell-2")).outcome, "applied");
+  equal(await holder.release("cell-2"), "applied");
+  const lines = (await run("examples/quickstart/inspect.mjs", server)).split("\n");
+  deepEqual(lines.slice(0, 2), ["cell-1: live, owner holder, epoch 1", "cell-2: released, owner null, epoch 1"]);
+  match(lines[2], /^holder: live, renewed -?\d+ ms ago$/);
+  equal(lines.length, 3);
 });
 
 test("Node quick start reports a live owner as the route", async () => {

@@ -1,10 +1,11 @@
 // A user's program, run inside a fresh project that installed the packed tarball: imports "celld-edge" by
 // name, checks which entry its runtime resolved (argv: the expected js/ file), signs AWS's S3 examples,
-// also through AwsClient, gets a typed error for bad input, and finds the ownership class.
+// also through AwsClient, gets a typed error for bad input, and finds the ownership and inspector classes.
 import * as api from "celld-edge";
 
-const { signRequest, presignUrl, S3Ownership, AwsClient } = api;
+const { signRequest, presignUrl, S3Ownership, S3Inspector, AwsClient } = api;
 if (typeof S3Ownership !== "function") throw new Error("S3Ownership is not exported");
+if (typeof S3Inspector !== "function") throw new Error("S3Inspector is not exported");
 
 const expected = (globalThis.Deno ? Deno.args : process.argv.slice(2))[0];
 const resolved = import.meta.resolve("celld-edge");
@@ -14,7 +15,7 @@ if (expected && !resolved.endsWith(`/node_modules/celld-edge/${expected}`)) {
 
 // Every runtime export must be declared in js/index.d.ts; app.ts type-checks each of these names.
 const exported = Object.keys(api).sort().join(",");
-if (exported !== "AwsClient,S3Ownership,presignUrl,signRequest") {
+if (exported !== "AwsClient,S3Inspector,S3Ownership,presignUrl,signRequest") {
   throw new Error(`the package exports ${exported}: declare any new export in js/*.d.ts and use it in app.ts`);
 }
 

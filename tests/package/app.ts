@@ -199,3 +199,17 @@ aws.sign("https://h/b/k", { aws: { signQuery: true, expires: 60 } });
 // @ts-expect-error not an error code
 const bogus: ErrorCode = "timeout";
 void bogus;
+
+// S3Inspector: the connection options only (no node), entries typed by status.
+import { S3Inspector, type CellEntry, type NodeEntry, type S3InspectorOptions } from "celld-edge";
+
+const inspectorOptions: S3InspectorOptions = { endpoint: "https://h", bucket: "cells", accessKeyId: "AKID", secretAccessKey: "secret", prefix: "app/", maxClockSkewMs: 500 };
+const inspector = new S3Inspector(inspectorOptions);
+inspector.listCells().then((cells: CellEntry[]) => {
+  for (const c of cells) if (c.status === "awaiting-recovery" && c.node !== null && c.error === null) console.log(c.cell, c.epoch, c.leaseAgeMs);
+});
+inspector.listNodes().then((nodes: NodeEntry[]) => nodes.filter((n) => n.live).map((n) => n.expiresInMs));
+const viaOwnership: Promise<CellEntry[]> = new S3Ownership({ ...inspectorOptions, node: "n" }).listCells();
+void viaOwnership;
+// @ts-expect-error an inspector has no node
+new S3Inspector({ ...inspectorOptions, node: "n" });

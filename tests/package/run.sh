@@ -31,15 +31,15 @@ contents_ok() {
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/inline.js \
     package/js/workerd.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
     package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js package/pkg/node.cjs package/pkg/wasm-inline.js \
-    package/pkg/index.d.cts package/LICENSE-MIT package/LICENSE-APACHE; do
+    package/pkg/index.d.cts package/LICENSE-MIT package/LICENSE-APACHE package/js/inspector.js package/bin/celld-edge.mjs; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
-  if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|cjs|d\.cts|wasm))$' "$tmp/contents"; then
+  if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|bin/celld-edge\.mjs|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|cjs|d\.cts|wasm))$' "$tmp/contents"; then
     echo "^ files users do not need"
     return 1
   fi
 }
-check "tarball holds js/, pkg/*.js, pkg/*.wasm, README, the licenses and nothing else" contents_ok
+check "tarball holds bin/celld-edge.mjs, js/, pkg/*.js, pkg/*.wasm, README, the licenses and nothing else" contents_ok
 
 # prepack must refuse a checkout that was never built (a tarball without the wasm cannot load).
 unbuilt() {
@@ -76,6 +76,45 @@ ln -s "$tmp/app/node_modules" "$tmp/cjs-app/node_modules"
 echo '{ "name": "cjs-app", "type": "commonjs" }' >"$tmp/cjs-app/package.json"
 check "TypeScript in a CommonJS project (--module node16) type-checks against the require declarations" \
   "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
+
+# The command line as a user runs it from the project: `npx celld-edge` (the package's "bin").
+cli() {
+  local out rc
+  out=$(cd "$tmp/app" && npx --no-install celld-edge --help) || { echo "--help failed: $out"; return 1; }
+  grep -q '^Usage: celld-edge' <<<"$out" || { echo "no usage in: $out"; return 1; }
+  out=$(cd "$tmp/app" && env -u AWS_ACCESS_KEY_ID npx --no-install celld-edge inspect --endpoint http://127.0.0.1:9 --bucket b 2>&1)
+  rc=$?
+  ((rc == 2)) && grep -q 'AWS_ACCESS_KEY_ID' <<<"$out" || { echo "inspect without credentials: exit $rc, $out"; return 1; }
+  out=$(cd "$tmp/app" && AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b npx --no-install celld-edge inspect --endpoint ftp://x --bucket bkt 2>&1)
+  rc=$?
+  ((rc == 2)) && grep -q 'invalid-input' <<<"$out" || { echo "the library did not load or check the endpoint: exit $rc, $out"; return 1; }
+}
+check "npx celld-edge runs the packaged CLI (help, bad arguments, the library loads)" cli
+
+# npx celld-edge against ministack: a node of the installed package claims a cell, probe qualifies the
+# prefix, inspect shows the cell, its owner and epoch.
+cli_store() {
+  local prefix=t-pkg-cli-$RANDOM$RANDOM/ out
+  [[ -n ${CELLD_TEST_ATOMIC_ENDPOINT:-} ]] || { echo "CELLD_TEST_ATOMIC_ENDPOINT is not set: run through scripts/test"; return 1; }
+  export AWS_ACCESS_KEY_ID=$CELLD_TEST_ATOMIC_KEY_ID AWS_SECRET_ACCESS_KEY=$CELLD_TEST_ATOMIC_SECRET
+  local args=(--endpoint "$CELLD_TEST_ATOMIC_ENDPOINT" --bucket "$CELLD_TEST_ATOMIC_BUCKET" --prefix "$prefix")
+  out=$(cd "$tmp/app" && npx --no-install celld-edge probe "${args[@]}" 2>&1) || { echo "probe: $out"; return 1; }
+  grep -q "^Qualified: .* honours conditional writes" <<<"$out" || { echo "probe said: $out"; return 1; }
+  (cd "$tmp/app" && PREFIX=$prefix node --input-type=module -e '
+    import { S3Ownership } from "celld-edge";
+    const e = process.env;
+    const own = new S3Ownership({ endpoint: e.CELLD_TEST_ATOMIC_ENDPOINT, bucket: e.CELLD_TEST_ATOMIC_BUCKET, accessKeyId: e.AWS_ACCESS_KEY_ID,
+      secretAccessKey: e.AWS_SECRET_ACCESS_KEY, prefix: e.PREFIX, node: "pkg-node" });
+    await own.acquireLease();
+    await own.claim("pkg-cell");
+    await own.claim("pkg-cell");') || return 1
+  out=$(cd "$tmp/app" && npx --no-install celld-edge inspect "${args[@]}" 2>&1) || { echo "inspect: $out"; return 1; }
+  grep -Eq '^pkg-cell +pkg-node +2 +live' <<<"$out" || { echo "inspect said: $out"; return 1; }
+  out=$(cd "$tmp/app" && npx --no-install celld-edge inspect "${args[@]}" --json 2>&1) || { echo "inspect --json: $out"; return 1; }
+  node -e 'const v = JSON.parse(process.argv[1]); if (v.nodes[0].node !== "pkg-node" || v.cells[0].epoch !== 2) process.exit(1)' "$out" ||
+    { echo "inspect --json said: $out"; return 1; }
+}
+check "npx celld-edge probe and inspect against ministack, from the installed tarball" cli_store
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

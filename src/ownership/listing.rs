@@ -1,0 +1,379 @@
+//! Seeing the bucket (SPEC §4.2): every cell's owner record and every node's lease, with the liveness a
+//! peer would judge (SPEC §5), for operators and dashboards. It needs no node id and no lease, and must
+//! never write or decide anything — a listing is a snapshot, already old when it is returned, so nothing
+//! here may be used to act for a cell (that is `claim` / `verify`). The one exception is `probe`, which
+//! qualifies the store as `S3Ownership::probe` does (its own keys under `<prefix>probe/`, nothing else).
+//!
+//! Records decode through `records` (the one codec) and liveness is `lease::peer_dead` /
+//! `decide::awaiting_recovery`, the rules a claim uses. Keys that are not records (`cells/<cell>/data/…`,
+//! `probe/`, `fleet/`) are ignored. A record that does not decode is reported on its own entry as
+//! `corrupt-record` naming its key; any other failure (credentials, a missing bucket, a store that is not
+//! S3, a read that kept failing) fails the whole listing, since a partial listing would read as complete.
+
+use crate::prelude::*;
+use crate::env::Env;
+use crate::error::{msg, Error, Result};
+use crate::ownership::cas::{Budget, Store};
+use crate::ownership::decide::awaiting_recovery;
+use crate::ownership::driver::{Config, S3Ownership};
+use crate::ownership::ids::check_prefix;
+use crate::ownership::join::join_all;
+use crate::ownership::lease::peer_dead;
+use crate::ownership::probe::ProbeReport;
+use crate::ownership::qualify::{self, Here, Mode, Outcome};
+use crate::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
+use crate::s3::list::Listed;
+use crate::s3::Bucket;
+
+/// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
+/// connection pool (a Worker has six simultaneous connections).
+const READS_IN_FLIGHT: usize = 6;
+
+/// What a peer would conclude from a node's lease right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseView {
+    /// Not provably dead: `wall_now < expires_ms + maxClockSkewMs`.
+    Live { expires_ms: u64 },
+    /// Dead by the peer rule.
+    Dead { expires_ms: u64 },
+    /// No lease record. Not instant proof of death (SPEC §5): celld's clean-up deletes leases late.
+    Missing,
+    /// The lease record does not decode (the error names its key).
+    Corrupt(Error),
+}
+
+impl LeaseView {
+    pub fn name(&self) -> &'static str {
+        match self {
+            LeaseView::Live { .. } => "live",
+            LeaseView::Dead { .. } => "dead",
+            LeaseView::Missing => "missing",
+            LeaseView::Corrupt(_) => "corrupt",
+        }
+    }
+
+    pub fn expires_ms(&self) -> Option<u64> {
+        match self {
+            LeaseView::Live { expires_ms } | LeaseView::Dead { expires_ms } => Some(*expires_ms),
+            _ => None,
+        }
+    }
+
+    pub fn error(&self) -> Option<&Error> {
+        match self {
+            LeaseView::Corrupt(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// One node's lease as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEntry {
+    /// The id in the key (`nodes/<node>.json`).
+    pub node: String,
+    pub key: String,
+    pub lease: LeaseView,
+    pub addr: String,
+    /// Empty when the lease is missing.
+    pub etag: String,
+    /// The store's `LastModified` of the lease (its last write, i.e. renewal), Unix ms, when listed.
+    pub modified_ms: Option<u64>,
+    /// Dead, and carrying a celld node log that is not sealed: celld recovers it before anyone may take
+    /// the node's cells over (SPEC §2).
+    pub awaiting_recovery: bool,
+    /// The wall clock the liveness was judged at (sampled before the lease was read, as a claim does).
+    pub judged_at_ms: u64,
+}
+
+/// One cell's owner record as read, with its owner's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellEntry {
+    /// The id in the key (`cells/<cell>/own.json`).
+    pub cell: String,
+    pub key: String,
+    /// The owner record, or the `corrupt-record` error naming `key`.
+    pub record: core::result::Result<CellOwner, Error>,
+    /// The store's `LastModified` of the owner record, Unix ms, when listed.
+    pub modified_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellOwner {
+    /// `None` when released (the epoch is kept).
+    pub node: Option<String>,
+    pub epoch: u64,
+    pub etag: String,
+    /// The owner's lease; `None` when released.
+    pub lease: Option<NodeEntry>,
+}
+
+impl CellEntry {
+    /// One word for a table: `released`, `live`, `dead`, `awaiting-recovery`, `missing` (the owner's
+    /// lease is absent) or `corrupt` (the owner record or the owner's lease does not decode).
+    pub fn status(&self) -> &'static str {
+        let Ok(owner) = &self.record else { return "corrupt" };
+        match &owner.lease {
+            None => "released",
+            Some(lease) if lease.awaiting_recovery => "awaiting-recovery",
+            Some(lease) => lease.lease.name(),
+        }
+    }
+
+    /// The owner's lease, when the record names an owner.
+    pub fn lease(&self) -> Option<&NodeEntry> {
+        self.record.as_ref().ok().and_then(|o| o.lease.as_ref())
+    }
+
+    /// The `corrupt-record` of the owner record, or else of the owner's lease.
+    pub fn error(&self) -> Option<&Error> {
+        match &self.record {
+            Err(e) => Some(e),
+            Ok(owner) => owner.lease.as_ref().and_then(|l| l.lease.error()),
+        }
+    }
+}
+
+/// The id in `<dir><id><suffix>`, when `key` is exactly that with a one-segment, non-empty id.
+fn id_in<'k>(key: &'k str, dir: &str, suffix: &str) -> Option<&'k str> {
+    let id = key.strip_prefix(dir)?.strip_suffix(suffix)?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+/// A record read: decoded, absent (deleted since it was listed), or `corrupt-record` (kept for its entry).
+type Read<T> = Result<Option<Result<T>>>;
+
+/// A read-only view of one bucket + prefix.
+pub struct Inspector<E: Env> {
+    store: Store<E>,
+    endpoint: String,
+    bucket: String,
+    prefix: String,
+    max_clock_skew_ms: u64,
+    timeout_ms: u32,
+    page_size: Option<u32>,
+}
+
+impl<E: Env> Inspector<E> {
+    /// From the connection part of `config` (endpoint, bucket, region, credentials, path style, prefix,
+    /// `max_clock_skew_ms`, `request_timeout_ms`); `node`, `addr`, the lease TTL, `probe` and `ids` are
+    /// not used, so `node` may be empty. Validates; sends nothing.
+    pub fn new(config: &Config, env: E) -> Result<Self> {
+        check_prefix(&config.prefix)?;
+        if config.request_timeout_ms == 0 {
+            return Err(Error::invalid("requestTimeoutMs must be positive"));
+        }
+        let (key_id, secret) = config.signing_keys();
+        let bucket = Bucket::new(
+            &config.endpoint,
+            &config.bucket,
+            &config.region,
+            config.path_style,
+            key_id,
+            secret,
+            config.session_token.as_deref(),
+        )?;
+        let store = Store::new(env, bucket);
+        Ok(Inspector {
+            store: if config.credentials_provider { store.with_credentials_provider() } else { store },
+            endpoint: config.endpoint.trim_end_matches('/').to_owned(),
+            bucket: config.bucket.clone(),
+            prefix: config.prefix.clone(),
+            max_clock_skew_ms: config.max_clock_skew_ms,
+            timeout_ms: config.request_timeout_ms,
+            page_size: None,
+        })
+    }
+
+    pub fn env(&self) -> &E {
+        &self.store.env
+    }
+
+    fn budget(&self) -> Budget {
+        Budget::PerRequest(self.timeout_ms)
+    }
+
+    /// Keys per page (`max-keys`, 1..=1000; the store's default, 1000, otherwise).
+    pub fn with_page_size(mut self, keys: u32) -> Result<Self> {
+        if !(1..=1000).contains(&keys) {
+            return Err(Error::invalid(msg!("page size ", keys, " is not in 1..=1000")));
+        }
+        self.page_size = Some(keys);
+        Ok(self)
+    }
+
+    /// Every key under `dir`, page by page.
+    async fn list(&self, dir: &str) -> Result<Vec<Listed>> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self.store.list(dir, token.as_deref(), self.page_size, self.budget()).await?;
+            all.extend(page.objects);
+            match page.next {
+                None => return Ok(all),
+                // A store that hands back the token it was given would page forever.
+                Some(next) if token.as_deref() == Some(next.as_str()) => {
+                    let detail = msg!("the store answered continuation token ", next, " with itself");
+                    return Err(Error::transport(dir.to_owned(), detail));
+                }
+                Some(next) => token = Some(next),
+            }
+        }
+    }
+
+    /// Reads and decodes `keys`, `READS_IN_FLIGHT` at a time, answers in order. A record that does not
+    /// decode is read again as any read is (`Store::get_decoded`: a garbled transfer is not a corrupt
+    /// record) and then kept as its entry's error; any other failure fails the whole read.
+    async fn read_all<T>(&self, keys: &[String], decode: fn(&str, &[u8], &str) -> Result<T>) -> Result<Vec<Option<Result<T>>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(READS_IN_FLIGHT) {
+            let reads = chunk.iter().map(|key| async move {
+                let read: Read<T> = match self.store.get_decoded(key, self.budget(), |b, t| decode(key, b, t), false).await {
+                    Ok(found) => Ok(found.map(Ok)),
+                    Err(e) if e.code() == "corrupt-record" => Ok(Some(Err(e))),
+                    Err(e) => Err(e),
+                };
+                read
+            });
+            for read in join_all(reads).await {
+                out.push(read?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A lease as read (`None`: absent), judged by the peer rule at wall time `now`.
+    fn lease_entry(&self, node: &str, key: String, modified_ms: Option<u64>, read: Option<Result<NodeLeaseRecord>>, now: u64) -> NodeEntry {
+        let mut entry = NodeEntry {
+            node: node.to_owned(),
+            key,
+            lease: LeaseView::Missing,
+            addr: String::new(),
+            etag: String::new(),
+            modified_ms,
+            awaiting_recovery: false,
+            judged_at_ms: now,
+        };
+        match read {
+            None => {}
+            Some(Err(e)) => entry.lease = LeaseView::Corrupt(e),
+            Some(Ok(record)) => {
+                let expires_ms = record.expires_ms;
+                entry.lease = if peer_dead(expires_ms, self.max_clock_skew_ms, now) {
+                    LeaseView::Dead { expires_ms }
+                } else {
+                    LeaseView::Live { expires_ms }
+                };
+                entry.awaiting_recovery = awaiting_recovery(Some(&record), self.max_clock_skew_ms, now);
+                entry.addr = record.addr;
+                entry.etag = record.etag;
+            }
+        }
+        entry
+    }
+
+    /// Every node lease under `<prefix>nodes/`, in key order. A lease deleted while listing is left out.
+    pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
+        let dir = msg!(self.prefix, "nodes/");
+        let leases: Vec<Listed> = self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
+        let keys: Vec<String> = leases.iter().map(|l| l.key.clone()).collect();
+        let now = self.store.env.wall_ms();
+        let mut out = Vec::with_capacity(keys.len());
+        for (l, read) in leases.iter().zip(self.read_all(&keys, decode_lease).await?) {
+            if read.is_some() {
+                let node = id_in(&l.key, &dir, ".json").unwrap_or_default();
+                out.push(self.lease_entry(node, l.key.clone(), l.last_modified_ms, read, now));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every owner record under `<prefix>cells/`, in key order, each with its owner's lease (read once
+    /// per owner). A record deleted while listing is left out.
+    pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
+        let dir = msg!(self.prefix, "cells/");
+        let records: Vec<Listed> =
+            self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, "/own.json").is_some()).collect();
+        let keys: Vec<String> = records.iter().map(|l| l.key.clone()).collect();
+        let mut cells = Vec::with_capacity(keys.len());
+        for (l, read) in records.into_iter().zip(self.read_all(&keys, decode_owner).await?) {
+            let Some(record) = read else { continue };
+            let record = record.map(|r: OwnerRecord| CellOwner {
+                node: (!r.is_released()).then_some(r.node),
+                epoch: r.epoch,
+                etag: r.etag,
+                lease: None,
+            });
+            let cell = id_in(&l.key, &dir, "/own.json").unwrap_or_default().to_owned();
+            cells.push(CellEntry { cell, key: l.key, record, modified_ms: l.last_modified_ms });
+        }
+        // The owners' leases, each read once: the nodes/ listing gives their LastModified; an owner whose
+        // lease is not listed is read anyway (it may have been written since), and is `missing` only if
+        // absent. Plain vectors and linear finds: owners are few.
+        let node_dir = msg!(self.prefix, "nodes/");
+        let listed_leases = self.list(&node_dir).await?;
+        let mut owners: Vec<&str> = Vec::new();
+        for cell in &cells {
+            if let Ok(CellOwner { node: Some(node), .. }) = &cell.record {
+                if !owners.contains(&node.as_str()) {
+                    owners.push(node);
+                }
+            }
+        }
+        let keys: Vec<String> = owners.iter().map(|node| msg!(node_dir, *node, ".json")).collect();
+        let now = self.store.env.wall_ms();
+        let mut leases = Vec::with_capacity(keys.len());
+        for ((node, key), read) in owners.iter().zip(&keys).zip(self.read_all(&keys, decode_lease).await?) {
+            let modified = listed_leases.iter().find(|l| l.key == *key).and_then(|l| l.last_modified_ms);
+            leases.push(self.lease_entry(node, key.clone(), modified, read, now));
+        }
+        for cell in &mut cells {
+            if let Ok(CellOwner { node: Some(node), lease, .. }) = &mut cell.record {
+                *lease = leases.iter().find(|l| l.node == *node).cloned();
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Qualifies the store now (SPEC §6) and records the verdict at `<prefix>probe/qualified.json` for
+    /// later instances, whatever was recorded before: what `S3Ownership::probe` does, without a node.
+    /// A store that breaks conditional writes is `store-violation` naming the step (and recorded so).
+    pub async fn probe(&self) -> Result<ProbeReport> {
+        let here = Here { endpoint: &self.endpoint, bucket: &self.bucket, prefix: &self.prefix };
+        // Mode::Explicit ignores what is recorded, so the trust period only dates this instance's copy.
+        match qualify::qualify(&self.store, &here, Mode::Explicit, 0, self.max_clock_skew_ms, self.budget()).await {
+            Outcome::Qualified { report, .. } => Ok(report),
+            Outcome::Refused { error, .. } | Outcome::Failed(error) => Err(error),
+        }
+    }
+}
+
+/// The listings as `S3Ownership` methods: an `Inspector` over this instance's `Env` and configuration.
+/// They need no lease and never touch this instance's lease or claims.
+impl<E: Env> S3Ownership<E> {
+    pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
+        Inspector::new(self.config(), self.env())?.list_cells().await
+    }
+
+    pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
+        Inspector::new(self.config(), self.env())?.list_nodes().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_keys_only() {
+        assert_eq!(id_in("p/cells/a/own.json", "p/cells/", "/own.json"), Some("a"));
+        assert_eq!(id_in("p/cells/a b.c/own.json", "p/cells/", "/own.json"), Some("a b.c"));
+        for key in ["p/cells//own.json", "p/cells/a/data/e1/own.json", "p/cells/a/own.json.bak", "cells/a/own.json", "p/cells/own.json"] {
+            assert_eq!(id_in(key, "p/cells/", "/own.json"), None, "{key}");
+        }
+        assert_eq!(id_in("nodes/n-1.json", "nodes/", ".json"), Some("n-1"));
+        for key in ["nodes/.json", "nodes/a/b.json", "nodes/a.json.tmp", "nodes/a"] {
+            assert_eq!(id_in(key, "nodes/", ".json"), None, "{key}");
+        }
+    }
+}

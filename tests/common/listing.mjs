@@ -1,0 +1,179 @@
+// Listing checks shared by every JS runtime's suite (Node, Deno, workerd, Chromium): `S3Inspector` and
+// `S3Ownership.listCells/listNodes` against a real S3-compatible server, over a fleet each check builds
+// under a fresh prefix with S3Ownership. Runtime-neutral (no fs, no node: imports): each harness supplies
+// the package's API and the server coordinates (tests/common/ownership.mjs, `ownershipServers`) and wraps
+// each [name, fn] pair in its own test runner.
+
+function fail(message) {
+  throw new Error(message);
+}
+
+function eq(actual, expected, what) {
+  const a = JSON.stringify(actual);
+  const e = JSON.stringify(expected);
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+function ok(cond, what) {
+  if (!cond) fail(what);
+}
+
+function throwsCode(f, code, mention, what) {
+  try {
+    f();
+  } catch (e) {
+    if (e.code !== code) fail(`${what}: expected code ${code}, got ${e.code} (${e.message})`);
+    if (mention && !e.message.includes(mention)) fail(`${what}: message should mention ${mention}: ${e.message}`);
+    return;
+  }
+  fail(`${what}: expected a ${code} error`);
+}
+
+async function rejectsCode(p, code, mention, what) {
+  try {
+    await p;
+  } catch (e) {
+    if (e.code !== code) fail(`${what}: expected code ${code}, got ${e.code} (${e.message})`);
+    if (mention && !e.message.includes(mention)) fail(`${what}: message should mention ${mention}: ${e.message}`);
+    return e;
+  }
+  fail(`${what}: expected a ${code} error`);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const unique = () => Math.random().toString(36).slice(2, 10);
+
+/** The keys of every entry, in the order js/ownership.d.ts declares them. */
+const CELL_KEYS = ["cell", "key", "status", "node", "epoch", "etag", "released", "modifiedMs", "lease", "leaseExpiresMs",
+  "leaseExpiresInMs", "leaseAgeMs", "addr", "awaitingRecovery", "error"];
+const NODE_KEYS = ["node", "key", "lease", "live", "expiresMs", "expiresInMs", "ageMs", "modifiedMs", "addr", "etag",
+  "awaitingRecovery", "error"];
+
+/** PUTs `body` at `key` unconditionally, signed (a record written by something other than this library). */
+async function putRaw(api, server, key, body) {
+  const url = `${server.endpoint}/${server.bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  const signed = api.signRequest({
+    method: "PUT", url, body, region: "us-east-1", headers: { "content-type": "application/json" },
+    accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey,
+  });
+  const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });
+  await res.arrayBuffer();
+  if (!res.ok) fail(`PUT ${key}: ${res.status}`);
+}
+
+/**
+ * [name, fn] pairs for one server ({ name, atomic, endpoint, bucket, accessKeyId, secretAccessKey }).
+ */
+export function listingChecks({ api, server, runtime }) {
+  const { S3Ownership, S3Inspector } = api;
+  const store = {
+    endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1",
+    accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey,
+  };
+  const checks = [];
+  const check = (name, fn) => checks.push([`listing (${runtime}, ${server.name}): ${name}`, fn]);
+
+  check("S3Inspector, with no node and no lease, sees owners, epochs, released cells and a dead node", async () => {
+    const prefix = `t-list-${unique()}/`;
+    const [aId, bId] = [`a-${unique()}`, `b-${unique()}`];
+    const a = new S3Ownership({ ...store, prefix, node: aId, addr: "a.internal:7000", probe: false });
+    await a.acquireLease();
+    for (const cell of ["alpha", "beta", "gamma"]) eq((await a.claim(cell)).outcome, "applied", `claim ${cell}`);
+    eq((await a.claim("beta")).epoch, 2, "re-claim beta");
+    eq(await a.release("gamma"), "applied", "release gamma");
+    // b stops renewing: dead to a peer once expires + skew has passed.
+    const b = new S3Ownership({ ...store, prefix, node: bId, leaseTtlMs: 600, maxClockSkewMs: 100, probe: false });
+    await b.acquireLease();
+    eq((await b.claim("delta")).outcome, "applied", "claim delta");
+    await sleep(800);
+
+    // Liveness is judged by the reader's maxClockSkewMs (b's lease is dead to it 700 ms after expiry).
+    const inspector = new S3Inspector({ ...store, prefix, maxClockSkewMs: 100 });
+    const cells = await inspector.listCells();
+    eq(cells.map((c) => Object.keys(c)), cells.map(() => CELL_KEYS), "cell entry keys");
+    eq(cells.map((c) => [c.cell, c.status, c.node, c.epoch, c.released, c.lease]), [
+      ["alpha", "live", aId, 1, false, "live"],
+      ["beta", "live", aId, 2, false, "live"],
+      ["delta", "dead", bId, 1, false, "dead"],
+      ["gamma", "released", null, 1, true, null],
+    ], "cells");
+    eq(cells[0].key, `${prefix}cells/alpha/own.json`, "key");
+    eq(cells[0].addr, "a.internal:7000", "the owner's addr, from its lease");
+    ok(typeof cells[0].etag === "string" && cells[0].etag.length > 0, "etag");
+    ok(cells[0].leaseExpiresInMs > 0 && cells[2].leaseExpiresInMs <= -200, `lease expiries: ${JSON.stringify(cells)}`);
+    ok(cells.every((c) => c.modifiedMs > Date.now() - 600_000), "LastModified of every record");
+    ok(typeof cells[0].leaseAgeMs === "number" && cells[0].leaseAgeMs > -60_000, "the owner's lease age");
+    ok(cells.every((c) => c.error === null && c.awaitingRecovery === false), "no errors");
+    ok(cells[3].leaseExpiresMs === null && cells[3].leaseAgeMs === null && cells[3].addr === null, "a released cell has no lease");
+
+    const nodes = await inspector.listNodes();
+    eq(nodes.map((n) => Object.keys(n)), nodes.map(() => NODE_KEYS), "node entry keys");
+    eq(nodes.map((n) => [n.node, n.lease, n.live, n.addr]), [[aId, "live", true, "a.internal:7000"], [bId, "dead", false, ""]], "nodes");
+    ok(nodes[0].expiresInMs > 0 && nodes[1].expiresInMs < 0 && nodes[1].expiresMs + 100 <= Date.now(), `expiries: ${JSON.stringify(nodes)}`);
+
+    // The same from an S3Ownership that never acquired a lease, and from the holder: nothing changes.
+    const viewer = new S3Ownership({ ...store, prefix, node: `viewer-${unique()}`, maxClockSkewMs: 100, probe: false });
+    eq((await viewer.listCells()).map((c) => c.status), ["live", "live", "dead", "released"], "S3Ownership.listCells without a lease");
+    eq((await viewer.listNodes()).length, 2, "S3Ownership.listNodes without a lease");
+    ok(!viewer.leaseValid(), "listing acquired nothing");
+    eq((await a.listCells()).length, 4, "the holder lists too");
+    eq(await a.verify("beta", 2), true, "the holder's claim is untouched");
+  });
+
+  check("options are checked in Rust: no node, unknown or mistyped options are invalid-input naming them", async () => {
+    throwsCode(() => new S3Inspector({ ...store, node: "x" }), "invalid-input", '"node"', "node");
+    throwsCode(() => new S3Inspector({ ...store, leaseTtlMs: 5 }), "invalid-input", "an inspector has no node or lease", "leaseTtlMs");
+    throwsCode(() => new S3Inspector({ ...store, bogus: 1 }), "invalid-input", '"bogus"', "unknown");
+    throwsCode(() => new S3Inspector({ ...store, maxClockSkewMs: "1" }), "invalid-input", "maxClockSkewMs", "mistyped");
+    throwsCode(() => new S3Inspector({ ...store, bucket: undefined }), "invalid-input", "bucket is required", "no bucket");
+    throwsCode(() => new S3Inspector({ ...store, prefix: "no-slash" }), "invalid-input", "prefix", "prefix");
+    throwsCode(() => new S3Inspector(), "invalid-input", "S3Inspector", "no options");
+    throwsCode(() => new S3Inspector({ ...store, fetch: 5 }), "invalid-input", "fetch", "fetch");
+  });
+
+  check("a corrupt record is reported on its own entry; the rest is listed", async () => {
+    const prefix = `t-list-${unique()}/`;
+    const a = new S3Ownership({ ...store, prefix, node: `a-${unique()}`, probe: false });
+    await a.acquireLease();
+    await a.claim("fine");
+    await putRaw(api, server, `${prefix}cells/bad/own.json`, "{\"node\":");
+    await putRaw(api, server, `${prefix}cells/fine/data/e1/blob`, "not a record");
+    const cells = await new S3Inspector({ ...store, prefix }).listCells();
+    eq(cells.map((c) => [c.cell, c.status]), [["bad", "corrupt"], ["fine", "live"]], "cells");
+    eq(cells[0].error.code, "corrupt-record", "error code");
+    ok(cells[0].error.message.includes(`${prefix}cells/bad/own.json`), `names the key: ${cells[0].error.message}`);
+    ok(cells[0].node === null && cells[0].epoch === null && cells[0].lease === null, "nothing guessed");
+  });
+
+  check("a non-S3 endpoint is request 'not an S3 API'; a refusal keeps the store's code", async () => {
+    const page = async () => new Response("<!DOCTYPE html><html><body>Welcome</body></html>", { status: 200, headers: { "content-type": "text/html" } });
+    const web = new S3Inspector({ ...store, fetch: page });
+    await rejectsCode(web.listCells(), "request", "not an S3 API", "listCells of a web page");
+    await rejectsCode(web.listNodes(), "request", "not an S3 API", "listNodes of a web page");
+    const json = new S3Inspector({ ...store, fetch: async () => Response.json({ items: [] }) });
+    await rejectsCode(json.listCells(), "request", "not an S3 API", "a JSON API");
+    await rejectsCode(new S3Inspector({ ...store, bucket: `no-such-${unique()}` }).listCells(), "request", "NoSuchBucket", "a missing bucket");
+    if (!server.atomic) {
+      await rejectsCode(new S3Inspector({ ...store, secretAccessKey: "wrong" }).listCells(), "auth", "SignatureDoesNotMatch", "a wrong secret");
+    }
+  });
+
+  if (server.atomic) {
+    check("S3Inspector.probe qualifies the bucket once; a later S3Ownership trusts the record", async () => {
+      const prefix = `t-list-${unique()}/`;
+      const report = await new S3Inspector({ ...store, prefix }).probe();
+      eq(Object.keys(report), ["ifMatchMissingStatus", "conditionalDelete", "etagQuoted"], "report");
+      const sent = [];
+      const counting = (request) => {
+        sent.push(`${request.method} ${new URL(request.url).pathname}`);
+        return fetch(request);
+      };
+      const own = new S3Ownership({ ...store, prefix, node: `n-${unique()}`, fetch: counting });
+      await own.acquireLease();
+      ok(sent.some((s) => s.endsWith(`${prefix}probe/qualified.json`)), `the record was read: ${sent}`);
+      ok(!sent.some((s) => s.startsWith("PUT") && s.includes("/probe/") && !s.endsWith("qualified.json")), `no probe ran: ${sent}`);
+      ok(sent.length <= 6, `at most 6 requests: ${sent}`);
+    });
+  }
+  return checks;
+}
