@@ -25,12 +25,15 @@ impl Latency {
     }
 }
 
+/// What a request was for: (op, record), as `Event::Request` names them.
+pub type Kind = (&'static str, &'static str);
+
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Metrics {
-    /// (`op-record`, outcome, count), e.g. ("write-owner", "applied", 3), in first-seen order.
-    pub requests: Vec<(String, &'static str, u64)>,
-    /// Latency of every request answered, by `op-record`.
-    pub request_ms: Vec<(String, Latency)>,
+    /// ((op, record), outcome, count), e.g. (("write", "owner"), "applied", 3), in first-seen order.
+    pub requests: Vec<(Kind, &'static str, u64)>,
+    /// Latency of every request answered, by (op, record).
+    pub request_ms: Vec<(Kind, Latency)>,
     pub claims_applied: u64,
     /// Claims that took a cell over from a node whose lease was dead.
     pub takeovers: u64,
@@ -67,10 +70,10 @@ impl Metrics {
     pub fn record(&mut self, event: &Event<'_>) {
         match *event {
             Event::Request { op, record, outcome, status, ms, .. } => {
-                let kind = [op, "-", record].concat();
+                let kind = (op, record);
                 match self.requests.iter_mut().find(|(k, o, _)| *k == kind && *o == outcome) {
                     Some((_, _, n)) => *n += 1,
-                    None => self.requests.push((kind.clone(), outcome, 1)),
+                    None => self.requests.push((kind, outcome, 1)),
                 }
                 if status != 0 {
                     match self.request_ms.iter_mut().find(|(k, _)| *k == kind) {
@@ -133,7 +136,7 @@ mod tests {
         }
         assert_eq!(
             m.requests,
-            [("write-owner".into(), "applied", 2), ("write-owner".into(), "rejected", 1), ("read-lease".into(), "retryable", 1)]
+            [(("write", "owner"), "applied", 2), (("write", "owner"), "rejected", 1), (("read", "lease"), "retryable", 1)]
         );
         assert_eq!(m.request_ms.len(), 1, "a request with no answer has no latency");
         assert_eq!((m.request_ms[0].1.count, m.request_ms[0].1.sum_ms, m.request_ms[0].1.max_ms), (3, 11.0, 6.0));

@@ -37,7 +37,8 @@ fn counts(names: &[&str], values: &[u64]) -> JsValue {
 
 fn to_js(m: &Metrics) -> JsValue {
     let requests = Object::new();
-    for (kind, outcome, n) in &m.requests {
+    for ((op, record), outcome, n) in &m.requests {
+        let kind = &[op, "-", record].concat();
         let by_outcome = Reflect::get(&requests, &JsValue::from_str(kind)).ok().filter(JsValue::is_object).unwrap_or_else(|| {
             let o: JsValue = Object::new().into();
             set(&requests, kind, &o);
@@ -46,8 +47,8 @@ fn to_js(m: &Metrics) -> JsValue {
         set(by_outcome.unchecked_ref(), outcome, &num(*n));
     }
     let request_ms = Object::new();
-    for (kind, l) in &m.request_ms {
-        set(&request_ms, kind, &latency(l));
+    for ((op, record), l) in &m.request_ms {
+        set(&request_ms, &[op, "-", record].concat(), &latency(l));
     }
     let o = Object::new();
     set(&o, "requests", &requests);
