@@ -82,6 +82,58 @@ function optionsObject(opts, fn) {
   return opts;
 }
 
+/** What to say about an option the signers do not take: what was probably meant, where there is a
+ * usual mistake. S3Ownership's own options are refused too (docs/signing.md says why). */
+const STORE_OPTION = "is an S3Ownership option: the signers take the full url, the region and the credentials only";
+const MISTAKES = {
+  signRequest: {
+    expiresIn: "expiresIn is presignUrl's (signRequest signs headers, which do not expire)",
+    expires: "expiresIn is presignUrl's (signRequest signs headers, which do not expire)",
+    signedHeaders: "did you mean headers?",
+    signQuery: "use presignUrl for query-string auth",
+  },
+  presignUrl: {
+    expires: "did you mean expiresIn (seconds)?",
+    headers: "did you mean signedHeaders (the headers the request must send)?",
+    body: "a presigned URL is UNSIGNED-PAYLOAD: its body is not signed",
+    unsignedPayload: "a presigned URL is always UNSIGNED-PAYLOAD",
+  },
+};
+for (const key of ["endpoint", "bucket", "prefix", "node", "addr", "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent", "credentials"]) {
+  MISTAKES.signRequest[key] ??= STORE_OPTION;
+  MISTAKES.presignUrl[key] ??= STORE_OPTION;
+}
+
+/** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
+function refuseUnknown(o, known, fn) {
+  // for-in rather than Object.keys: no array per call on the signing path.
+  for (const key in o) {
+    if (!known(key)) {
+      const hint = MISTAKES[fn][key];
+      throw invalid(`unknown ${fn} option ${JSON.stringify(key)}${hint === undefined ? "" : hint === STORE_OPTION ? ` ${hint}` : `: ${hint}`}`);
+    }
+  }
+}
+
+/** The options signRequest takes (a switch on literals: the fastest membership test V8 has here). */
+function signKey(key) {
+  switch (key) {
+    case "method": case "url": case "headers": case "body": case "unsignedPayload": case "region": case "service":
+    case "accessKeyId": case "secretAccessKey": case "sessionToken": case "datetime":
+      return true;
+  }
+  return false;
+}
+
+function presignKey(key) {
+  switch (key) {
+    case "method": case "url": case "signedHeaders": case "expiresIn": case "region": case "service":
+    case "accessKeyId": case "secretAccessKey": case "sessionToken": case "datetime":
+      return true;
+  }
+  return false;
+}
+
 function str(v, name, fallback) {
   if (v === undefined || v === null) {
     if (fallback === undefined) throw invalid(`${name} is required`);
@@ -190,6 +242,7 @@ export function signRequest(opts) {
 
 function sign(opts) {
   const o = optionsObject(opts, "signRequest");
+  refuseUnknown(o, signKey, "signRequest");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);
   const headers = headerFields(o.headers, "headers");
@@ -264,6 +317,7 @@ export function presignUrl(opts) {
 
 function presign(opts) {
   const o = optionsObject(opts, "presignUrl");
+  refuseUnknown(o, presignKey, "presignUrl");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);
   const headers = headerFields(o.signedHeaders, "signedHeaders");

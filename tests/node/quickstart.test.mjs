@@ -63,7 +63,7 @@ test("fencing quick start writes under the epoch's key and acknowledges after ve
   const server = await freshBucket(signRequest, atomic, "qs-fencing");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e1/order-42.json");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e2/order-42.json", "the next claim is at epoch 2");
-  const get = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
+  const get = signRequest({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
   const res = await fetch(get.url, { headers: get.headers });
   deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42 })]);
   const rec = await observe(server).readOwner("cell-1");
