@@ -3,17 +3,19 @@
 // type-checks the options objects and writes them straight into the signer's I/O buffer in wasm memory,
 // in the format src/bindings/sign.rs defines (its module comment is the one description; the constants
 // below are checked against it by tests/node/sign-format.test.mjs), then decodes the answer from the same
-// buffer. Errors thrown by wasm are re-thrown as they are; errors found here have the same shape: an
-// Error with `code` = "invalid-input".
+// buffer. Errors thrown by wasm are re-thrown as they are; errors found here are the same class
+// (CelldEdgeError, js/error.js) with `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
 import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
-import { currentInstance, sync, trapped } from "./instance.js";
+import { currentInstance, hooks, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
+import { invalidInput } from "./error.js";
 
 export * from "./ownership.js";
 export { AwsClient } from "./aws-client.js";
+export { CelldEdgeError } from "./error.js";
 
 const SEP = FORMAT.sep;
 const CALLER_CODE = FORMAT.callerCode;
@@ -38,7 +40,7 @@ let io = new Uint8Array(0);
 function ioView(need) {
   if (signer === undefined || signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
-    signer = sync(() => new SignerIo());
+    signer = sync(() => new SignerIo(hooks));
     signerInstance = currentInstance();
     memory = undefined;
     ioLen = 0;
@@ -65,11 +67,7 @@ function answer(len) {
   return decoder.decode(ioView(len).subarray(0, len));
 }
 
-function invalid(message) {
-  const err = new Error(`invalid input: ${message}`);
-  err.code = "invalid-input";
-  return err;
-}
+const invalid = invalidInput;
 
 function describe(v) {
   return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;

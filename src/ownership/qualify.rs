@@ -195,7 +195,7 @@ pub fn judge(read: Option<(Result<QualifiedRecord>, String)>, here: &Here<'_>, n
 
 /// The `store-violation` a refused verdict stands for.
 pub fn violation(step: &str, detail: &str) -> Error {
-    Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail: detail.to_owned() }))
+    Error::StoreViolation(Box::new(Failure::new(step, detail)))
 }
 
 /// How a qualification ended, for [`Flight`].
@@ -240,7 +240,7 @@ pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trus
     };
     let (verdict, races) = match run_probe(store, here.prefix, budget).await {
         (Ok(report), races) => (Verdict::Qualified(report), races),
-        (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.detail }, races),
+        (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.fault.detail }, races),
         (Err(e), _) => return Outcome::Failed(e),
     };
     // When the verdict was reached (the probe took a while): the start of its trust.
@@ -554,7 +554,7 @@ mod tests {
         let Join::Wait(id) = flight.join(0, None, false) else { panic!("the second waits") };
         let mut wait = core::pin::pin!(flight.wait(id));
         assert!(wait.as_mut().poll(&mut noop()).is_pending());
-        let e = Error::transport("k".into(), "reset".into());
+        let e = Error::transport("k".into(), "reset");
         assert_eq!(leader.finish(Outcome::Failed(e.clone())), Err(e.clone()));
         assert!(wait.as_mut().poll(&mut noop()).is_ready());
         // The waiter gets that flight's failure; a caller that did not wait for it tries again.
