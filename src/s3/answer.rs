@@ -192,6 +192,8 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::NetworkError;
+    use crate::error::Source;
 
     fn resp(status: u16, etag: Option<&str>, body: &str) -> Result<HttpResponse, TransportError> {
         Ok(HttpResponse { status, etag: etag.map(str::to_owned), body: body.as_bytes().to_vec() })
@@ -367,5 +369,23 @@ mod tests {
         assert_eq!(parse_error(entities.as_bytes()).0, "<>\"'&&lt;&bogus;&");
         let long = format!("<Message>{}</Message>", "x".repeat(10_000));
         assert_eq!(parse_error(long.as_bytes()).1.len(), 300);
+    }
+
+    #[test]
+    fn what_went_wrong_is_kept_for_the_caller() {
+        // A 5xx: its status and the store's code, for a write and a read alike.
+        let slow = Fault { detail: "503 SlowDown".into(), status: 503, code: "SlowDown".into(), source: None };
+        assert_eq!(classify_put("k", resp(503, None, &xml("SlowDown"))), PutAnswer::Ambiguous(slow.clone()));
+        assert_eq!(classify_get("k", resp(503, None, &xml("SlowDown"))), GetAnswer::Retryable(slow));
+        // No answer: the runtime's error, the very value, and its text.
+        let source = Source::new("ECONNREFUSED".to_owned());
+        let refused = || Err(TransportError::Network(NetworkError { detail: "fetch failed (ECONNREFUSED)".into(), source: Some(source.clone()) }));
+        let PutAnswer::Ambiguous(f) = classify_put("k", refused()) else { panic!("a lost write is ambiguous") };
+        assert_eq!((f.detail.as_str(), f.status, f.source.as_ref()), ("network error: fetch failed (ECONNREFUSED)", 0, Some(&source)));
+        let GetAnswer::Retryable(f) = classify_get("k", refused()) else { panic!("a lost read is retried") };
+        assert_eq!(f.source.and_then(|s| s.get::<String>().cloned()).as_deref(), Some("ECONNREFUSED"));
+        // A refusal: the error's own fault says its status and code.
+        let GetAnswer::Refused(e) = classify_get("k", resp(403, None, &xml("AccessDenied"))) else { panic!("403 is refused") };
+        assert_eq!((e.key(), e.fault().status, e.fault().code.as_str()), (Some("k"), 403, "AccessDenied"));
     }
 }
