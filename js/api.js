@@ -85,8 +85,8 @@ function optionsObject(opts, fn) {
 const STORE_OPTION = "is an S3Ownership option: the signers take the full url, the region and the credentials only";
 const MISTAKES = {
   signRequest: {
-    expiresIn: "expiresIn is presignUrl's (signRequest signs headers, which do not expire)",
-    expires: "expiresIn is presignUrl's (signRequest signs headers, which do not expire)",
+    expiresIn: "expiresIn is presignUrl's (a header signature is accepted for about 15 minutes from its datetime)",
+    expires: "expiresIn is presignUrl's (a header signature is accepted for about 15 minutes from its datetime)",
     signedHeaders: "did you mean headers?",
     signQuery: "use presignUrl for query-string auth",
   },
@@ -107,7 +107,8 @@ function refuseUnknown(o, known, fn) {
   // for-in rather than Object.keys: no array per call on the signing path.
   for (const key in o) {
     if (!known(key)) {
-      const hint = MISTAKES[fn][key];
+      // hasOwn: a key named "constructor" or "__proto__" is unknown, not a hint.
+      const hint = Object.hasOwn(MISTAKES[fn], key) ? MISTAKES[fn][key] : undefined;
       throw invalid(`unknown ${fn} option ${JSON.stringify(key)}${hint === undefined ? "" : hint === STORE_OPTION ? ` ${hint}` : `: ${hint}`}`);
     }
   }

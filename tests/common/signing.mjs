@@ -304,6 +304,17 @@ export function signingChecks(ctx) {
       expectInvalid(fn, mentions, what);
       equal(api.signRequest(good).headers.authorization, goodAuth, `signing after "${what}"`);
     }
+    // A key named like an Object.prototype member is unknown, with no hint.
+    for (const key of ["constructor", "toString", "__proto__"]) {
+      const opts = { ...good };
+      Object.defineProperty(opts, key, { value: 1, enumerable: true });
+      try {
+        api.signRequest(opts);
+        fail(`${key}: signed`);
+      } catch (e) {
+        equal(e.message, `invalid input: unknown signRequest option ${JSON.stringify(key)}`, key);
+      }
+    }
   });
 
   const send = async (signed, init = {}) => {
