@@ -3,6 +3,7 @@
 //! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
 
 use crate::prelude::*;
+use crate::error::Source;
 
 /// A request as data, before it is sent (method, absolute URL, headers, body).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,27 @@ pub enum TransportError {
     /// Aborted by us after the timeout we gave.
     TimedOut,
     /// Connection refused/reset, DNS, CORS, or anything else the runtime's fetch threw.
-    Network(String),
+    Network(NetworkError),
+}
+
+/// What the runtime said when a request got no answer: a description (with the reason the runtime
+/// gives, e.g. `ECONNREFUSED`), and the runtime's error itself, which is handed to the caller untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkError {
+    pub detail: String,
+    pub source: Option<Source>,
+}
+
+impl From<String> for NetworkError {
+    fn from(detail: String) -> Self {
+        NetworkError { detail, source: None }
+    }
+}
+
+impl From<&str> for NetworkError {
+    fn from(detail: &str) -> Self {
+        detail.to_owned().into()
+    }
 }
 
 /// What happened, for logs and graphs (`onEvent` in JS). Names keys and node ids, never credentials.

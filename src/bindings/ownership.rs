@@ -39,6 +39,7 @@ impl WasmOwnership {
     /// `options` as `new S3Ownership(options)` got them; `hooks` from js/instance.js.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
+        super::use_error_class(hooks.error_class());
         let o = convert::options(options).map_err(js_error)?;
         let env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;

@@ -267,6 +267,63 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(dropped.acquireLease(), "transport", "acquire through a dropped connection");
   });
 
+  check("errors are CelldEdgeError and keep their cause: the runtime's error, the store's status and code", async ({ make }) => {
+    const { CelldEdgeError, AwsClient } = api;
+    const isOurs = (e, what) => {
+      if (!(e instanceof CelldEdgeError) || !(e instanceof Error) || e.name !== "CelldEdgeError") fail(`${what}: not a CelldEdgeError: ${e?.name} ${e?.message}`);
+      return e;
+    };
+    // What the injected fetch threw is the error's cause, the very value.
+    const thrown = new TypeError("fetch failed");
+    thrown.cause = Object.assign(new Error("connect ECONNRESET 10.0.0.1:443"), { code: "ECONNRESET" });
+    const dropped = make("cause", { fetch: async () => { throw thrown; } });
+    const e = isOurs(await rejectsWith(dropped.readOwner("c"), "transport", "a fetch that threw", "fetch failed (connect ECONNRESET 10.0.0.1:443)"), "transport");
+    if (e.cause !== thrown) fail(`the cause is not what fetch threw: ${e.cause}`);
+    eq([e.key?.replace(/^t-[^/]+\//, ""), e.status, e.s3Code], ["cells/c/own.json", undefined, undefined], "a transport error names its key; no status came");
+    // A store that keeps answering 503 SlowDown: the last answer's status and code.
+    const slow = make("slow", { fetch: async () => new Response("<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>", { status: 503 }) });
+    const s = isOurs(await rejectsWith(slow.readOwner("c"), "transport", "a store that answers 503", "SlowDown"), "503");
+    eq([s.status, s.s3Code, s.cause], [503, "SlowDown", undefined], "503's status and code");
+    // A refusal: status and code, whatever the variant.
+    const denied = make("denied", { fetch: async () => new Response("<Error><Code>AccessDenied</Code><Message>no</Message></Error>", { status: 403 }) });
+    const d = isOurs(await rejectsWith(denied.readOwner("c"), "auth", "a 403", "AccessDenied"), "403");
+    eq([d.status, d.s3Code], [403, "AccessDenied"], "403's status and code");
+    // A closed port and an unknown host both carry the runtime's error; where the runtime says why
+    // (Node, Deno, workerd; browsers say "Failed to fetch" for both, by design), the messages differ.
+    const refused = isOurs(await rejectsWith(make("refused", { endpoint: "http://127.0.0.1:2" }).readOwner("c"), "transport", "a closed port"), "closed port");
+    const unknown = isOurs(await rejectsWith(make("unknown", { endpoint: "http://nonexistent.invalid" }).readOwner("c"), "transport", "an unknown host"), "unknown host");
+    for (const [err, what] of [[refused, "closed port"], [unknown, "unknown host"]]) {
+      if (!(err.cause instanceof Error)) fail(`${what}: the runtime's error is not the cause: ${err.cause}`);
+    }
+    const says = { node: ["ECONNREFUSED", "ENOTFOUND"] }[runtime];
+    if (says) {
+      if (!refused.message.includes(says[0]) || !unknown.message.includes(says[1])) fail(`messages should say ${says}: ${refused.message} / ${unknown.message}`);
+    } else if (runtime !== "chromium" && refused.message === unknown.message) {
+      fail(`a closed port and an unknown host read the same: ${refused.message}`);
+    }
+    // The same class from every part of the package, thrown synchronously too.
+    const sync = (fn, what) => {
+      try {
+        fn();
+      } catch (err) {
+        return isOurs(err, what);
+      }
+      fail(`${what}: did not throw`);
+    };
+    eq(sync(() => new S3Ownership({ endpoint: server.endpoint }), "bad options").code, "invalid-input", "bad options");
+    eq(sync(() => api.presignUrl({ url: "https://h/k", region: "r", accessKeyId: "a", secretAccessKey: "b", expires: 60 }), "presign").code, "invalid-input", "presign");
+    eq(sync(() => new AwsClient({ accessKeyId: "a" }), "AwsClient").code, "invalid-input", "AwsClient");
+    const client = new AwsClient({ accessKeyId: "a", secretAccessKey: "b", region: "us-east-1", service: "s3", retries: 0, fetch: async () => { throw thrown; } });
+    let sent;
+    try {
+      await client.fetch("https://h.example/k", { method: "PUT", body: "x", headers: { "if-none-match": "*" } });
+    } catch (err) {
+      sent = isOurs(err, "AwsClient.fetch");
+    }
+    eq([sent?.code, sent?.cause === thrown], ["transport", true], "AwsClient.fetch keeps the cause");
+    if ((await rejectsWith(make("late").claim("c"), "not-leased", "claim without a lease")) instanceof CelldEdgeError !== true) fail("not-leased");
+  });
+
   check("claims start with a write when they can (expectNew, a remembered version); a refused guard reads", async ({ make, leased, cell }) => {
     let wire = [];
     const counting = async (req) => {
@@ -435,7 +492,8 @@ export function ownershipChecks({ api, server, runtime }) {
   if (!server.atomic) {
     check("wrong credentials are auth errors with the store's code; nothing is written", async ({ base, make, leased, cell, plant, raw }) => {
       const bad = make("badcreds", { secretAccessKey: "not-the-secret" });
-      await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
+      const read = await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
+      eq([read instanceof api.CelldEdgeError, read.status, read.s3Code, read.key?.endsWith("cells/c/own.json")], [true, 403, "SignatureDoesNotMatch", true], "the refusal's status, S3 code and key");
       await rejectsWith(bad.acquireLease(), "auth", "acquire with a wrong secret");
       const e = await rejectsWith(bad.casNodeLease("absent", 1), "auth", "write with a wrong secret");
       if (e.message.includes("not-the-secret")) fail("the secret leaked into the error");

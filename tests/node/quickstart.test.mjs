@@ -24,7 +24,7 @@ const run = async (file, server) => {
 const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", node: "observer", probe: false });
 
 /** The tested files the README must show verbatim. */
-const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "sign.mjs", "inspect.mjs"].map((f) => `examples/quickstart/${f}`);
+const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
@@ -76,7 +76,7 @@ test("fencing quick start writes under the epoch's key and acknowledges after ve
   const server = await freshBucket(signRequest, atomic, "qs-fencing");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e1/order-42.json");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e2/order-42.json", "the next claim is at epoch 2");
-  const get = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
+  const get = signRequest({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
   const res = await fetch(get.url, { headers: get.headers });
   deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42 })]);
   const rec = await observe(server).readOwner("cell-1");
@@ -88,4 +88,10 @@ test("signing quick start: signed PUT and presigned GET accepted by a strict ser
   const out = await run("examples/quickstart/sign.mjs", server);
   equal(out, "PUT 200\nGET hello");
   match(await run("examples/quickstart/sign.mjs", server), /^PUT 412\n/, "the conditional PUT is refused the second time");
+});
+
+test("errors quick start prints the refusal's code, key, status and S3 code, and a record when it can read", async () => {
+  const server = await freshBucket(signRequest, strict, "qs-errors");
+  equal(await run("examples/quickstart/errors.mjs", { ...server, secretAccessKey: "not-the-secret" }), "auth cells/cell-1/own.json 403 SignatureDoesNotMatch");
+  equal(await run("examples/quickstart/errors.mjs", server), "null", "nothing there yet");
 });

@@ -1,6 +1,6 @@
 // Type-checks against the shipped declarations (tsc --strict --noEmit): the calls users write must
 // compile, and the misuse below must not (each @ts-expect-error fails the check if it compiles).
-import { signRequest, presignUrl, type CelldEdgeError, type ErrorCode, type SignedRequest } from "celld-edge";
+import { signRequest, presignUrl, CelldEdgeError, type ErrorCode, type SignedRequest } from "celld-edge";
 
 const creds = { accessKeyId: "AKID", secretAccessKey: "secret", region: "auto" };
 const signed: SignedRequest = signRequest({ ...creds, method: "PUT", url: "https://h/b/k", body: new Uint8Array(2), headers: { "if-match": '"e"' } });
@@ -125,7 +125,8 @@ async function lowLevel(cell: string): Promise<void> {
 }
 
 fencedWrite("cell-1").then(console.log, (e: unknown) => {
-  if (e instanceof Error && "code" in e) console.log(retryable(e as CelldEdgeError));
+  // A class: instanceof narrows, and the store's answer and the runtime's error are typed fields.
+  if (e instanceof CelldEdgeError) console.log(retryable(e), e.key, e.status satisfies number | undefined, e.s3Code, e.cause);
 });
 void lowLevel;
 
