@@ -42,6 +42,8 @@ pub enum Error {
     /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
     /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
     UnsupportedBackend(Box<Failure>),
+    /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
+    Aborted(Box<String>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message.
@@ -74,6 +76,7 @@ impl Error {
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
             Error::UnsupportedBackend(_) => "unsupported-backend",
+            Error::Aborted(_) => "aborted",
         }
     }
 
@@ -90,6 +93,10 @@ impl Error {
 
     pub(crate) fn not_leased(why: String) -> Self {
         Error::NotLeased(Box::new(why))
+    }
+
+    pub(crate) fn aborted(why: String) -> Self {
+        Error::Aborted(Box::new(why))
     }
 
     pub(crate) fn fenced(why: String) -> Self {
@@ -121,6 +128,7 @@ impl Error {
             Error::NotLeased(m) => msg!("no valid lease: ", **m),
             Error::Fenced(m) => msg!("fenced: ", **m),
             Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.detail),
+            Error::Aborted(m) => msg!("aborted: ", **m),
         }
     }
 }

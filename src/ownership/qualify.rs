@@ -388,6 +388,15 @@ impl Flight {
         Join::Lead(Leader { flight: self, id: flight, done: false })
     }
 
+    /// The store's report from a pass this instance keeps and still trusts at `now_ms`, without asking the
+    /// store (`None`: no pass kept, e.g. `probe: false`).
+    pub fn kept(&self, now_ms: u64) -> Option<ProbeReport> {
+        match &*self.standing.borrow() {
+            Standing::Qualified { report, until_ms } if now_ms < *until_ms => Some(report.clone()),
+            _ => None,
+        }
+    }
+
     /// Resolves once flight `id` is over (finished, or abandoned by a leader that was dropped).
     pub fn wait(&self, id: u64) -> Wait<'_> {
         Wait { flight: self, id }

@@ -39,10 +39,15 @@ pub enum Tooth {
     ClaimsOutOfOrder,
     /// Decode a readback once and report a body that does not decode as `corrupt-record`.
     DecodeReadbackOnce,
+    /// Keep `lease_valid()` (and the claims) after `close()`, which still retires the lease.
+    KeepAuthorityAfterClose,
+    /// Retire the lease at close over whatever record is there now (read it, write over its token),
+    /// not only over this instance's own token: overwrites a lease another process of the node id holds.
+    RetireUnconditionally,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 16] = [
+    pub const ALL: [Tooth; 18] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -59,5 +64,7 @@ impl Tooth {
         Tooth::ParallelLeaseWrites,
         Tooth::ClaimsOutOfOrder,
         Tooth::DecodeReadbackOnce,
+        Tooth::KeepAuthorityAfterClose,
+        Tooth::RetireUnconditionally,
     ];
 }
