@@ -751,6 +751,36 @@ mod split_brain {
         assert!(!a.lease_valid() && a.claimed().is_empty());
     }
 
+    /// Sim finding F9: a process whose lease celld's clean-up deleted late (it does not know yet) must not
+    /// take the record another process of its node id wrote, after acquiring over the missing lease, for its
+    /// own: that process acts for it.
+    #[test]
+    fn a_record_another_process_of_the_node_id_wrote_is_ours_only_while_our_lease_is() {
+        let env = MemEnv::new();
+        // (Over a dead predecessor's record, not a missing one: see the test above for that rule.)
+        env.put_raw("nodes/a.json", r#"{"node":"a","expires_ms":1,"addr":""}"#);
+        let first = leased(&env, "a");
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // the late delete
+        let second = leased(&env, "a"); // acquires over the missing lease
+        assert_eq!(applied_epoch(block_on(second.claim("c")).unwrap()), 1);
+        assert!(first.lease_valid(), "the first process has not noticed yet");
+        let before = env.body("cells/c/own.json");
+        let err = block_on(first.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert_eq!(block_on(first.release("c")).unwrap_err().code(), "fenced");
+        assert_eq!(env.body("cells/c/own.json"), before, "the second process's record is untouched");
+        assert!(block_on(second.verify("c", 1)).unwrap());
+        // A restarted process (its predecessor's lease dead and taken over) still cleans up what names it.
+        let env = MemEnv::new();
+        let old = leased(&env, "r");
+        block_on(old.claim("c")).unwrap();
+        env.advance(TTL + SKEW);
+        let new = leased(&env, "r");
+        let (released, wire) = wire_of(&env, new.release("c"));
+        assert_eq!(released.unwrap(), CasOutcome::Applied);
+        assert_eq!(wire, ["GET cells/c/own.json", "GET nodes/r.json", "PUT cells/c/own.json if-match"]);
+    }
+
     #[test]
     fn the_clean_ups_expired_copy_of_a_lease_is_not_ours_and_fences() {
         let env = MemEnv::new();
@@ -1213,6 +1243,66 @@ mod lifecycle {
         let err = poll(&mut wait).unwrap().unwrap_err();
         assert_eq!(err.code(), "not-leased", "{err}");
         assert_eq!(owner_body(&env, "c")["node"], "a");
+    }
+
+    fn cleaner(env: &MemEnv, probe: ProbePolicy) -> S3Ownership<MemEnv> {
+        let mut cfg = config("cleaner", TTL);
+        cfg.probe = probe;
+        S3Ownership::new(cfg, env.clone()).unwrap()
+    }
+
+    #[test]
+    fn a_dead_lease_is_removed_only_when_dead_unneeded_unchanged_and_deletes_are_conditional() {
+        use celld_edge::ownership::LeaseRemoval;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let clean = cleaner(&env, ProbePolicy::Recorded);
+        assert_eq!(block_on(clean.remove_dead_lease("a", &["c"])).unwrap(), LeaseRemoval::Live);
+        env.advance(TTL + SKEW); // a crashed: its lease is dead by the peer rule now
+        assert_eq!(
+            block_on(clean.remove_dead_lease("a", &["x", "c"])).unwrap(),
+            LeaseRemoval::Needed { cell: Some("c".into()) },
+            "a record still names a: its takeover needs the lease"
+        );
+        assert!(env.body("nodes/a.json").is_some());
+        let b = leased(&env, "b");
+        block_on(b.claim("c")).unwrap(); // taken over: nothing needs a's lease now
+        let (removal, wire) = wire_of(&env, clean.remove_dead_lease("a", &["c"]));
+        assert_eq!(removal.unwrap(), LeaseRemoval::Removed);
+        assert_eq!(wire, ["GET nodes/a.json", "GET cells/c/own.json", "DELETE nodes/a.json if-match"]);
+        assert!(env.body("nodes/a.json").is_none());
+        assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Absent);
+        // Without a verified conditional DELETE nothing is deleted.
+        env.advance(TTL + SKEW);
+        assert_eq!(block_on(cleaner(&env, ProbePolicy::Off).remove_dead_lease("b", &[])).unwrap(), LeaseRemoval::Unsupported);
+        assert!(env.body("nodes/b.json").is_some());
+        // A dead celld node whose log is not sealed keeps its lease: celld recovers the log from it.
+        env.put_raw(
+            "nodes/celld-1.json",
+            r#"{"node":"celld-1","expires_ms":5,"addr":"x:1","log":{"state":"open","epoch":1,"ensemble":["x"],"tiered":0}}"#,
+        );
+        assert_eq!(block_on(clean.remove_dead_lease("celld-1", &[])).unwrap(), LeaseRemoval::Needed { cell: None });
+    }
+
+    #[test]
+    fn a_dead_lease_re_acquired_before_the_delete_lands_is_kept() {
+        use celld_edge::ownership::LeaseRemoval;
+        let env = MemEnv::new();
+        leased(&env, "a");
+        env.advance(TTL + SKEW);
+        let gate = GateEnv::new(env.clone());
+        let mut cfg = config("cleaner", TTL);
+        cfg.probe = ProbePolicy::Recorded;
+        let clean = S3Ownership::new(cfg, gate.clone()).unwrap();
+        gate.hold(|m, k| m == "DELETE" && k == "nodes/a.json");
+        let mut removal = Box::pin(clean.remove_dead_lease("a", &[]));
+        assert!(poll(&mut removal).is_none(), "qualified, read the dead lease, and sent the delete");
+        let delete = gate.waiting()[0].0;
+        let again = leased(&env, "a"); // a new process of the node id re-acquires meanwhile
+        gate.deliver(delete);
+        assert_eq!(poll(&mut removal).unwrap().unwrap(), LeaseRemoval::Changed);
+        assert!(again.lease_valid() && env.body("nodes/a.json").is_some(), "the re-acquired lease stays");
     }
 
     #[test]

@@ -32,10 +32,10 @@ use crate::ownership::lease::{
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Join, Mode};
 use crate::ownership::records::{
-    decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
+    awaits_recovery, decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
 };
-use crate::s3::Bucket;
+use crate::s3::{Bucket, PutAnswer};
 use core::future::Future;
 
 /// Everything `new S3Ownership({...})` takes (SPEC §4), minus `fetch` (that is the `Env`).
@@ -146,6 +146,25 @@ pub struct Closed {
     pub deleted: bool,
     /// Cells `release` released.
     pub released: usize,
+}
+
+/// What `remove_dead_lease` found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseRemoval {
+    /// The dead lease was deleted (`If-Match` the version read).
+    Removed,
+    /// There was no lease record.
+    Absent,
+    /// The lease is not dead by the peer rule: left alone.
+    Live,
+    /// An owner record among the cells checked still names the node (a peer needs the lease to take it
+    /// over at once), or the lease carries a celld node log awaiting recovery: left alone.
+    Needed { cell: Option<String> },
+    /// The store's conditional DELETE is not verified (no qualification kept, or it was not honoured):
+    /// nothing deleted.
+    Unsupported,
+    /// The record changed between the read and the delete (someone re-acquired it): left alone.
+    Changed,
 }
 
 /// What `claim` returns.
@@ -446,6 +465,9 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) if rec.node == self.config.node && rec.epoch == epoch => {
                 if self.inherited(cell, &rec) {
                     return Err(self.inherited_error(cell));
+                }
+                if self.written_elsewhere(cell, &rec) {
+                    self.confirm_own().await?;
                 }
                 self.release_at(cell, epoch, CasGuard::Match(rec.etag)).await
             }
@@ -893,6 +915,26 @@ impl<E: Env> S3Ownership<E> {
             && !armed!(self.store, MissingLeaseIsDead)
     }
 
+    /// A record naming this node that another process of the node id wrote (its nonce is not one of this
+    /// instance's, nor is it the version this instance's claim left). A record without a nonce naming this
+    /// node is this instance's own write as remembered (`wrote_owner`): celld writes only its own ids.
+    fn written_elsewhere(&self, cell: &str, rec: &OwnerRecord) -> bool {
+        let state = self.state.borrow();
+        rec.node == self.config.node
+            && !state.claims.get(cell).is_some_and(|(_, t)| *t == rec.etag)
+            && rec.nonce.as_ref().is_some_and(|n| !state.owner_nonces.contains(n))
+            && !armed!(self.store, TrustOwnNodeId)
+    }
+
+    /// Before treating a record another process of this node id wrote as this node's own: this node's
+    /// lease record must still be this instance's. If another process of the id holds it now (it acquired
+    /// over a lease of ours that celld's clean-up deleted late), that process wrote the record and acts for
+    /// it: reading the lease fences this instance instead.
+    async fn confirm_own(&self) -> Result<()> {
+        self.read_node_lease(&self.config.node).await?;
+        self.held_lease().map(|_| ())
+    }
+
     fn inherited_error(&self, cell: &str) -> Error {
         Error::not_leased(msg!(
             self.owner_key(cell), " names this node, but this instance's lease replaced a missing one: the process ",
@@ -991,6 +1033,13 @@ impl<E: Env> S3Ownership<E> {
                 let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false };
                 let wake = Wake::Mono(self.state.borrow().inherited_until);
                 return Ok((self.claim_rejected(cell, owner, started), wake));
+            }
+            if current.as_ref().is_some_and(|r| self.written_elsewhere(cell, r)) {
+                if unread_round {
+                    continue; // read it now
+                }
+                self.confirm_own().await?;
+                self.require_generation(generation)?;
             }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
             let step = match claim_step(&self.config.node, current.as_ref())? {
@@ -1106,6 +1155,9 @@ impl<E: Env> S3Ownership<E> {
                 Some(rec) if rec.node == self.config.node => {
                     if self.inherited(cell, &rec) {
                         return Err(self.inherited_error(cell));
+                    }
+                    if self.written_elsewhere(cell, &rec) {
+                        self.confirm_own().await?;
                     }
                     self.release_at(cell, rec.epoch, CasGuard::Match(rec.etag)).await
                 }
@@ -1403,6 +1455,52 @@ impl<E: Env> S3Ownership<E> {
             }
         }
         Err(Error::ambiguous(key, "the lease record kept changing under its retirement".into()))
+    }
+
+    // ---- dead-lease clean-up ----
+
+    /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
+    /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
+    /// peer rule (`expires_ms + maxClockSkewMs <= now`, the wall clock read before the lease), carrying no
+    /// celld log awaiting recovery, whose node no owner record among `cells` names (the caller lists the
+    /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
+    /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
+    /// the check (a late write of the dead process) only waits `ttl + skew` longer for its takeover: a
+    /// missing lease is never taken for instant death (SPEC §5). Needs no lease of this instance.
+    pub async fn remove_dead_lease(&self, node: &str, cells: &[&str]) -> Result<LeaseRemoval> {
+        check_node(self.config.ids, node)?;
+        for cell in cells {
+            check_cell(self.config.ids, cell)?;
+        }
+        self.refuse_if_closed()?;
+        self.ensure_probed().await?;
+        if !self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete) {
+            return Ok(LeaseRemoval::Unsupported);
+        }
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
+        let key = self.lease_key(node);
+        let Some(lease) = self.read_decoded(&key, decode_lease).await? else { return Ok(LeaseRemoval::Absent) };
+        if !peer_dead(lease.expires_ms, self.config.max_clock_skew_ms, now) {
+            return Ok(LeaseRemoval::Live);
+        }
+        if awaits_recovery(&lease) {
+            return Ok(LeaseRemoval::Needed { cell: None });
+        }
+        for cell in cells {
+            if self.read_owner(cell).await?.is_some_and(|r| r.node == node) {
+                return Ok(LeaseRemoval::Needed { cell: Some((*cell).to_owned()) });
+            }
+        }
+        let (status, answer) = self.store.delete(&key, Some(&CasGuard::Match(lease.etag)), self.budget()).await;
+        match answer {
+            PutAnswer::Rejected => Ok(LeaseRemoval::Changed),
+            PutAnswer::Refused(e) => Err(e),
+            _ if (200..300).contains(&status) => Ok(LeaseRemoval::Removed),
+            PutAnswer::Ambiguous { detail } | PutAnswer::Conflict { code: detail } => {
+                Err(Error::ambiguous(key, msg!("the delete of a dead lease may or may not have landed: ", detail)))
+            }
+            PutAnswer::Applied { .. } => Ok(LeaseRemoval::Removed),
+        }
     }
 
     /// Notes an owner-record write of this instance that may have landed without this instance holding it.

@@ -20,7 +20,9 @@ pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 
-pub use driver::{ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, OwnerInfo, ProbePolicy, S3Ownership};
+pub use driver::{
+    ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, LeaseRemoval, OwnerInfo, ProbePolicy, S3Ownership,
+};
 pub use ids::IdSet;
 pub use probe::ProbeReport;
 pub use records::{CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord};

@@ -44,10 +44,13 @@ pub enum Tooth {
     /// Retire the lease at close over whatever record is there now (read it, write over its token),
     /// not only over this instance's own token: overwrites a lease another process of the node id holds.
     RetireUnconditionally,
+    /// Treat every record naming this node id as this instance's own, without checking that its lease is
+    /// still this instance's (another process of the id may have written it).
+    TrustOwnNodeId,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 18] = [
+    pub const ALL: [Tooth; 19] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -66,5 +69,6 @@ impl Tooth {
         Tooth::DecodeReadbackOnce,
         Tooth::KeepAuthorityAfterClose,
         Tooth::RetireUnconditionally,
+        Tooth::TrustOwnNodeId,
     ];
 }

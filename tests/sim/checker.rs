@@ -46,6 +46,8 @@ pub enum OpKind {
     ReadLease(usize),
     /// `close()`: its writes are the optional releases and the retirement (and a delete) of the lease.
     Close,
+    /// `remove_dead_lease` of a node (by index).
+    RemoveLease(usize),
 }
 
 /// How it ended, as the driver reported it.
@@ -79,6 +81,8 @@ pub enum OpResult {
     /// `owner`: the record's (node, epoch) and whether that node's lease was reported live.
     OwnerSeen(Option<(String, u64, bool)>),
     LeaseRead(Option<u64>),
+    /// What `remove_dead_lease` said it did.
+    LeaseRemoval(String),
     /// `close()` finished: whether it retired (and deleted) the lease.
     Closed { retired: bool, deleted: bool },
     Failed(&'static str),
@@ -170,6 +174,8 @@ pub struct Coverage {
     /// Waiting claims that ended applied, and those of them that took over a holder.
     pub waits_applied: u64,
     pub waits_took_over: u64,
+    /// Dead leases another edge process removed.
+    pub leases_removed: u64,
 }
 
 struct OwnerVersion<'a> {
@@ -332,7 +338,19 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 matches!((lease(&hist[i - 1]), lease(v)), (Some(b), Some(a)) if a.expires_ms == b.expires_ms
                     && a.node == b.node && a.log.as_ref().is_some_and(|l| l.state == "sealed"))
             };
-            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing {
+            // An edge process's dead-lease clean-up: a deletion, of a version dead by the peer rule on the
+            // remover's clock when the delete landed (it judged with a clock read earlier).
+            let removal = v.body.is_none()
+                && ledger.ops.get(&v.writer.op).is_some_and(|o| matches!(o.kind, OpKind::RemoveLease(_)));
+            if removal {
+                cov.leases_removed += 1;
+                let over = i.checked_sub(1).and_then(|j| lease_expiry(&key, &hist[j]));
+                let wall = facts.clocks[v.writer.node].wall_ms(v.at);
+                if over.is_none_or(|e| e + facts.max_clock_skew_ms > wall) {
+                    bad("remove-of-live-lease", format!("{} deleted {key} at t={} over a lease to {over:?} (its wall {wall})", name(v.writer.node), v.at));
+                }
+            }
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {

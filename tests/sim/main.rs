@@ -53,6 +53,7 @@ fn correct_protocol_survives_1300_seeds() {
     let (mut fresh_starts, mut known_starts, mut unread_then_read) = (0, 0, 0);
     let (mut mixed, mut waits) = (0, 0);
     let (mut closes, mut retirements, mut deleted, mut retired_takeovers, mut waited, mut waited_over) = (0, 0, 0, 0, 0, 0);
+    let mut removed = 0;
     let mut failures = String::new();
     for r in &reports {
         ops += r.ops;
@@ -70,6 +71,7 @@ fn correct_protocol_survives_1300_seeds() {
         retired_takeovers += r.coverage.retired_takeovers;
         waited += r.coverage.waits_applied;
         waited_over += r.coverage.waits_took_over;
+        removed += r.coverage.leases_removed;
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
@@ -91,7 +93,7 @@ fn correct_protocol_survives_1300_seeds() {
     println!("{mixed} takeovers between edge and celld-like nodes, {waits} claims waited for a log's recovery");
     println!(
         "{closes} closes ({retirements} retired the lease, {deleted} deleted it), {retired_takeovers} takeovers of a \
-         retired lease; {waited} waiting claims applied ({waited_over} took over)"
+         retired lease; {waited} waiting claims applied ({waited_over} took over); {removed} dead leases removed"
     );
     println!("faults: {faults:?}");
     println!("operations that ended in an error, by code: {errors:?}");
@@ -107,8 +109,9 @@ fn correct_protocol_survives_1300_seeds() {
     assert!(mixed > 200 && waits > 50, "too little mixing with celld: {mixed} takeovers, {waits} recovery waits");
     // close() and waiting claims (issue 17) must be exercised too.
     assert!(
-        retirements > 500 && deleted > 50 && retired_takeovers > 200 && waited_over > 200,
-        "close/wait not exercised: {retirements} retirements, {deleted} deletes, {retired_takeovers} retired takeovers, {waited_over} waits that took over"
+        retirements > 500 && deleted > 50 && retired_takeovers > 200 && waited_over > 200 && removed > 25,
+        "close/wait/clean-up not exercised: {retirements} retirements, {deleted} deletes, {retired_takeovers} retired \
+         takeovers, {waited_over} waits that took over, {removed} dead leases removed"
     );
     for f in [
         "request-lost",

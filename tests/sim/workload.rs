@@ -725,6 +725,16 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
             91..=94 => life.renew(&mut rng).await,
             // Wait for a cell until its holder's lease runs out, giving up after a while.
             95..=97 => life.claim_waiting(&random_cell, rng.range(0, p.ttl_ms * 2) as u32).await,
+            // Clean up a peer's lease if it is dead and no cell's record names it.
+            98 => {
+                let peer = rng.range(0, ctx.nodes as u64 - 1) as usize;
+                let cells: Vec<&str> = ctx.cells.iter().map(String::as_str).collect();
+                let _ = life
+                    .op(OpKind::RemoveLease(peer), own.remove_dead_lease(&ctx.names[peer], &cells), |r| {
+                        r.as_ref().map_or_else(failed, |r| OpResult::LeaseRemoval(format!("{r:?}")))
+                    })
+                    .await;
+            }
             _ => {}
         }
         life.sleep(&mut rng, p.ttl_ms / 6).await;
