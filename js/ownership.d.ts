@@ -125,6 +125,13 @@ export interface CloseOptions {
   release?: boolean;
 }
 
+/** What `removeDeadLease` found: `removed`; or left alone because it was `absent`, `live`, `needed` (by
+ * `cell`, or by a celld log awaiting recovery), `changed` (re-acquired meanwhile), or `unsupported` (the
+ * store's conditional DELETE is not verified: probe it, `probe: true`). */
+export type LeaseRemoval =
+  | { outcome: "removed" | "absent" | "live" | "unsupported" | "changed" }
+  | { outcome: "needed"; cell?: string };
+
 /** What `close` did. */
 export interface CloseResult {
   /** The lease record was retired: an expired copy written over this instance's own token (never over a
@@ -192,6 +199,14 @@ export declare class S3Ownership {
   verify(cell: string, epoch: number): Promise<boolean>;
   /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
   probe(): Promise<ProbeReport>;
+  /**
+   * Dead-lease clean-up, for leases left by processes that did not close (a crash): deletes `nodes/<node>.json`
+   * only if the store's conditional DELETE was verified by the probe, the lease is dead by the peer rule, it
+   * carries no celld node log awaiting recovery, and no owner record among `cells` names the node (list the
+   * bucket's cells for that); and only the version read (`If-Match`), so a lease someone re-acquired stays.
+   * Needs no lease. `needed` names the cell whose record still needs the lease.
+   */
+  removeDeadLease(node: string, options: { cells: string[] }): Promise<LeaseRemoval>;
   /** The cells this instance holds under its current, valid lease, with their epochs (none once closed). */
   claimed(): { cell: string; epoch: number }[];
   /**

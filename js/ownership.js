@@ -50,6 +50,7 @@ export class S3Ownership {
   owner(cell) { return this.#run((c) => c.owner(cell)); }
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
+  removeDeadLease(node, options) { return this.#run((c) => c.removeDeadLease(node, options)); }
 
   /** The cells this instance holds under its current lease, `[{ cell, epoch }]`. */
   claimed() {

@@ -9,8 +9,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::env::Event;
 use crate::error::Error;
 use crate::ownership::{
-    CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, NodeLeaseRecord, OwnerInfo,
-    OwnerRecord, ProbePolicy, ProbeReport,
+    CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
+    OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
 };
 
 /// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
@@ -405,6 +405,45 @@ struct ClosedOut {
 
 pub(crate) fn closed(c: Closed) -> Result<JsValue, Error> {
     to_js(&ClosedOut { retired: c.retired, deleted: c.deleted, released: c.released })
+}
+
+#[derive(Deserialize)]
+struct RemoveOptionsIn {
+    cells: Option<Vec<String>>,
+}
+
+/// `removeDeadLease`'s options: `{ cells }`, the cells whose records must not name the node (required:
+/// without them nothing says that no record needs the lease).
+pub(crate) fn remove_options(v: JsValue) -> Result<Vec<String>, Error> {
+    let bad = || Error::invalid("removeDeadLease needs { cells: [...] }: the cells whose records must not name the node");
+    if !v.is_object() {
+        return Err(bad());
+    }
+    if let Some(k) = unknown_key(&v, &["cells"]) {
+        return Err(Error::invalid(format!("unknown removeDeadLease option {k:?}")));
+    }
+    let o: RemoveOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("removeDeadLease options: {e}")))?;
+    o.cells.ok_or_else(bad)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LeaseRemovalOut<'a> {
+    outcome: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<&'a str>,
+}
+
+pub(crate) fn lease_removal(r: LeaseRemoval) -> Result<JsValue, Error> {
+    let (outcome, cell) = match &r {
+        LeaseRemoval::Removed => ("removed", None),
+        LeaseRemoval::Absent => ("absent", None),
+        LeaseRemoval::Live => ("live", None),
+        LeaseRemoval::Needed { cell } => ("needed", cell.as_deref()),
+        LeaseRemoval::Unsupported => ("unsupported", None),
+        LeaseRemoval::Changed => ("changed", None),
+    };
+    to_js(&LeaseRemovalOut { outcome, cell })
 }
 
 pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {

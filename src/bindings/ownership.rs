@@ -125,6 +125,16 @@ impl WasmOwnership {
         })
     }
 
+    /// `removeDeadLease(node, { cells })`: the core's conditional clean-up of a dead node's lease.
+    #[wasm_bindgen(js_name = removeDeadLease)]
+    pub fn remove_dead_lease(&self, node: JsValue, options: JsValue) -> Promise {
+        self.run(|c| async move {
+            let (node, cells) = (convert::id(&node, "node")?, convert::remove_options(options)?);
+            let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+            convert::lease_removal(c.ownership.remove_dead_lease(&node, &cells).await?)
+        })
+    }
+
     /// The cells this instance holds under its current lease: `[{ cell, epoch }]`, none without a valid
     /// lease (and none once closed).
     pub fn claimed(&self) -> Result<JsValue, JsValue> {

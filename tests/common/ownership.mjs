@@ -513,6 +513,28 @@ export function ownershipChecks({ api, server, runtime }) {
     }
   });
 
+  check("removeDeadLease deletes a crashed node's dead lease only when nothing needs it, and only where DELETE If-Match is verified", async ({ make, leased, cell, raw }) => {
+    const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+    const crashed = await leased("crashed", fast);
+    const c = cell("crashed");
+    await crashed.claim(c);
+    const cleaner = make("cleaner", fast);
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: server.atomic ? "live" : "unsupported" }, "a live lease");
+    await sleep(1800); // the crashed node's lease runs out (expires + skew)
+    if (!server.atomic) {
+      eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "unsupported" }, "no verified conditional DELETE");
+      return;
+    }
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "needed", cell: c }, "a record still names it");
+    const taker = await leased("taker2", fast);
+    eq((await taker.claim(c)).tookOver, true, "taken over");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "removed" }, "nothing needs it");
+    eq(await raw(`nodes/${runtime}-crashed.json`), null, "deleted");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [] }), { outcome: "absent" }, "again");
+    await rejectsWith(cleaner.removeDeadLease(`${runtime}-crashed`), "invalid-input", "no cells", "cells");
+    await taker.close();
+  });
+
   check("claim({ wait: true }) sleeps until the holder's expiresMs + skew, again after a renewal, then takes over", async ({ make, leased, cell }) => {
     const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
     const holder = await leased("holder", fast);
