@@ -921,7 +921,7 @@ impl<E: Env> S3Ownership<E> {
     fn written_elsewhere(&self, cell: &str, rec: &OwnerRecord) -> bool {
         let state = self.state.borrow();
         rec.node == self.config.node
-            && !state.claims.get(cell).is_some_and(|(_, t)| *t == rec.etag)
+            && state.claims.get(cell).is_none_or(|(_, t)| *t != rec.etag)
             && rec.nonce.as_ref().is_some_and(|n| !state.owner_nonces.contains(n))
             && !armed!(self.store, TrustOwnNodeId)
     }
@@ -1536,8 +1536,6 @@ fn closed_error() -> Error {
 fn aborted_error(cell: &str) -> Error {
     Error::aborted(msg!("the wait to claim ", Quoted(cell), " was aborted by its signal"))
 }
-
-/// Reads of a record that does not decode before giving up on it (`read_decoded`).
 
 /// How a claim starts (`claim_start`).
 struct ClaimStart {
