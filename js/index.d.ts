@@ -17,6 +17,8 @@ export type ErrorCode =
   /** The bucket's fleet marker (`<prefix>fleet/control.json`) names another celld backend (e.g. DynamoDB):
    * the ownership records are not in the bucket, so nothing was written. */
   | "unsupported-backend"
+  /** A waiting claim (`claim(cell, { wait: true, signal })`) was ended by its `AbortSignal`. */
+  | "aborted"
   /** celld-edge hit a bug (a wasm trap): every operation in flight rejected with it, a write among them
    * may or may not have landed, and the next call runs in a fresh wasm instance (acquire the lease again). */
   | "internal";

@@ -67,6 +67,11 @@ pub enum Event<'a> {
     LeaseRenewed { node: &'a str, expires_ms: u64, ms: f64 },
     /// The lease was lost (replaced, or renewed too late): every claim made under it is void.
     Fenced { node: &'a str, reason: &'a str },
+    /// `close()` was called: from now on this instance may act for no cell, and refuses writes.
+    Closed { node: &'a str },
+    /// `close()` retired this node's lease (an expired copy, written over its own token): peers may take
+    /// over its cells at once. `deleted`: the retired record was then deleted too (nothing left in `nodes/`).
+    LeaseRetired { node: &'a str, deleted: bool, ms: f64 },
     ClaimApplied { cell: &'a str, epoch: u64, took_over: bool, ms: f64 },
     /// A live owner holds the cell.
     ClaimRejected { cell: &'a str, owner: &'a str, epoch: u64, ms: f64 },

@@ -44,6 +44,8 @@ pub enum Error {
     /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
     /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
     UnsupportedBackend(Box<Failure>),
+    /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
+    Aborted(Box<String>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message.
@@ -134,6 +136,7 @@ impl Error {
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
             Error::UnsupportedBackend(_) => "unsupported-backend",
+            Error::Aborted(_) => "aborted",
         }
     }
 
@@ -150,6 +153,10 @@ impl Error {
 
     pub(crate) fn not_leased(why: String) -> Self {
         Error::NotLeased(Box::new(why))
+    }
+
+    pub(crate) fn aborted(why: String) -> Self {
+        Error::Aborted(Box::new(why))
     }
 
     pub(crate) fn fenced(why: String) -> Self {
@@ -171,7 +178,7 @@ impl Error {
             Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
                 Some(&f.key)
             }
-            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) => None,
+            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
         }
     }
 
@@ -183,7 +190,7 @@ impl Error {
             Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
                 Fault { detail: String::new(), ..f.fault.clone() }
             }
-            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) => Fault::default(),
+            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
         }
     }
 }
@@ -216,6 +223,7 @@ impl Error {
             Error::NotLeased(m) => msg!("no valid lease: ", **m),
             Error::Fenced(m) => msg!("fenced: ", **m),
             Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.fault.detail),
+            Error::Aborted(m) => msg!("aborted: ", **m),
         }
     }
 }

@@ -55,6 +55,9 @@ impl Drop for Asleep<'_> {
     fn drop(&mut self) {
         if let Some(id) = &self.id {
             self.env.sleeping.borrow_mut().retain(|(i, _)| i != id);
+            // A sleep given up before its timer fired (a wait aborted, a loop ended by close()): its timer
+            // must not keep the runtime alive. Clearing a timer that fired does nothing.
+            clear_timeout(id);
         }
     }
 }

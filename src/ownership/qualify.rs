@@ -338,6 +338,15 @@ pub struct Qualification {
 }
 
 impl Qualification {
+    /// The store's report from a pass this instance keeps and still trusts at `now_ms`, without asking the
+    /// store (`None`: no pass kept, e.g. `probe: false`).
+    pub fn kept(&self, now_ms: u64) -> Option<ProbeReport> {
+        match &*self.kept.borrow() {
+            Some((Ok(report), until_ms)) if now_ms < *until_ms => Some(report.clone()),
+            _ => None,
+        }
+    }
+
     /// The store's verdict at wall time `now()`: a kept verdict still current, else the outcome of the
     /// qualification in flight (a failure that is not proof is its waiters' answer too; after a pass or a
     /// refusal they look again at what is kept), else this caller's own `run`. With `fresh` (an explicit

@@ -480,6 +480,164 @@ export function ownershipChecks({ api, server, runtime }) {
     eq(await Promise.all(cells.map((c) => a.verify(c, 1))), cells.map(() => true), "concurrent verifies");
   });
 
+  // ---- stopping cleanly and waiting without polling (SPEC §4.2) ----
+
+  /** A fetch that counts the requests it sends. */
+  const counting = () => {
+    const counted = { n: 0 };
+    counted.fetch = (req) => {
+      counted.n++;
+      return fetch(req);
+    };
+    return counted;
+  };
+
+  check("close() retires the lease in one write: a peer takes over at once; claimed() and refusals", async ({ make, leased, cell, raw }) => {
+    const sent = counting();
+    const a = await leased("closer", { fetch: sent.fetch });
+    const [c1, c2] = [cell("close1"), cell("close2")];
+    await a.claim(c1);
+    await a.claim(c2);
+    eq(a.claimed().sort((x, y) => (x.cell < y.cell ? -1 : 1)), [{ cell: c1, epoch: 1 }, { cell: c2, epoch: 1 }].sort((x, y) => (x.cell < y.cell ? -1 : 1)), "claimed()");
+    const b = await leased("taker");
+    const before = sent.n;
+    const closing = a.close();
+    // Synchronously: no authority from the moment close() is called.
+    eq([a.leaseValid(), a.claimed()], [false, []], "right after close()");
+    const closed = await closing;
+    eq(closed, { retired: true, deleted: false, released: 0 }, "close() result");
+    eq(sent.n - before, 1, "requests close() sent (one conditional write, whatever the number of cells)");
+    eq(JSON.parse(await raw(`nodes/${runtime}-closer.json`)).expires_ms, 0, "the retired lease's expires_ms");
+    // No waiting out the 10 s ttl: the retired lease is dead by the peer rule now.
+    for (const c of [c1, c2]) {
+      const took = await b.claim(c);
+      eq([took.outcome, took.epoch, took.tookOver, took.prior?.node], ["applied", 2, true, `${runtime}-closer`], `takeover of ${c}`);
+    }
+    eq(await a.verify(c1, 1), false, "verify after close");
+    await rejectsWith(a.claim(cell("after")), "not-leased", "claim after close", "closed");
+    await rejectsWith(a.acquireLease(), "not-leased", "acquireLease after close", "closed");
+    await rejectsWith(a.release(c1), "not-leased", "release after close", "closed");
+    const again = sent.n;
+    eq(await a.close(), closed, "close() again");
+    eq(sent.n, again, "a second close() sends nothing");
+    // The node id is free again at once.
+    await leased("closer");
+  });
+
+  check("[Symbol.asyncDispose] closes (what `await using` calls)", async ({ make, cell, raw }) => {
+    const events = [];
+    const a = make("disposed", { onEvent: (e) => events.push(e.type) });
+    if (typeof a[Symbol.asyncDispose] !== "function") fail("no [Symbol.asyncDispose]");
+    await a.acquireLease();
+    a.startRenewing();
+    await a.claim(cell("dispose"));
+    await a[Symbol.asyncDispose]();
+    eq([a.leaseValid(), a.claimed()], [false, []], "after dispose");
+    eq(JSON.parse(await raw(`nodes/${runtime}-disposed.json`)).expires_ms, 0, "retired");
+    for (const t of ["closed", "lease-retired"]) if (!events.includes(t)) fail(`no ${t} event in ${JSON.stringify(events)}`);
+  });
+
+  check("close({ release: true }) releases the cells, and deletes the lease where DELETE If-Match is verified", async ({ make, leased, cell, raw }) => {
+    const a = await leased("releaser");
+    const cells = [cell("rel1"), cell("rel2"), cell("rel3")];
+    await Promise.all(cells.map((c) => a.claim(c)));
+    const closed = await a.close({ release: true });
+    // Only a store whose probe showed a conditional DELETE (ministack, probed here) gets the delete.
+    const deletes = server.atomic && (server.variants?.conditionalDelete ?? true);
+    eq(closed, { retired: true, deleted: deletes, released: 3 }, "close({ release: true })");
+    const lease = await raw(`nodes/${runtime}-releaser.json`);
+    if (deletes) eq(lease, null, "nothing left in nodes/");
+    else eq(JSON.parse(lease).expires_ms, 0, "the retired lease is left (the store's conditional DELETE is not verified)");
+    for (const c of cells) eq(await a.readOwner(c).then((r) => [r.node, r.epoch]), [null, 1], `${c} released at its epoch`);
+    await rejectsWith(a.close({ releases: true }), "invalid-input", "an unknown close option", "releases");
+  });
+
+  check("instances that close leave no live-looking lease in nodes/", async ({ base, make, cell, raw }) => {
+    const ids = [];
+    for (let i = 0; i < 6; i++) {
+      const id = `run${i}-${unique()}`;
+      ids.push(id);
+      const own = make(id);
+      await own.acquireLease();
+      own.startRenewing();
+      await own.claim(cell(`run${i}`));
+      await own.close({ release: i % 2 === 0 });
+    }
+    const now = Date.now();
+    for (const id of ids) {
+      const lease = await raw(`nodes/${runtime}-${id}.json`);
+      if (lease !== null && JSON.parse(lease).expires_ms + (base.maxClockSkewMs ?? 1000) > now) fail(`${id}'s lease looks live: ${lease}`);
+    }
+  });
+
+  check("removeDeadLease deletes a crashed node's dead lease only when nothing needs it, and only where DELETE If-Match is verified", async ({ make, leased, cell, raw }) => {
+    const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+    const crashed = await leased("crashed", fast);
+    const c = cell("crashed");
+    await crashed.claim(c);
+    const cleaner = make("cleaner", fast);
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: server.atomic ? "live" : "unsupported" }, "a live lease");
+    await sleep(1800); // the crashed node's lease runs out (expires + skew)
+    if (!server.atomic) {
+      eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "unsupported" }, "no verified conditional DELETE");
+      return;
+    }
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "needed", cell: c }, "a record still names it");
+    const taker = await leased("taker2", fast);
+    eq((await taker.claim(c)).tookOver, true, "taken over");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "removed" }, "nothing needs it");
+    eq(await raw(`nodes/${runtime}-crashed.json`), null, "deleted");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [] }), { outcome: "absent" }, "again");
+    await rejectsWith(cleaner.removeDeadLease(`${runtime}-crashed`), "invalid-input", "no cells", "cells");
+    await taker.close();
+  });
+
+  check("claim({ wait: true }) sleeps until the holder's expiresMs + skew, again after a renewal, then takes over", async ({ make, leased, cell }) => {
+    const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+    const holder = await leased("holder", fast);
+    const c = cell("wait");
+    await holder.claim(c);
+    const sent = counting();
+    const waiter = await leased("waiter", { ...fast, fetch: sent.fetch });
+    waiter.startRenewing();
+    const before = sent.n;
+    const waiting = waiter.claim(c, { wait: true });
+    // The holder renews once while the waiter sleeps, then stops (as a crashed process would).
+    await sleep(300);
+    await holder.renewLease();
+    const { expiresMs } = await make("reader").readNodeLease(`${runtime}-holder`);
+    const won = await waiting;
+    const at = Date.now();
+    waiter.stopRenewing();
+    eq([won.outcome, won.epoch, won.tookOver], ["applied", 2, true], "the waiting claim");
+    if (at < expiresMs + fast.maxClockSkewMs) fail(`took over at ${at}, before the renewed lease could be judged dead (${expiresMs} + skew)`);
+    // Owner record + holder lease per look, and the write: no polling while asleep (renewals aside).
+    const renewals = Math.ceil((at - (expiresMs - fast.leaseTtlMs)) / 500) + 4;
+    if (sent.n - before > 7 + renewals) fail(`the wait sent ${sent.n - before} requests`);
+    await waiter.close();
+  });
+
+  check("claim({ wait: true, signal }) rejects with aborted; close() ends a wait; bad signals are invalid-input", async ({ leased, cell }) => {
+    const holder = await leased("held");
+    const c = cell("abort");
+    await holder.claim(c);
+    const waiter = await leased("impatient");
+    const ctrl = new AbortController();
+    const waiting = rejectsWith(waiter.claim(c, { wait: true, signal: ctrl.signal }), "aborted", "an aborted wait", c);
+    await sleep(50);
+    ctrl.abort();
+    await waiting;
+    await rejectsWith(waiter.claim(c, { wait: true, signal: ctrl.signal }), "aborted", "an already-aborted signal");
+    await rejectsWith(waiter.claim(c, { signal: new AbortController().signal }), "invalid-input", "a signal without wait", "wait");
+    await rejectsWith(waiter.claim(c, { wait: true, signal: {} }), "invalid-input", "a signal that is not one", "AbortSignal");
+    const closing = rejectsWith(waiter.claim(c, { wait: true }), "not-leased", "a wait ended by close()", "closed");
+    await sleep(50);
+    await waiter.close();
+    await closing;
+    eq((await holder.readOwner(c)).node, `${runtime}-held`, "the holder still owns it");
+    await holder.close();
+  });
+
   if (server.atomic) {
     check("the probe qualifies the store and reports its variants", async ({ make }) => {
       const report = await make("prober").probe();

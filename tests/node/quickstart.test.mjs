@@ -59,6 +59,23 @@ test("inspect quick start lists the cells and nodes with no node of its own", as
   equal(lines.length, 3);
 });
 
+test("runs of the Node quick start leave nothing in nodes/ (each closes: no pile-up of leases)", async () => {
+  const server = await freshBucket(signRequest, atomic, "qs-node-runs");
+  const runs = 8;
+  for (let i = 0; i < runs; i++) {
+    const out = await run("examples/quickstart/node.mjs", server);
+    equal(out, i === 0 ? "cell-1 is mine at epoch 1" : `cell-1 is mine at epoch ${i + 1}`);
+  }
+  // ListObjectsV2 of nodes/: ministack honours DELETE If-Match (the probe verified it), so each run's
+  // retired lease was deleted; on a store without it each would be left retired (expires_ms 0), never live.
+  const list = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}?list-type=2&prefix=nodes/` });
+  const xml = await (await fetch(list.url, { headers: list.headers })).text();
+  const keys = [...xml.matchAll(/<Key>([^<]+)<\/Key>/g)].map((m) => m[1]);
+  deepEqual(keys, [], `leases left after ${runs} runs`);
+  const rec = await observe(server).readOwner("cell-1");
+  deepEqual([rec.node, rec.epoch], [null, runs], "released by the last run, at its epoch");
+});
+
 test("Node quick start reports a live owner as the route", async () => {
   const server = await freshBucket(signRequest, atomic, "qs-node-busy");
   const holder = new S3Ownership({ ...server, region: "us-east-1", node: "holder" });

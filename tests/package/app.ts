@@ -52,6 +52,12 @@ const options: S3OwnershipOptions = {
       case "fenced":
         seen.push(event.reason);
         break;
+      case "closed":
+        seen.push(`${event.node} closed`);
+        break;
+      case "lease-retired":
+        seen.push(`${event.node} retired (deleted: ${event.deleted}) in ${event.ms} ms`);
+        break;
       case "claim-applied":
       case "claim-took-over":
         seen.push(`${event.cell}@${event.epoch}`);
@@ -88,6 +94,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "corrupt-record":
     case "store-violation":
     case "unsupported-backend":
+    case "aborted":
     case "internal":
       return false;
     default: {
@@ -123,6 +130,21 @@ async function lowLevel(cell: string): Promise<void> {
   await own.renewLease();
   console.log(probe.ifMatchMissingStatus, probe.conditionalDelete, probe.etagQuoted, applied, await own.releaseOwner(cell, 1), await own.owner(cell));
 }
+
+/** Stopping cleanly, waiting for a cell, cleaning up (issue 17). */
+async function lifecycle(cell: string): Promise<number> {
+  const ctrl = new AbortController();
+  const waited: ClaimResult = await own.claim(cell, { wait: true, signal: ctrl.signal });
+  const held: { cell: string; epoch: number }[] = own.claimed();
+  const removal = await own.removeDeadLease("edge-8", { cells: held.map((h) => h.cell) });
+  if (removal.outcome === "needed") console.log(removal.cell);
+  const closed = await own.close({ release: true });
+  await own[Symbol.asyncDispose]();
+  return (waited.outcome === "applied" ? waited.epoch : 0) + closed.released + Number(closed.retired && closed.deleted);
+}
+void lifecycle;
+// @ts-expect-error close options are { release?: boolean }
+own.close({ releases: true });
 
 fencedWrite("cell-1").then(console.log, (e: unknown) => {
   // A class: instanceof narrows, and the store's answer and the runtime's error are typed fields.
