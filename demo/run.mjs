@@ -1,9 +1,13 @@
 // The demo: nodes in three runtimes at once — two Node processes, a Deno process and a Worker in workerd
-// (Miniflare, bundled by wrangler from the root wrangler.toml, examples/worker) — hold leases and race to claim a set of cells.
-// Midway the node holding the most cells is killed; once its lease is dead the others take its cells over
-// at higher epochs. A live table shows cells, owners and epochs; the verdict is checked from the store:
-// one owner per epoch, epochs only going up, no takeover while the previous owner's lease was live. At the
-// end, `celld-edge inspect` shows the bucket as an operator would see it.
+// (Miniflare, bundled by wrangler from demo/wrangler.toml) — hold leases and contend for a set of cells
+// all along: each node holds a cell for a random while, releases it and claims others (demo/member.mjs),
+// so ownership keeps moving among the runtimes. A third of the way in, the Node process holding the most
+// cells is killed (SIGKILL: no release); once its lease is dead (expiry + maxClockSkewMs) the others take
+// its cells over at higher epochs. A live table shows cells, owners and epochs; at the end a summary per
+// node and runtime (ownership changes won, takeovers, releases), the takeovers of the killed node's cells
+// with their timing, and the bucket as `celld-edge inspect` shows it. The verdict is checked from the
+// store: one owner per epoch, epochs only going up, no takeover while the previous owner's lease was
+// live, every runtime won cells throughout, and the killed node's cells were all taken over.
 //
 // usage: node demo/run.mjs --endpoint URL --bucket NAME [--region R] [--cells N] [--seconds S]
 // credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) from the environment.
@@ -43,8 +47,16 @@ const tty = process.stdout.isTTY;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const claims = []; // what the nodes reported: { node, cell, epoch, tookOver, prior, t }
+const releases = []; // { node, cell, epoch, t }
 const problems = [];
 const members = new Map(); // node -> { runtime, stop(), alive }
+
+/** One event a node reported. Errors are notes (contention makes a few, e.g. a claim racing a release). */
+function heard(node, msg) {
+  if (msg.ev === "claim") claims.push({ node, ...msg });
+  if (msg.ev === "release") releases.push({ node, ...msg });
+  if (msg.ev === "error" && members.get(node)?.alive) problems.push(`${node}: ${msg.what}: ${msg.code} ${msg.message}`);
+}
 
 function listen(node, child) {
   let buf = "";
@@ -56,8 +68,7 @@ function listen(node, child) {
       buf = buf.slice(nl + 1);
       try {
         const msg = JSON.parse(line);
-        if (msg.ev === "claim") claims.push({ node, ...msg });
-        if (msg.ev === "error" && members.get(node)?.alive) problems.push(`${node}: ${msg.what}: ${msg.code} ${msg.message}`);
+        heard(node, msg);
       } catch {
         problems.push(`${node} printed: ${line}`);
       }
@@ -75,7 +86,7 @@ function startProcess(node, runtime, command, argv) {
 
 async function startWorker(node) {
   const out = mkdtempSync(join(tmpdir(), "celld-demo-"));
-  execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(root, "wrangler.toml")], {
+  execFileSync(join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(root, "demo/wrangler.toml")], {
     cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -89,31 +100,22 @@ async function startWorker(node) {
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
     compatibilityDate: "2026-04-01",
-    bindings: {
-      S3_ENDPOINT: store.endpoint, S3_BUCKET: store.bucket, S3_REGION: store.region, S3_PREFIX: store.prefix,
-      S3_ACCESS_KEY_ID: store.accessKeyId, S3_SECRET_ACCESS_KEY: store.secretAccessKey,
-      NODE_ID: node, NODE_ADDR: `${node}.demo:7000`,
-      LEASE_TTL_MS: String(store.leaseTtlMs), MAX_CLOCK_SKEW_MS: String(store.maxClockSkewMs),
-    },
+    bindings: { CONFIG: JSON.stringify({ ...store, node, addr: `${node}.demo:7000` }), CELLS: JSON.stringify(cells) },
   });
   await mf.ready;
   const member = { runtime: "workerd", alive: true, stop: async () => { member.alive = false; await mf.dispose(); rmSync(out, { recursive: true, force: true }); } };
   members.set(node, member);
-  // Workers run only on requests: drive it with one request per cell, a few times a second.
+  // Workers run only on requests: drive it with a step request a few times a second.
   (async () => {
     while (member.alive) {
-      for (const cell of cells) {
-        if (!member.alive) break;
-        try {
-          const res = await mf.dispatchFetch(`http://cells.demo/cells/${encodeURIComponent(cell)}`);
-          const body = await res.json();
-          if (res.status !== 200) problems.push(`${node}: ${cell}: ${body.code} ${body.message}`);
-          else if (body.owner === node && body.tookOver !== undefined) claims.push({ node, cell, epoch: body.epoch, tookOver: body.tookOver, t: Date.now() });
-        } catch (e) {
-          if (member.alive) problems.push(`${node}: ${e.message}`);
-        }
+      try {
+        const res = await mf.dispatchFetch("http://demo.worker/step");
+        const events = await res.json();
+        for (const e of events) heard(node, e);
+      } catch (e) {
+        if (member.alive) problems.push(`${node}: ${e.message}`);
       }
-      await sleep(200);
+      await sleep(125 + Math.random() * 250);
     }
   })();
 }
@@ -156,7 +158,7 @@ function render(status) {
     const state = !v ? "absent" : !v.node ? "released" : left > 0 ? `live ${(left / 1000).toFixed(1)}s` : "DEAD";
     return `  ${cell.padEnd(10)} ${node.padEnd(10)} ${String(v?.epoch ?? "-").padStart(5)}   ${state}`;
   });
-  const who = [...members].map(([n, m]) => `${n} (${m.runtime}${m.alive ? "" : ", killed"})`).join(", ");
+  const who = [...members].map(([n, m]) => `${n} (${m.runtime}${m.killed ? ", killed" : m.alive ? "" : ", stopped"})`).join(", ");
   const text = [`celld-edge demo — ${status}`, `nodes: ${who}`, "", `  ${"cell".padEnd(10)} ${"owner".padEnd(10)} epoch   owner lease`, ...rows, ""].join("\n");
   if (tty) process.stdout.write(`\x1b[H\x1b[2J${text}\n`);
   return text;
@@ -200,37 +202,47 @@ startProcess("deno-1", "deno", denoBin, ["run", "-A", "--config", "demo/deno.jso
 await startWorker("worker-1");
 
 const started = Date.now();
-let victim;
-let status = "racing for cells";
-let lastLine = "";
+const at = (t) => `${((t - started) / 1000).toFixed(1)}s`;
+let victim; // { node, runtime, at, cells: [...], leaseDeadMs }
+let status = "contending for cells";
+let lastPrint = 0;
 while (Date.now() - started < seconds * 1000) {
   try {
     await observe();
   } catch (e) {
     problems.push(`observer: ${e.code} ${e.message}`);
   }
-  const text = render(status);
-  if (!tty) {
-    const line = cells.map((c) => `${c}=${current.get(c)?.node ?? "-"}@${current.get(c)?.epoch ?? 0}`).join(" ");
-    if (line !== lastLine) console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${status}: ${line}`);
-    lastLine = line;
+  render(status);
+  const now = Date.now();
+  if (!tty && now - lastPrint >= 1000) {
+    lastPrint = now;
+    console.log(`[${at(now)}] ${status}: ${cells.map((c) => `${c}=${current.get(c)?.node ?? "-"}@${current.get(c)?.epoch ?? 0}`).join(" ")}`);
   }
-  const elapsed = Date.now() - started;
-  if (!victim && elapsed > seconds * 250 && cells.every((c) => current.get(c)?.node)) {
-    // Kill the process-based node that holds the most cells (SIGKILL: no release, no goodbye).
+  if (!victim && now - started > seconds * 330) {
+    // Kill the process node that holds the most cells now (SIGKILL: no release, no goodbye), among the
+    // runtimes with another node, so that all three runtimes go on contending.
     const counts = new Map();
-    for (const c of cells) counts.set(current.get(c).node, (counts.get(current.get(c).node) ?? 0) + 1);
-    victim = [...counts].filter(([n]) => members.get(n)?.runtime !== "workerd").sort((a, b) => b[1] - a[1])[0]?.[0];
-    if (victim) {
-      members.get(victim).alive = false;
-      members.get(victim).stop();
-      status = `killed ${victim} (held ${counts.get(victim)} cells); waiting for its lease to die and the takeovers`;
+    const runtimeOf = (n) => members.get(n)?.runtime;
+    for (const c of cells) {
+      const n = current.get(c)?.node;
+      const peers = [...members.values()].filter((m) => m.runtime === runtimeOf(n)).length;
+      if (n && runtimeOf(n) !== "workerd" && peers > 1) counts.set(n, (counts.get(n) ?? 0) + 1);
+    }
+    const [node] = [...counts].sort((a, b) => b[1] - a[1])[0] ?? [];
+    if (node) {
+      const m = members.get(node);
+      m.alive = false;
+      m.killed = true;
+      m.stop();
+      const lease = leases.get(node)?.at(-1);
+      victim = { node, runtime: m.runtime, at: now, cells: cells.filter((c) => current.get(c)?.node === node), leaseDeadMs: lease ? lease.expiresMs + store.maxClockSkewMs : now };
+      status = `killed ${node} (${m.runtime}, held ${victim.cells.join(", ")}); its cells wait out its lease (dead at ${at(victim.leaseDeadMs)})`;
     }
   }
-  if (victim && !status.startsWith("all") && cells.every((c) => current.get(c)?.node && current.get(c).node !== victim)) {
-    status = `all of ${victim}'s cells taken over at higher epochs`;
+  if (victim && !victim.done && victim.cells.every((c) => current.get(c)?.node !== victim.node)) {
+    victim.done = now;
+    status = `all of ${victim.node}'s cells taken over ${((now - victim.at) / 1000).toFixed(1)}s after the kill; contending on`;
   }
-  void text;
   await sleep(100);
 }
 for (const [, m] of members) {
@@ -241,26 +253,65 @@ await observe();
 const final = render("finished");
 if (!tty) console.log(final);
 
-// The bucket as an operator sees it afterwards: the package's own CLI (`npx celld-edge inspect`).
-console.log(`\n$ npx celld-edge inspect --endpoint ${store.endpoint} --bucket ${store.bucket} --prefix ${store.prefix} --max-clock-skew-ms ${store.maxClockSkewMs}`);
+// The summary: who won cells how often, per node and per runtime, before and after the kill.
+const runtimes = ["node", "deno", "workerd"];
+const rows = [...members].map(([node, m]) => {
+  const won = claims.filter((c) => c.node === node);
+  return {
+    node, runtime: m.runtime, won: won.length, beforeKill: won.filter((c) => !victim || c.t < victim.at).length,
+    afterKill: won.filter((c) => victim && c.t >= victim.at).length, takeovers: won.filter((c) => c.tookOver).length,
+    released: releases.filter((r) => r.node === node).length, killed: victim?.node === node,
+  };
+});
+const table = (head, lines) => [head.map((h, i) => (i ? h.padStart(12) : h.padEnd(22))).join(""), ...lines.map((l) => l.map((v, i) => (i ? String(v).padStart(12) : String(v).padEnd(22))).join(""))].join("\n  ");
+console.log(`\nownership changes (claims won), ${seconds}s, ${cells.length} cells:\n  ${table(
+  ["node", "won", "before kill", "after kill", "takeovers", "released"],
+  rows.map((r) => [`${r.node} (${r.runtime}${r.killed ? ", killed" : ""})`, r.won, r.beforeKill, r.afterKill, r.takeovers, r.released]),
+)}`);
+const perRuntime = runtimes.map((rt) => {
+  const rs = rows.filter((r) => r.runtime === rt);
+  return [rt, rs.reduce((n, r) => n + r.won, 0), rs.reduce((n, r) => n + r.beforeKill, 0), rs.reduce((n, r) => n + r.afterKill, 0), rs.reduce((n, r) => n + r.takeovers, 0), rs.reduce((n, r) => n + r.released, 0)];
+});
+console.log(`per runtime:\n  ${table(["runtime", "won", "before kill", "after kill", "takeovers", "released"], perRuntime)}`);
+// A hand-off: a cell claimed by another node than the one that claimed it last.
+const byTime = [...claims].sort((a, b) => a.t - b.t);
+const last = new Map();
+let handoffs = 0;
+for (const c of byTime) {
+  if (last.has(c.cell) && last.get(c.cell) !== c.node) handoffs++;
+  last.set(c.cell, c.node);
+}
+const holders = (cell) => new Set(claims.filter((c) => c.cell === cell).map((c) => members.get(c.node).runtime)).size;
+console.log(`cells changed hands ${handoffs} times; runtimes that held each cell: ${cells.map((c) => `${c}:${holders(c)}`).join(" ")}`);
+const fromVictim = victim ? claims.filter((c) => c.tookOver && c.prior === victim.node) : [];
+if (victim) {
+  console.log(`\nkilled ${victim.node} (${victim.runtime}) at ${at(victim.at)} holding ${victim.cells.join(", ") || "nothing"}; its lease was dead from ${at(victim.leaseDeadMs)} (expiry + ${store.maxClockSkewMs} ms skew)`);
+  for (const c of fromVictim) console.log(`  ${c.cell} taken over by ${c.node} (${members.get(c.node).runtime}) at epoch ${c.epoch}, ${at(c.t)}: ${((c.t - victim.leaseDeadMs) / 1000).toFixed(2)}s after the lease was dead`);
+}
+
+// The bucket at the end, as an operator sees it: the package's own CLI (`npx celld-edge inspect`).
 const inspectArgs = ["inspect", "--endpoint", store.endpoint, "--bucket", store.bucket, "--prefix", store.prefix, "--region", store.region,
   "--max-clock-skew-ms", String(store.maxClockSkewMs), store.pathStyle ? "--path-style" : "--virtual-hosted"];
+console.log(`\n$ npx celld-edge ${inspectArgs.join(" ")}`);
 try {
   process.stdout.write(execFileSync(process.execPath, [join(root, "bin/celld-edge.mjs"), ...inspectArgs], { encoding: "utf8" }));
 } catch (e) {
   problems.push(`inspect: exit ${e.status}: ${e.stderr}`);
 }
-console.log("");
 
 const failures = verdict();
-const takeovers = claims.filter((c) => c.tookOver).length;
-const victimCells = victim ? versions.size && claims.filter((c) => c.tookOver && c.prior === victim).length : 0;
-console.log(`claims: ${claims.length} (${takeovers} takeovers${victim ? `, ${victimCells} from ${victim}` : ""}); versions observed: ${[...versions.values()].reduce((n, v) => n + v.length, 0)}`);
-if (problems.length) console.log(`notes from the nodes:\n  ${problems.slice(0, 10).join("\n  ")}`);
-if (victim && !status.startsWith("all")) failures.push(`${victim}'s cells were not all taken over within ${seconds}s`);
+console.log(`\nclaims: ${claims.length} (${claims.filter((c) => c.tookOver).length} takeovers), releases: ${releases.length}; versions observed: ${[...versions.values()].reduce((n, v) => n + v.length, 0)}`);
+if (problems.length) console.log(`notes from the nodes (${problems.length}):\n  ${problems.slice(0, 10).join("\n  ")}`);
+// Contention all along: every runtime won cells both before and after the kill.
+for (const [rt, , before, after] of perRuntime) {
+  if (before === 0 || after === 0) failures.push(`${rt} won ${before} cells before the kill and ${after} after: no contention all along`);
+}
+if (!victim) failures.push("no node was killed (none held a cell)");
+else if (!victim.done) failures.push(`${victim.node}'s cells were not all taken over within ${seconds}s`);
+else if (victim.cells.length && fromVictim.length === 0) failures.push(`${victim.node}'s cells moved on without a takeover`);
 if (failures.length) {
   console.log(`VERDICT: FAIL\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log("VERDICT: PASS — one owner per epoch, epochs only went up, no takeover while the owner's lease was live");
+console.log("VERDICT: PASS — ownership moved among all three runtimes throughout; one owner per epoch, epochs only went up, no takeover while the owner's lease was live; the killed node's cells were taken over once its lease was dead");
 process.exit(0);

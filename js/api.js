@@ -3,18 +3,20 @@
 // this file reads and type-checks the options objects and writes them straight into the signer's I/O buffer
 // in wasm memory, in the format src/bindings/sign.rs defines (its module comment is the one description;
 // the constants below are checked against it by tests/node/sign-format.test.mjs), then decodes the answer
-// from the same buffer. Errors thrown by wasm are re-thrown as they are; errors found here have the same
-// shape: an Error with `code` = "invalid-input".
+// from the same buffer. Errors thrown by wasm are re-thrown as they are; errors found here are the same
+// class (CelldEdgeError, js/error.js) with `code` = "invalid-input".
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
 import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
-import { currentInstance, sync, trapped } from "./instance.js";
+import { currentInstance, hooks, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
+import { invalidInput } from "./error.js";
 
 export * from "./ownership.js";
 export { S3Inspector } from "./inspector.js";
 export { AwsClient } from "./aws-client.js";
+export { CelldEdgeError } from "./error.js";
 
 const SEP = FORMAT.sep;
 const CALLER_CODE = FORMAT.callerCode;
@@ -39,7 +41,7 @@ let io = new Uint8Array(0);
 function ioView(need) {
   if (signer === undefined || signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
-    signer = sync(() => new SignerIo());
+    signer = sync(() => new SignerIo(hooks));
     signerInstance = currentInstance();
     memory = undefined;
     ioLen = 0;
@@ -66,11 +68,7 @@ function answer(len) {
   return decoder.decode(ioView(len).subarray(0, len));
 }
 
-function invalid(message) {
-  const err = new Error(`invalid input: ${message}`);
-  err.code = "invalid-input";
-  return err;
-}
+const invalid = invalidInput;
 
 function describe(v) {
   return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;
@@ -81,6 +79,59 @@ function optionsObject(opts, fn) {
     throw invalid(`${fn} needs an options object, got ${describe(opts)}`);
   }
   return opts;
+}
+
+/** What to say about an option the signers do not take: what was probably meant, where there is a
+ * usual mistake. S3Ownership's own options are refused too (docs/signing.md says why). */
+const STORE_OPTION = "is an S3Ownership option: the signers take the full url, the region and the credentials only";
+const MISTAKES = {
+  signRequest: {
+    expiresIn: "expiresIn is presignUrl's (a header signature is accepted for about 15 minutes from its datetime)",
+    expires: "expiresIn is presignUrl's (a header signature is accepted for about 15 minutes from its datetime)",
+    signedHeaders: "did you mean headers?",
+    signQuery: "use presignUrl for query-string auth",
+  },
+  presignUrl: {
+    expires: "did you mean expiresIn (seconds)?",
+    headers: "did you mean signedHeaders (the headers the request must send)?",
+    body: "a presigned URL is UNSIGNED-PAYLOAD: its body is not signed",
+    unsignedPayload: "a presigned URL is always UNSIGNED-PAYLOAD",
+  },
+};
+for (const key of ["endpoint", "bucket", "prefix", "node", "addr", "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent", "credentials"]) {
+  MISTAKES.signRequest[key] ??= STORE_OPTION;
+  MISTAKES.presignUrl[key] ??= STORE_OPTION;
+}
+
+/** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
+function refuseUnknown(o, known, fn) {
+  // for-in rather than Object.keys: no array per call on the signing path.
+  for (const key in o) {
+    if (!known(key)) {
+      // hasOwn: a key named "constructor" or "__proto__" is unknown, not a hint.
+      const hint = Object.hasOwn(MISTAKES[fn], key) ? MISTAKES[fn][key] : undefined;
+      throw invalid(`unknown ${fn} option ${JSON.stringify(key)}${hint === undefined ? "" : hint === STORE_OPTION ? ` ${hint}` : `: ${hint}`}`);
+    }
+  }
+}
+
+/** The options signRequest takes (a switch on literals: the fastest membership test V8 has here). */
+function signKey(key) {
+  switch (key) {
+    case "method": case "url": case "headers": case "body": case "unsignedPayload": case "region": case "service":
+    case "accessKeyId": case "secretAccessKey": case "sessionToken": case "datetime":
+      return true;
+  }
+  return false;
+}
+
+function presignKey(key) {
+  switch (key) {
+    case "method": case "url": case "signedHeaders": case "expiresIn": case "region": case "service":
+    case "accessKeyId": case "secretAccessKey": case "sessionToken": case "datetime":
+      return true;
+  }
+  return false;
 }
 
 function str(v, name, fallback) {
@@ -191,6 +242,7 @@ export function signRequest(opts) {
 
 function sign(opts) {
   const o = optionsObject(opts, "signRequest");
+  refuseUnknown(o, signKey, "signRequest");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);
   const headers = headerFields(o.headers, "headers");
@@ -265,6 +317,7 @@ export function presignUrl(opts) {
 
 function presign(opts) {
   const o = optionsObject(opts, "presignUrl");
+  refuseUnknown(o, presignKey, "presignUrl");
   const method = nonEmpty(str(o.method, "method", "GET"), "method");
   const url = urlString(o.url);
   const headers = headerFields(o.signedHeaders, "signedHeaders");

@@ -4,6 +4,7 @@
 // when a timer armed at the lease's deadline asks the core and the core finds the lease lapsed; and
 // `scope`, which runs work under such a signal. It decides nothing itself: every answer is the core's.
 
+import { CelldEdgeError } from "./error.js";
 import { sync, untilTrap } from "./instance.js";
 
 /** Longest wait between two questions to the core while claims are held: a machine that slept or a wall
@@ -11,9 +12,7 @@ import { sync, untilTrap } from "./instance.js";
 const RECHECK_MS = 1000;
 
 function coded(code, message, cause) {
-  const err = new Error(message, cause === undefined ? undefined : { cause });
-  err.code = code;
-  return err;
+  return new CelldEdgeError(message, { code, cause });
 }
 
 /** An already aborted signal (`AbortSignal.abort` where the runtime has it). */

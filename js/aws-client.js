@@ -6,6 +6,7 @@
 // option pass silently, and never put a secret into an error.
 
 import { presignUrl, signRequest } from "./api.js";
+import { CelldEdgeError } from "./error.js";
 
 /** aws4fetch's defaults: up to 10 retries, the first within 50 ms. */
 const DEFAULT_RETRIES = 10;
@@ -36,9 +37,7 @@ const EDGE_SPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
 const FORM_TYPE = "application/x-www-form-urlencoded;charset=UTF-8";
 
 function error(code, message, cause) {
-  const err = new Error(message, cause === undefined ? undefined : { cause });
-  err.code = code;
-  return err;
+  return new CelldEdgeError(message, { code, cause });
 }
 
 function invalid(message, cause) {

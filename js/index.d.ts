@@ -19,13 +19,31 @@ export type ErrorCode =
   /** The bucket's fleet marker (`<prefix>fleet/control.json`) names another celld backend (e.g. DynamoDB):
    * the ownership records are not in the bucket, so nothing was written. */
   | "unsupported-backend"
+  /** A waiting claim (`claim(cell, { wait: true, signal })`) was ended by its `AbortSignal`. */
+  | "aborted"
   /** celld-edge hit a bug (a wasm trap): every operation in flight rejected with it, a write among them
    * may or may not have landed, and the next call runs in a fresh wasm instance (acquire the lease again). */
   | "internal";
 
-/** What celld-edge throws: a plain `Error` with a stable `code`. Messages never contain secrets. */
-export interface CelldEdgeError extends Error {
+/**
+ * What celld-edge throws (and reports to `onError`), from `S3Ownership`, `signRequest`/`presignUrl` and
+ * `AwsClient` alike: `err instanceof CelldEdgeError` holds for all of them, in every entry, and across two
+ * copies of the package loaded at once (ES module and CommonJS). Messages never contain secrets.
+ */
+export class CelldEdgeError extends Error {
+  constructor(message: string, details?: { code?: ErrorCode; key?: string; status?: number; s3Code?: string; cause?: unknown });
+  readonly name: "CelldEdgeError";
+  /** The stable code to branch on. */
   code: ErrorCode;
+  /** The object key (or probe step) concerned, when there is one: `cells/<cell>/own.json`, `nodes/<node>.json`, ... */
+  key?: string;
+  /** The store's HTTP status, when it answered: 403 for `auth`, the 4xx of a `request`, the last 5xx/429 of a `transport`. */
+  status?: number;
+  /** The store's S3 error code (`SignatureDoesNotMatch`, `NoSuchBucket`, `SlowDown`, ...), when it sent one. */
+  s3Code?: string;
+  /** For `transport` and `ambiguous` errors of a request that got no answer: what the runtime's `fetch`
+   * threw (in Node a `TypeError` whose own `cause` says `ECONNREFUSED`, `ENOTFOUND`, ...). */
+  cause?: unknown;
 }
 
 /**

@@ -6,6 +6,7 @@
 // microtask poll is caught at all: src/bindings/trap.rs. Nothing here decides anything about ownership.
 
 import { lastPanic, scheduleReinit } from "../pkg/celld_edge.js";
+import { CelldEdgeError } from "./error.js";
 
 /** Counts traps: a gate opened under an earlier count never settles. */
 let traps = 0;
@@ -17,9 +18,7 @@ let fresh;
 const pending = new Set();
 
 function internal(what) {
-  const err = new Error(`internal error: celld-edge trapped (${what}); the wasm instance is replaced, and a write in flight may or may not have landed`);
-  err.code = "internal";
-  return err;
+  return new CelldEdgeError(`internal error: celld-edge trapped (${what}); the wasm instance is replaced, and a write in flight may or may not have landed`, { code: "internal" });
 }
 
 /** Records a trap (`e`: what was thrown); returns the coded error for the caller. */
@@ -49,8 +48,10 @@ export function trapped(e) {
   return err;
 }
 
-/** Handed to every WasmOwnership (src/bindings/trap.rs, `Hooks`). */
+/** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`). */
 export const hooks = {
+  /** The class the wasm builds its errors with. */
+  errorClass: CelldEdgeError,
   poll(f) {
     try {
       f();

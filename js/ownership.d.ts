@@ -1,6 +1,14 @@
 // Type declarations for S3Ownership (js/ownership.js) and S3Inspector (js/inspector.js), re-exported by
 // index.d.ts.
 
+// `Symbol.asyncDispose` for projects whose `lib` predates explicit resource management (it merges with
+// lib.esnext.disposable's and @types/node's declarations).
+declare global {
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 /** Options of `new S3Ownership(...)`. */
 export interface S3OwnershipOptions {
   /** `https://<account>.r2.cloudflarestorage.com`, `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`, ... */
@@ -70,6 +78,10 @@ export interface ProvidedCredentials {
 export type OwnershipEvent =
   | { type: "lease-acquired" | "lease-renewed"; node: string; expiresMs: number; ms: number }
   | { type: "fenced"; node: string; reason: string }
+  /** `close()` was called: the instance acts for no cell from now on. */
+  | { type: "closed"; node: string }
+  /** `close()` retired the lease (peers take over at once); `deleted`: the retired record was deleted too. */
+  | { type: "lease-retired"; node: string; deleted: boolean; ms: number }
   | { type: "claim-applied" | "claim-took-over"; cell: string; epoch: number; ms: number }
   | { type: "claim-rejected"; cell: string; owner: string; epoch: number; ms: number }
   | { type: "ambiguous-settled"; key: string; outcome: "applied" | "rejected" | "superseded"; readbacks: number }
@@ -99,22 +111,24 @@ export interface Metrics {
   claims: { applied: number; takeovers: number; rejected: number };
   fences: number;
   authorityLost: Record<AuthorityLost, number>;
-  leases: { acquired: number; acquireMs: Latency; renewMs: Latency };
+  leases: { acquired: number; acquireMs: Latency; renewMs: Latency; retired: number };
   /** Ambiguous writes settled by reading back, by how. */
   ambiguous: { applied: number; rejected: number; superseded: number };
   readRetries: number;
+  closes: number;
   credentials: { refreshed: number; failed: number };
 }
 
 /** Why this instance's authority over a cell ended: its lease lapsed (by either clock), was replaced or
  * renewed too late; a read saw another owner or a newer epoch; it claimed the cell again (a new epoch);
  * it began releasing the cell. */
-export type AuthorityLost = "lease-lost" | "taken-over" | "reclaimed" | "released";
+export type AuthorityLost = "lease-lost" | "taken-over" | "reclaimed" | "released" | "closed";
 
 /** The reason of an aborted `signal(cell)`, and what `scope` rejects with when authority ended. `code` is
  * `"released"` when this instance released the cell, `"fenced"` otherwise. */
 export interface AuthorityLostError extends Error {
-  code: "fenced" | "released";
+  /** `"not-leased"` after `close()`, as every operation of a closed instance. */
+  code: "fenced" | "released" | "not-leased";
   cell: string;
   epoch: number;
   lost: AuthorityLost;
@@ -171,6 +185,46 @@ export interface ClaimOptions {
    * class-A request on S3 and R2). Never less safe: the store checks the condition. Default false.
    */
   expectNew?: boolean;
+  /**
+   * Wait until the cell can be claimed instead of returning a rejection: after reading the holder's lease
+   * once, sleep until exactly `expiresMs + maxClockSkewMs` (a missing lease: until it has stayed missing
+   * `leaseTtlMs + maxClockSkewMs`), then read again and decide; a holder that renewed means another sleep
+   * until its new expiry. A released cell, or one whose holder closed, is taken at once. Nothing is sent
+   * while it sleeps; a release during the sleep is seen at the next wake. This node's lease must stay valid
+   * meanwhile (keep `startRenewing()` running). Resolves `applied`, or rejects with `aborted` (the signal)
+   * or `not-leased` (close(), or the lease lapsed). Default false.
+   */
+  wait?: boolean;
+  /** Ends a `wait` early: the claim rejects with `aborted` (an attempt already sent is answered first, and
+   * returned if it applied). Only with `wait: true`. */
+  signal?: AbortSignal;
+}
+
+/** Options of `close`. */
+export interface CloseOptions {
+  /** Also release every cell this instance holds (one conditional write each, sent together) before the
+   * lease is retired: their records then read released, and the retired lease can be deleted. Default false:
+   * the retired lease alone lets peers take every cell at once. */
+  release?: boolean;
+}
+
+/** What `removeDeadLease` found: `removed`; or left alone because it was `absent`, `live`, `needed` (by
+ * `cell`, or by a celld log awaiting recovery), `changed` (re-acquired meanwhile), or `unsupported` (the
+ * store's conditional DELETE is not verified: probe it, `probe: true`). */
+export type LeaseRemoval =
+  | { outcome: "removed" | "absent" | "live" | "unsupported" | "changed" }
+  | { outcome: "needed"; cell?: string };
+
+/** What `close` did. */
+export interface CloseResult {
+  /** The lease record was retired: an expired copy written over this instance's own token (never over a
+   * lease another process wrote). False when there was no lease to retire. */
+  retired: boolean;
+  /** ...and then deleted, leaving nothing in `nodes/` (only when no cell can still need it and the store's
+   * probe showed it honours a conditional DELETE). */
+  deleted: boolean;
+  /** Cells `release: true` released. */
+  released: number;
 }
 
 export type ClaimResult =
@@ -245,6 +299,27 @@ export declare class S3Ownership {
   scope<T>(cell: string, fn: (scope: Scope) => T | Promise<T>): Promise<T>;
   /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
   probe(): Promise<ProbeReport>;
+  /**
+   * Dead-lease clean-up, for leases left by processes that did not close (a crash): deletes `nodes/<node>.json`
+   * only if the store's conditional DELETE was verified by the probe, the lease is dead by the peer rule, it
+   * carries no celld node log awaiting recovery, and no owner record among `cells` names the node (list the
+   * bucket's cells for that); and only the version read (`If-Match`), so a lease someone re-acquired stays.
+   * Needs no lease. `needed` names the cell whose record still needs the lease.
+   */
+  removeDeadLease(node: string, options: { cells: string[] }): Promise<LeaseRemoval>;
+  /** The cells this instance holds under its current, valid lease, with their epochs (none once closed). */
+  claimed(): { cell: string; epoch: number }[];
+  /**
+   * Stops cleanly. Synchronously, when called: this instance acts for no cell any more (`leaseValid()` false,
+   * `claimed()` empty, `verify` false), the renewal loop and waiting claims end, and every later write
+   * rejects with `not-leased`; claims in flight do not count when answered. Then it retires this node's lease
+   * with one conditional write (an expired copy over its own token), so that peers take over its cells at
+   * once instead of waiting out the TTL. Idempotent; a retirement that could not be settled (`ambiguous`,
+   * `transport`) is tried again by the next `close()`.
+   */
+  close(options?: CloseOptions): Promise<CloseResult>;
+  /** `await using own = new S3Ownership(...)`: `close()` at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>;
   /** Every cell's owner record with its owner's lease (see `S3Inspector.listCells`); needs no lease and
    * leaves this instance's lease and claims alone. */
   listCells(): Promise<CellEntry[]>;

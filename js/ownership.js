@@ -1,6 +1,7 @@
 // S3Ownership, the public class: a thin shell over the wasm core (src/bindings/ownership.rs), which
 // checks the options and arguments, calls the injected fetch, runs the renewal loop and decides
-// everything. This file only forwards calls, and re-creates the core after a trap (instance.js).
+// everything. This file only forwards calls, and re-creates the core after a trap (instance.js) — closed
+// again when the instance was closed.
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, track, untilTrap } from "./instance.js";
@@ -14,6 +15,8 @@ export class S3Ownership {
   #authority;
   /** Cancels the renewal loop's trap report. */
   #unwatch = () => {};
+  /** close() was called: a core re-created after a trap is closed too. */
+  #closed = false;
 
   constructor(options) {
     this.#options = options;
@@ -28,6 +31,8 @@ export class S3Ownership {
       this.#core = sync(() => new WasmOwnership(this.#options, hooks));
       this.#instance = currentInstance();
       this.#authority = new Authority(this.#core);
+      // It holds no lease: closing it sends nothing, and it refuses writes as the closed one did.
+      if (this.#closed) sync(() => this.#core.close()).catch(() => {});
     }
     return this.#core;
   }
@@ -76,6 +81,32 @@ export class S3Ownership {
     const fetch = this.#options.fetch ?? globalThis.fetch;
     const prefix = this.#options.prefix ?? "";
     return scope(this.#authority, cell, fn, { fetch, prefix, verify: (c, e) => this.verify(c, e) });
+  }
+
+  removeDeadLease(node, options) { return this.#run((c) => c.removeDeadLease(node, options)); }
+
+  /** The cells this instance holds under its current lease, `[{ cell, epoch }]`. */
+  claimed() {
+    if (this.#instance !== currentInstance() || settled() !== undefined) return [];
+    return sync(() => this.#core.claimed());
+  }
+
+  /** Ends authority now (synchronously), stops renewing, then retires the lease (one conditional write). */
+  close(options) {
+    this.#closed = true;
+    this.#unwatch();
+    this.#unwatch = () => {};
+    if (settled() === undefined && this.#instance === currentInstance()) {
+      // Synchronously, so that nothing called after close() (awaited or not) runs with authority.
+      const closing = sync(() => this.#core.close(options));
+      return track(() => closing);
+    }
+    return this.#run((c) => c.close(options));
+  }
+
+  /** `await using own = new S3Ownership(...)`: closes at the end of the scope. */
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 
   /** False after a trap until a fresh core holds a lease again. */

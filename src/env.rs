@@ -3,6 +3,7 @@
 //! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
 
 use crate::prelude::*;
+use crate::error::Source;
 
 /// A request as data, before it is sent (method, absolute URL, headers, body).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,27 @@ pub enum TransportError {
     /// Aborted by us after the timeout we gave.
     TimedOut,
     /// Connection refused/reset, DNS, CORS, or anything else the runtime's fetch threw.
-    Network(String),
+    Network(NetworkError),
+}
+
+/// What the runtime said when a request got no answer: a description (with the reason the runtime
+/// gives, e.g. `ECONNREFUSED`), and the runtime's error itself, which is handed to the caller untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkError {
+    pub detail: String,
+    pub source: Option<Source>,
+}
+
+impl From<String> for NetworkError {
+    fn from(detail: String) -> Self {
+        NetworkError { detail, source: None }
+    }
+}
+
+impl From<&str> for NetworkError {
+    fn from(detail: &str) -> Self {
+        detail.to_owned().into()
+    }
 }
 
 /// Keys from the host's credentials provider (SPEC 4.2, short-lived credentials).
@@ -56,6 +77,11 @@ pub enum Event<'a> {
     LeaseRenewed { node: &'a str, expires_ms: u64, ms: f64 },
     /// The lease was lost (replaced, or renewed too late): every claim made under it is void.
     Fenced { node: &'a str, reason: &'a str },
+    /// `close()` was called: from now on this instance may act for no cell, and refuses writes.
+    Closed { node: &'a str },
+    /// `close()` retired this node's lease (an expired copy, written over its own token): peers may take
+    /// over its cells at once. `deleted`: the retired record was then deleted too (nothing left in `nodes/`).
+    LeaseRetired { node: &'a str, deleted: bool, ms: f64 },
     ClaimApplied { cell: &'a str, epoch: u64, took_over: bool, ms: f64 },
     /// A live owner holds the cell.
     ClaimRejected { cell: &'a str, owner: &'a str, epoch: u64, ms: f64 },
@@ -89,6 +115,8 @@ pub enum Lost {
     Reclaimed,
     /// This instance began releasing the cell.
     Released,
+    /// `close()` was called: this instance acts for no cell any more.
+    Closed,
 }
 
 impl Lost {
@@ -99,6 +127,7 @@ impl Lost {
             Lost::TakenOver => "taken-over",
             Lost::Reclaimed => "reclaimed",
             Lost::Released => "released",
+            Lost::Closed => "closed",
         }
     }
 }

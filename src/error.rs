@@ -4,7 +4,9 @@
 //! with std, new code may use `format!`, and the texts are the same either way.
 
 use crate::prelude::*;
+use core::any::Any;
 use core::fmt;
+use std::rc::Rc;
 
 /// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order (strings,
 /// unsigned integers, `i64`, `Quoted`, `Error`). Each call site only lists its pieces; one out-of-line
@@ -42,6 +44,8 @@ pub enum Error {
     /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
     /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
     UnsupportedBackend(Box<Failure>),
+    /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
+    Aborted(Box<String>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message.
@@ -57,7 +61,65 @@ pub struct Refusal {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub key: String,
+    pub fault: Fault,
+}
+
+/// What happened, as the caller gets to see it: the description, and, when the failure came from a
+/// request, the store's status and S3 `<Code>` if it answered (a 5xx, a 429) or the runtime's own error
+/// if nothing came back (JS `error.cause`: ECONNREFUSED and an unknown host read differently).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fault {
     pub detail: String,
+    /// The store's HTTP status; 0 when it did not answer.
+    pub status: u16,
+    /// The store's S3 error code; empty when it sent none.
+    pub code: String,
+    pub source: Option<Source>,
+}
+
+impl Failure {
+    pub(crate) fn new(key: impl Into<String>, detail: impl Into<String>) -> Self {
+        Failure { key: key.into(), fault: Fault::new(detail) }
+    }
+}
+
+impl Fault {
+    /// A fault that is only a description (no answer and no runtime error behind it).
+    pub fn new(detail: impl Into<String>) -> Self {
+        Fault { detail: detail.into(), ..Fault::default() }
+    }
+}
+
+/// The runtime's own error value behind a failure (in JS, what `fetch` threw), carried untouched for the
+/// caller and never looked at by the protocol. An `Rc<dyn Any>` because a JS value is neither `Send` nor
+/// a Rust error; the crate's futures are single-threaded anyway. Two sources are equal when they are the
+/// same value.
+#[derive(Clone)]
+pub struct Source(Rc<dyn Any>);
+
+impl Source {
+    pub fn new<T: Any>(value: T) -> Self {
+        Source(Rc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl PartialEq for Source {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Source {}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Source(..)")
+    }
 }
 
 impl Error {
@@ -74,6 +136,7 @@ impl Error {
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
             Error::UnsupportedBackend(_) => "unsupported-backend",
+            Error::Aborted(_) => "aborted",
         }
     }
 
@@ -92,16 +155,55 @@ impl Error {
         Error::NotLeased(Box::new(why))
     }
 
+    pub(crate) fn aborted(why: String) -> Self {
+        Error::Aborted(Box::new(why))
+    }
+
     pub(crate) fn fenced(why: String) -> Self {
         Error::Fenced(Box::new(why))
     }
 
-    pub(crate) fn transport(key: String, detail: String) -> Self {
-        Error::Transport(Box::new(Failure { key, detail }))
+    pub(crate) fn transport(key: String, fault: impl Into<Fault>) -> Self {
+        Error::Transport(Box::new(Failure { key, fault: fault.into() }))
     }
 
-    pub(crate) fn ambiguous(key: String, detail: String) -> Self {
-        Error::Ambiguous(Box::new(Failure { key, detail }))
+    pub(crate) fn ambiguous(key: String, fault: impl Into<Fault>) -> Self {
+        Error::Ambiguous(Box::new(Failure { key, fault: fault.into() }))
+    }
+
+    /// The key (or probe step) this error concerns, when it concerns one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Error::Auth(r) | Error::Request(r) => Some(&r.key),
+            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
+                Some(&f.key)
+            }
+            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
+        }
+    }
+
+    /// The store's answer and the runtime's error behind this error, without a description: what an
+    /// error that wraps this one keeps (`Fault { detail, ..e.fault() }`).
+    pub fn fault(&self) -> Fault {
+        match self {
+            Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: None },
+            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
+                Fault { detail: String::new(), ..f.fault.clone() }
+            }
+            Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
+        }
+    }
+}
+
+impl From<String> for Fault {
+    fn from(detail: String) -> Self {
+        Fault::new(detail)
+    }
+}
+
+impl From<&str> for Fault {
+    fn from(detail: &str) -> Self {
+        Fault::new(detail)
     }
 }
 
@@ -115,13 +217,14 @@ impl Error {
                 msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
             }
             Error::Request(r) => msg!("store refused request for ", r.key, ": ", r.status, " ", r.code, ": ", r.message),
-            Error::Transport(f) => msg!("transport failure on ", f.key, ": ", f.detail),
-            Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.detail),
-            Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.detail),
-            Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.detail),
+            Error::Transport(f) => msg!("transport failure on ", f.key, ": ", f.fault.detail),
+            Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.fault.detail),
+            Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.fault.detail),
+            Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.fault.detail),
             Error::NotLeased(m) => msg!("no valid lease: ", **m),
             Error::Fenced(m) => msg!("fenced: ", **m),
-            Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.detail),
+            Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.fault.detail),
+            Error::Aborted(m) => msg!("aborted: ", **m),
         }
     }
 }

@@ -40,8 +40,8 @@ pub struct Metrics {
     pub claims_rejected: u64,
     pub fences: u64,
     /// Claims of this instance that ended, by why (`Lost` order: lease lost, taken over, reclaimed,
-    /// released).
-    pub authority_lost: [u64; 4],
+    /// released, closed).
+    pub authority_lost: [u64; 5],
     pub leases_acquired: u64,
     pub acquire_ms: Latency,
     pub renew_ms: Latency,
@@ -50,6 +50,9 @@ pub struct Metrics {
     pub read_retries: u64,
     pub credentials_refreshed: u64,
     pub credentials_failed: u64,
+    /// `close()` calls, and leases retired by them.
+    pub closes: u64,
+    pub leases_retired: u64,
 }
 
 fn lost_index(lost: Lost) -> usize {
@@ -58,11 +61,12 @@ fn lost_index(lost: Lost) -> usize {
         Lost::TakenOver => 1,
         Lost::Reclaimed => 2,
         Lost::Released => 3,
+        Lost::Closed => 4,
     }
 }
 
 /// The `Lost` names in `authority_lost` order.
-pub const LOST_NAMES: [&str; 4] = ["lease-lost", "taken-over", "reclaimed", "released"];
+pub const LOST_NAMES: [&str; 5] = ["lease-lost", "taken-over", "reclaimed", "released", "closed"];
 /// The outcome names in `ambiguous` order.
 pub const SETTLED_NAMES: [&str; 3] = ["applied", "rejected", "superseded"];
 
@@ -106,6 +110,8 @@ impl Metrics {
             Event::ReadRetried { .. } => self.read_retries += 1,
             Event::CredentialsRefreshed { .. } => self.credentials_refreshed += 1,
             Event::CredentialsFailed { .. } => self.credentials_failed += 1,
+            Event::Closed { .. } => self.closes += 1,
+            Event::LeaseRetired { .. } => self.leases_retired += 1,
         }
     }
 }
@@ -141,7 +147,7 @@ mod tests {
         assert_eq!(m.request_ms.len(), 1, "a request with no answer has no latency");
         assert_eq!((m.request_ms[0].1.count, m.request_ms[0].1.sum_ms, m.request_ms[0].1.max_ms), (3, 11.0, 6.0));
         assert_eq!((m.claims_applied, m.takeovers, m.claims_rejected, m.fences), (2, 1, 1, 1));
-        assert_eq!(m.authority_lost, [0, 0, 0, 1]);
+        assert_eq!(m.authority_lost, [0, 0, 0, 1, 0]);
         assert_eq!(m.renew_ms, Latency { count: 2, sum_ms: 40.0, max_ms: 30.0, last_ms: 10.0 });
         assert_eq!(m.ambiguous, [0, 0, 1]);
     }

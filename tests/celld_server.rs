@@ -142,3 +142,26 @@ fn celld_ids_are_signed_as_sent_on_moto() {
     let body = get(&s, &format!("{p}cells/{cell}/own.json")).expect("the object celld names the same way");
     assert!(String::from_utf8(body).unwrap().contains(r#""node":"edge-7.a_b","epoch":1"#));
 }
+
+#[test]
+fn a_refused_connection_keeps_the_runtimes_error_as_its_source() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let s = Server { endpoint: format!("http://127.0.0.1:{port}"), bucket: "cells".into(), key_id: "k".into(), secret: "s".into() };
+    let e = block_on(node(&s, "", "edge-1").read_owner("c")).unwrap_err();
+    assert_eq!((e.code(), e.key()), ("transport", Some("cells/c/own.json")));
+    let fault = e.fault();
+    let source = fault.source.as_ref().and_then(|s| s.get::<std::io::Error>()).expect("the io::Error");
+    assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(fault.status, 0, "no answer came");
+}
+
+#[test]
+fn a_wrong_secret_is_auth_with_the_stores_status_and_code_on_moto() {
+    let Some(mut s) = server("STRICT") else { return eprintln!("skipped: CELLD_TEST_STRICT_* unset (scripts/test sets them)") };
+    s.secret.push('x');
+    let e = block_on(node(&s, &prefix("wrong-secret"), "edge-1").read_owner("c")).unwrap_err();
+    assert_eq!(e.code(), "auth", "{e}");
+    let fault = e.fault();
+    assert_eq!((fault.status, fault.code.as_str()), (403, "SignatureDoesNotMatch"), "{e}");
+}

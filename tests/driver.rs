@@ -751,6 +751,36 @@ mod split_brain {
         assert!(!a.lease_valid() && a.claimed().is_empty());
     }
 
+    /// Sim finding F9: a process whose lease celld's clean-up deleted late (it does not know yet) must not
+    /// take the record another process of its node id wrote, after acquiring over the missing lease, for its
+    /// own: that process acts for it.
+    #[test]
+    fn a_record_another_process_of_the_node_id_wrote_is_ours_only_while_our_lease_is() {
+        let env = MemEnv::new();
+        // (Over a dead predecessor's record, not a missing one: see the test above for that rule.)
+        env.put_raw("nodes/a.json", r#"{"node":"a","expires_ms":1,"addr":""}"#);
+        let first = leased(&env, "a");
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // the late delete
+        let second = leased(&env, "a"); // acquires over the missing lease
+        assert_eq!(applied_epoch(block_on(second.claim("c")).unwrap()), 1);
+        assert!(first.lease_valid(), "the first process has not noticed yet");
+        let before = env.body("cells/c/own.json");
+        let err = block_on(first.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert_eq!(block_on(first.release("c")).unwrap_err().code(), "fenced");
+        assert_eq!(env.body("cells/c/own.json"), before, "the second process's record is untouched");
+        assert!(block_on(second.verify("c", 1)).unwrap());
+        // A restarted process (its predecessor's lease dead and taken over) still cleans up what names it.
+        let env = MemEnv::new();
+        let old = leased(&env, "r");
+        block_on(old.claim("c")).unwrap();
+        env.advance(TTL + SKEW);
+        let new = leased(&env, "r");
+        let (released, wire) = wire_of(&env, new.release("c"));
+        assert_eq!(released.unwrap(), CasOutcome::Applied);
+        assert_eq!(wire, ["GET cells/c/own.json", "GET nodes/r.json", "PUT cells/c/own.json if-match"]);
+    }
+
     #[test]
     fn the_clean_ups_expired_copy_of_a_lease_is_not_ours_and_fences() {
         let env = MemEnv::new();
@@ -917,5 +947,377 @@ mod split_brain {
         let puts = wire.iter().filter(|w| w.starts_with("PUT")).count();
         assert_eq!(puts, 4, "per write, round 2 would have had 3 readbacks of its own: {wire:?}");
         assert!(env.0.borrow().script.is_empty());
+    }
+}
+
+// ---- stopping cleanly and waiting without polling (SPEC §4.2) ----
+
+mod lifecycle {
+    use super::*;
+    use celld_edge::ownership::CloseOptions;
+    use support::gate::{poll, GateEnv};
+
+    fn lease_of(env: &MemEnv, node: &str) -> serde_json::Value {
+        serde_json::from_str(&env.body(&format!("nodes/{node}.json")).expect("lease exists")).unwrap()
+    }
+
+    fn config(id: &str, ttl: u64) -> Config {
+        let mut config = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+        config.lease_ttl_ms = ttl;
+        config.max_clock_skew_ms = SKEW;
+        config.probe = ProbePolicy::Off;
+        config
+    }
+
+    fn gated(env: &MemEnv, id: &str, ttl: u64) -> (GateEnv, S3Ownership<GateEnv>) {
+        let gate = GateEnv::new(env.clone());
+        let own = S3Ownership::new(config(id, ttl), gate.clone()).unwrap();
+        (gate, own)
+    }
+
+    #[test]
+    fn close_retires_the_lease_in_one_conditional_write_and_peers_take_over_at_once() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        for cell in ["c1", "c2"] {
+            block_on(a.claim(cell)).unwrap();
+        }
+        assert_eq!(a.claimed(), [("c1".to_owned(), 1), ("c2".to_owned(), 1)]);
+        let b = leased(&env, "b");
+        let (closed, wire) = wire_of(&env, a.close(CloseOptions::default()));
+        let closed = closed.unwrap();
+        assert_eq!(wire, ["PUT nodes/a.json if-match"], "one request, whatever the number of cells");
+        assert!(closed.retired && !closed.deleted && closed.released == 0);
+        let lease = lease_of(&env, "a");
+        assert_eq!((lease["expires_ms"].as_u64(), lease["addr"].as_str()), (Some(0), Some("a.internal:7000")));
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+        assert!(!block_on(a.verify("c1", 1)).unwrap());
+        // No time has passed: the retired lease is dead by the peer rule now.
+        for cell in ["c1", "c2"] {
+            match block_on(b.claim(cell)).unwrap() {
+                ClaimOutcome::Applied { epoch: 2, took_over: true, prior } => {
+                    assert_eq!(prior.map(|p| p.node), Some("a".to_owned()))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // A closed instance refuses every write, and closing again sends nothing.
+        let sent = env.sent_count();
+        for err in [
+            block_on(a.claim("c3")).unwrap_err(),
+            block_on(a.acquire_lease()).unwrap_err(),
+            block_on(a.renew_lease()).unwrap_err(),
+            block_on(a.release("c1")).unwrap_err(),
+            block_on(a.cas_owner("c3", &CasGuard::Absent, 1)).unwrap_err(),
+            block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err(),
+            block_on(a.probe()).unwrap_err(),
+        ] {
+            assert_eq!(err.code(), "not-leased", "{err}");
+            assert!(err.to_string().contains("closed"), "{err}");
+        }
+        assert_eq!(block_on(a.close(CloseOptions::default())).unwrap(), closed);
+        assert_eq!(env.sent_count(), sent, "refused before sending anything");
+        // The node id can be used again at once by a new process (the retired lease is dead).
+        let again = leased(&env, "a");
+        assert!(again.lease_valid());
+    }
+
+    #[test]
+    fn close_never_overwrites_a_lease_another_process_of_the_node_id_acquired() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.advance(TTL + SKEW); // a's lease died; a second process of the id takes the record over
+        let twin = leased(&env, "a");
+        let before = env.body("nodes/a.json");
+        let closed = block_on(a.close(CloseOptions::default())).unwrap();
+        assert!(!closed.retired);
+        assert_eq!(env.body("nodes/a.json"), before, "the twin's lease is untouched");
+        assert!(twin.lease_valid());
+        // A fenced instance has no token to retire: nothing is sent.
+        let sent = env.sent_count();
+        let fenced = leased(&env, "f");
+        env.put_raw("nodes/f.json", r#"{"node":"f","expires_ms":1,"addr":""}"#);
+        assert_eq!(block_on(fenced.renew_lease()).unwrap_err().code(), "fenced");
+        let from = env.sent_count();
+        assert!(!block_on(fenced.close(CloseOptions::default())).unwrap().retired);
+        assert_eq!(env.sent_count(), from);
+        assert!(env.sent_count() > sent);
+    }
+
+    #[test]
+    fn a_claim_in_flight_at_close_is_void_and_the_retirement_comes_after_it() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a", TTL);
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut claim = Box::pin(a.claim("c"));
+        assert!(poll(&mut claim).is_none());
+        let put = gate.waiting()[0].0;
+        let mut close = Box::pin(a.close(CloseOptions::default()));
+        assert!(poll(&mut close).is_none(), "the close waits for the claim in flight");
+        assert!(!a.lease_valid(), "authority ended when close() was called");
+        assert_eq!(lease_of(&env, "a")["expires_ms"].as_u64().map(|e| e > 0), Some(true), "not retired yet");
+        gate.deliver(put); // the claim's write landed
+        let err = poll(&mut claim).unwrap().unwrap_err();
+        assert_eq!(err.code(), "not-leased", "a claim answered after close does not count: {err}");
+        let closed = poll(&mut close).unwrap().unwrap();
+        assert!(closed.retired && !closed.deleted, "the record naming a may need the retired lease");
+        assert_eq!(lease_of(&env, "a")["expires_ms"], 0);
+        assert!(a.claimed().is_empty());
+        // The record the void claim left names a, whose lease is retired: a peer takes it at once.
+        let b = leased(&env, "b");
+        assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { epoch: 2, took_over: true, .. }));
+    }
+
+    #[test]
+    fn a_renewal_landing_after_close_hands_its_token_to_the_retirement() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a", TTL);
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k == "nodes/a.json");
+        let mut renew = Box::pin(a.renew_lease());
+        assert!(poll(&mut renew).is_none());
+        let put = gate.waiting()[0].0;
+        let mut close = Box::pin(a.close(CloseOptions::default()));
+        assert!(poll(&mut close).is_none());
+        gate.hold(|_, _| false);
+        gate.deliver(put);
+        assert_eq!(poll(&mut renew).unwrap().unwrap_err().code(), "not-leased");
+        assert!(poll(&mut close).unwrap().unwrap().retired, "retired over the renewal's token");
+        assert_eq!(lease_of(&env, "a")["expires_ms"], 0);
+    }
+
+    #[test]
+    fn concurrent_closes_share_one_retirement_and_an_unsettled_one_is_tried_again() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        // The retirement's answer is lost and the readback fails too: close fails, the instance stays closed.
+        env.push(Fault::Drop(Err(TransportError::TimedOut)));
+        for _ in 0..4 {
+            env.push(Fault::Drop(Err(TransportError::TimedOut)));
+        }
+        let err = block_on(a.close(CloseOptions::default())).unwrap_err();
+        assert_eq!(err.code(), "ambiguous", "{err}");
+        assert!(!a.lease_valid());
+        assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "not-leased");
+        // The next close retires it.
+        let closed = block_on(a.close(CloseOptions::default())).unwrap();
+        assert!(closed.retired);
+        assert_eq!(lease_of(&env, "a")["expires_ms"], 0);
+
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a", TTL);
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k == "nodes/a.json");
+        let (mut one, mut two) = (Box::pin(a.close(CloseOptions::default())), Box::pin(a.close(CloseOptions::default())));
+        assert!(poll(&mut one).is_none() && poll(&mut two).is_none());
+        assert_eq!(gate.waiting().len(), 1, "one retirement for both callers");
+        gate.deliver(gate.waiting()[0].0);
+        assert_eq!(poll(&mut one).unwrap().unwrap(), poll(&mut two).unwrap().unwrap());
+    }
+
+    #[test]
+    fn close_with_release_releases_then_deletes_the_retired_lease_where_deletes_are_conditional() {
+        let env = MemEnv::new();
+        let mut cfg = config("a", TTL);
+        cfg.probe = ProbePolicy::Recorded; // the probe learns that this store honours DELETE If-Match
+        let a = S3Ownership::new(cfg, env.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        for cell in ["c1", "c2", "c3"] {
+            block_on(a.claim(cell)).unwrap();
+        }
+        let (closed, wire) = wire_of(&env, a.close(CloseOptions { release: true }));
+        let closed = closed.unwrap();
+        assert_eq!(closed.released, 3);
+        assert!(closed.retired && closed.deleted);
+        assert_eq!(wire.len(), 5, "3 releases, the retirement, the delete: {wire:?}");
+        assert_eq!(wire[3..], ["PUT nodes/a.json if-match".to_owned(), "DELETE nodes/a.json if-match".to_owned()]);
+        assert!(env.body("nodes/a.json").is_none(), "nothing of a left in nodes/");
+        for cell in ["c1", "c2", "c3"] {
+            assert_eq!(owner_body(&env, cell)["node"], "", "{cell} released at its epoch");
+        }
+
+        // Holding a cell it did not release, the retired lease stays: peers need it to take the cell at once.
+        let mut cfg = config("b", TTL);
+        cfg.probe = ProbePolicy::Recorded;
+        let b = S3Ownership::new(cfg, env.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        block_on(b.claim("c1")).unwrap();
+        let closed = block_on(b.close(CloseOptions::default())).unwrap();
+        assert!(closed.retired && !closed.deleted);
+        assert_eq!(lease_of(&env, "b")["expires_ms"], 0);
+    }
+
+    #[test]
+    fn a_waiting_claim_sleeps_until_exactly_the_holders_expiry_plus_skew_then_takes_over() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let expires = lease_of(&env, "a")["expires_ms"].as_u64().unwrap();
+        // b's own lease outlives the wait (a real waiter renews meanwhile).
+        let (gate, b) = gated(&env, "b", 10 * TTL);
+        block_on(b.acquire_lease()).unwrap();
+        env.advance(1_234);
+        let sent = env.sent_count();
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), std::future::pending()));
+        assert!(poll(&mut wait).is_none());
+        assert_eq!(env.sent_count() - sent, 2, "the record and the holder's lease, read once");
+        let now = env.0.borrow().wall;
+        assert_eq!(gate.sleeps(), [(expires + SKEW - now) as u32], "until expires_ms + skew, exactly");
+        // The holder renews while b sleeps: b wakes, reads the new expiry, sleeps again until it.
+        env.advance(2_000);
+        block_on(a.renew_lease()).unwrap();
+        let renewed = lease_of(&env, "a")["expires_ms"].as_u64().unwrap();
+        gate.wake_sleeps();
+        assert!(poll(&mut wait).is_none());
+        let now = env.0.borrow().wall;
+        assert_eq!(gate.sleeps().last().copied(), Some((renewed + SKEW - now) as u32));
+        assert_eq!(env.sent_count() - sent, 5, "a's renewal; else nothing while asleep, and one look per wake");
+        // a stops renewing; at its expiry + skew b takes over.
+        gate.wake_sleeps();
+        match poll(&mut wait).unwrap().unwrap() {
+            ClaimOutcome::Applied { epoch: 2, took_over: true, .. } => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(env.0.borrow().wall, renewed + SKEW);
+    }
+
+    #[test]
+    fn a_waiting_claim_takes_a_released_or_retired_cell_at_once_and_waits_out_a_missing_lease() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c1")).unwrap();
+        block_on(a.claim("c2")).unwrap();
+        block_on(a.release("c1")).unwrap();
+        let (gate, b) = gated(&env, "b", 10 * TTL);
+        block_on(b.acquire_lease()).unwrap();
+        let mut wait = Box::pin(b.claim_waiting("c1", ClaimOptions::default(), std::future::pending()));
+        assert!(matches!(poll(&mut wait), Some(Ok(ClaimOutcome::Applied { epoch: 2, .. }))));
+        block_on(a.close(CloseOptions::default())).unwrap();
+        let mut wait = Box::pin(b.claim_waiting("c2", ClaimOptions::default(), std::future::pending()));
+        assert!(matches!(poll(&mut wait), Some(Ok(ClaimOutcome::Applied { epoch: 2, took_over: true, .. }))));
+        assert!(gate.sleeps().is_empty());
+        // A missing lease: dead only once it stayed missing ttl + skew (b's ttl: the judge's own).
+        let c = leased(&env, "c");
+        block_on(c.claim("c3")).unwrap();
+        env.0.borrow_mut().objects.remove("nodes/c.json");
+        let mut wait = Box::pin(b.claim_waiting("c3", ClaimOptions::default(), std::future::pending()));
+        assert!(poll(&mut wait).is_none());
+        assert_eq!(gate.sleeps(), [(10 * TTL + SKEW) as u32]);
+        // The waiter renews its own lease meanwhile (its renewal loop would).
+        env.advance(60_000);
+        block_on(b.renew_lease()).unwrap();
+        gate.wake_sleeps_after(10 * TTL + SKEW - 60_000);
+        assert!(matches!(poll(&mut wait), Some(Ok(ClaimOutcome::Applied { epoch: 2, took_over: true, .. }))));
+    }
+
+    #[test]
+    fn a_waiting_claim_ends_aborted_by_its_signal_or_not_leased_by_close() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let (gate, b) = gated(&env, "b", 10 * TTL);
+        block_on(b.acquire_lease()).unwrap();
+        let cancel = std::rc::Rc::new(std::cell::Cell::new(false));
+        let signal = {
+            let cancel = cancel.clone();
+            std::future::poll_fn(move |_| if cancel.get() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending })
+        };
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), signal));
+        assert!(poll(&mut wait).is_none());
+        let sent = env.sent_count();
+        cancel.set(true);
+        let err = poll(&mut wait).unwrap().unwrap_err();
+        assert_eq!(err.code(), "aborted", "{err}");
+        assert!(err.to_string().contains("\"c\""), "{err}");
+        assert_eq!(env.sent_count(), sent, "nothing sent after the abort");
+        // An already-aborted signal: nothing is sent at all.
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), std::future::ready(())));
+        assert_eq!(poll(&mut wait).unwrap().unwrap_err().code(), "aborted");
+        assert_eq!(env.sent_count(), sent);
+        // close() ends the wait at once.
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), std::future::pending()));
+        assert!(poll(&mut wait).is_none());
+        assert_eq!(gate.sleeps().len(), 2);
+        b.shut();
+        let err = poll(&mut wait).unwrap().unwrap_err();
+        assert_eq!(err.code(), "not-leased", "{err}");
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+    }
+
+    fn cleaner(env: &MemEnv, probe: ProbePolicy) -> S3Ownership<MemEnv> {
+        let mut cfg = config("cleaner", TTL);
+        cfg.probe = probe;
+        S3Ownership::new(cfg, env.clone()).unwrap()
+    }
+
+    #[test]
+    fn a_dead_lease_is_removed_only_when_dead_unneeded_unchanged_and_deletes_are_conditional() {
+        use celld_edge::ownership::LeaseRemoval;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let clean = cleaner(&env, ProbePolicy::Recorded);
+        assert_eq!(block_on(clean.remove_dead_lease("a", &["c"])).unwrap(), LeaseRemoval::Live);
+        env.advance(TTL + SKEW); // a crashed: its lease is dead by the peer rule now
+        assert_eq!(
+            block_on(clean.remove_dead_lease("a", &["x", "c"])).unwrap(),
+            LeaseRemoval::Needed { cell: Some("c".into()) },
+            "a record still names a: its takeover needs the lease"
+        );
+        assert!(env.body("nodes/a.json").is_some());
+        let b = leased(&env, "b");
+        block_on(b.claim("c")).unwrap(); // taken over: nothing needs a's lease now
+        let (removal, wire) = wire_of(&env, clean.remove_dead_lease("a", &["c"]));
+        assert_eq!(removal.unwrap(), LeaseRemoval::Removed);
+        assert_eq!(wire, ["GET nodes/a.json", "GET cells/c/own.json", "DELETE nodes/a.json if-match"]);
+        assert!(env.body("nodes/a.json").is_none());
+        assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Absent);
+        // Without a verified conditional DELETE nothing is deleted.
+        env.advance(TTL + SKEW);
+        assert_eq!(block_on(cleaner(&env, ProbePolicy::Off).remove_dead_lease("b", &[])).unwrap(), LeaseRemoval::Unsupported);
+        assert!(env.body("nodes/b.json").is_some());
+        // A dead celld node whose log is not sealed keeps its lease: celld recovers the log from it.
+        env.put_raw(
+            "nodes/celld-1.json",
+            r#"{"node":"celld-1","expires_ms":5,"addr":"x:1","log":{"state":"open","epoch":1,"ensemble":["x"],"tiered":0}}"#,
+        );
+        assert_eq!(block_on(clean.remove_dead_lease("celld-1", &[])).unwrap(), LeaseRemoval::Needed { cell: None });
+    }
+
+    #[test]
+    fn a_dead_lease_re_acquired_before_the_delete_lands_is_kept() {
+        use celld_edge::ownership::LeaseRemoval;
+        let env = MemEnv::new();
+        leased(&env, "a");
+        env.advance(TTL + SKEW);
+        let gate = GateEnv::new(env.clone());
+        let mut cfg = config("cleaner", TTL);
+        cfg.probe = ProbePolicy::Recorded;
+        let clean = S3Ownership::new(cfg, gate.clone()).unwrap();
+        gate.hold(|m, k| m == "DELETE" && k == "nodes/a.json");
+        let mut removal = Box::pin(clean.remove_dead_lease("a", &[]));
+        assert!(poll(&mut removal).is_none(), "qualified, read the dead lease, and sent the delete");
+        let delete = gate.waiting()[0].0;
+        let again = leased(&env, "a"); // a new process of the node id re-acquires meanwhile
+        gate.deliver(delete);
+        assert_eq!(poll(&mut removal).unwrap().unwrap(), LeaseRemoval::Changed);
+        assert!(again.lease_valid() && env.body("nodes/a.json").is_some(), "the re-acquired lease stays");
+    }
+
+    #[test]
+    fn close_ends_the_renewal_loop_at_once() {
+        let env = MemEnv::new();
+        let (gate, a) = gated(&env, "a", TTL);
+        block_on(a.acquire_lease()).unwrap();
+        let mut errors = Vec::new();
+        let mut on_error = |e: &celld_edge::Error| errors.push(e.code());
+        let mut renewing = Box::pin(a.renew_until_stopped(&|| false, &mut on_error));
+        assert!(poll(&mut renewing).is_none());
+        assert_eq!(gate.sleeps().len(), 1);
+        a.shut();
+        assert!(matches!(poll(&mut renewing), Some(Ok(()))), "woken by close, not by the timer");
+        drop(renewing);
+        assert!(errors.is_empty());
     }
 }

@@ -79,7 +79,7 @@ fn answer() -> impl Strategy<Value = Result<HttpResponse, TransportError>> {
     prop_oneof![
         8 => (status(), etag(), body()).prop_map(|(status, etag, body)| Ok(HttpResponse { status, etag, body })),
         1 => Just(Err(TransportError::TimedOut)),
-        1 => ".{0,80}".prop_map(|m| Err(TransportError::Network(m))),
+        1 => ".{0,80}".prop_map(|m| Err(TransportError::Network(m.into()))),
     ]
 }
 

@@ -10,6 +10,6 @@ own.startRenewing((e) => console.error("lease:", e.code)); // fenced: stop actin
 const claim = await own.claim("cell-1");
 console.log(claim.outcome === "applied" ? `mine at epoch ${claim.epoch}` : `owned by ${claim.owner.node}`);
 Deno.addSignalListener("SIGINT", async () => {
-  await own.release("cell-1"); // the next owner claims it at once instead of waiting out the lease
+  await own.close({ release: true }); // the next owner claims it at once instead of waiting out the lease
   Deno.exit(0);
 });

@@ -1,10 +1,8 @@
 import { S3Ownership, signRequest } from "celld-edge";
 
-const store = {
-  endpoint: process.env.S3_ENDPOINT, bucket: process.env.S3_BUCKET, region: process.env.S3_REGION,
-  accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
-};
-const own = new S3Ownership({ ...store, node: `node-${crypto.randomUUID()}` });
+const { S3_ENDPOINT: endpoint, S3_BUCKET: bucket } = process.env;
+const creds = { region: process.env.S3_REGION, accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY };
+const own = new S3Ownership({ ...creds, endpoint, bucket, node: `node-${crypto.randomUUID()}` });
 await own.acquireLease();
 const claim = await own.claim("cell-1");
 if (claim.outcome !== "applied") throw new Error(`owned by ${claim.owner.node}`);
@@ -13,7 +11,8 @@ if (claim.outcome !== "applied") throw new Error(`owned by ${claim.owner.node}`)
 // overwrite or be mistaken for this owner's.
 const key = `cells/cell-1/data/e${claim.epoch}/order-42.json`;
 const body = JSON.stringify({ order: 42 });
-const put = signRequest({ ...store, method: "PUT", url: `${store.endpoint}/${store.bucket}/${key}`, body });
+// The signer takes the full URL and the credentials only (store options are refused).
+const put = signRequest({ ...creds, method: "PUT", url: `${endpoint}/${bucket}/${key}`, body });
 const res = await fetch(put.url, { method: "PUT", headers: put.headers, body });
 
 // Acknowledge only if the write landed AND this node still owns the cell at that epoch.

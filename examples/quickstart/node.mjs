@@ -10,5 +10,4 @@ own.startRenewing(); // renews every ttl/3 while the process runs
 const claim = await own.claim("cell-1");
 if (claim.outcome === "applied") console.log(`cell-1 is mine at epoch ${claim.epoch}`);
 else console.log(`cell-1 is owned by ${claim.owner.node}: route there`);
-await own.release("cell-1");
-own.stopRenewing();
+await own.close({ release: true }); // stops renewing, releases cell-1, retires this node's lease

@@ -1,10 +1,8 @@
 import { S3Ownership, signRequest } from "celld-edge";
 
-const store = {
-  endpoint: process.env.S3_ENDPOINT, bucket: process.env.S3_BUCKET, region: process.env.S3_REGION,
-  accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
-};
-const own = new S3Ownership({ ...store, node: `node-${crypto.randomUUID()}` });
+const keys = { region: process.env.S3_REGION, accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY };
+const [endpoint, bucket] = [process.env.S3_ENDPOINT, process.env.S3_BUCKET];
+const own = new S3Ownership({ ...keys, endpoint, bucket, node: `node-${crypto.randomUUID()}` });
 await own.acquireLease();
 own.startRenewing();
 await own.claim("cell-1");
@@ -14,7 +12,7 @@ own.signal("cell-1").addEventListener("abort", (e) => console.log(`stop: ${e.tar
 const status = await own.scope("cell-1", async ({ epoch, fetch, key }) => {
   // fetch carries the signal into every request; key() is cells/cell-1/data/e<epoch>/...
   const body = JSON.stringify({ order: 42, epoch });
-  const put = signRequest({ ...store, method: "PUT", url: `${store.endpoint}/${store.bucket}/${key("order-42.json")}`, body });
+  const put = signRequest({ ...keys, method: "PUT", url: `${endpoint}/${bucket}/${key("order-42.json")}`, body });
   return (await fetch(put.url, { method: "PUT", headers: put.headers, body })).status;
 }); // resolves only if verify("cell-1", epoch) still holds afterwards; else rejects (fenced, released)
 console.log(`ack: ${status}`);

@@ -31,7 +31,12 @@ impl WasmOwnership {
 /// The abort reason of a claim that ended: `released` when this instance gave it up, else `fenced`,
 /// with `cell`, `epoch` and `lost` (the core's why, `Lost::as_str`).
 pub(crate) fn lost_error(cell: &str, epoch: u64, lost: Lost, detail: &str) -> JsValue {
-    let code = if lost == Lost::Released { "released" } else { "fenced" };
+    let code = match lost {
+        Lost::Released => "released",
+        // As every operation of a closed instance fails.
+        Lost::Closed => "not-leased",
+        _ => "fenced",
+    };
     let detail = if detail.is_empty() { String::new() } else { format!(": {detail}") };
     let message = format!("authority over cell {cell:?} at epoch {epoch} ended ({}){detail}", lost.as_str());
     let err = coded_error(code, &message);

@@ -9,7 +9,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::env::Event;
 use crate::error::{msg, Error, Quoted};
 use crate::ownership::{
-    CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
+    CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
+    OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
 };
 
 /// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
@@ -282,21 +283,79 @@ pub(crate) fn guard(v: JsValue) -> Result<CasGuard, Error> {
 #[serde(rename_all = "camelCase")]
 struct ClaimOptionsIn {
     expect_new: Option<bool>,
+    wait: Option<bool>,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    signal: JsValue,
 }
 
-/// `claim`'s options: absent, or `{ expectNew }`.
-pub(crate) fn claim_options(v: JsValue) -> Result<ClaimOptions, Error> {
+/// `claim`'s options as checked: the core's, whether to wait, and the signal that ends the wait.
+pub(crate) struct Claim {
+    pub(crate) options: ClaimOptions,
+    pub(crate) wait: bool,
+    pub(crate) signal: Option<Signal>,
+}
+
+/// An `AbortSignal` (anything with a boolean `aborted` and `addEventListener`/`removeEventListener`,
+/// as every runtime's is): its `abort` event, as a Promise, and the listener to remove afterwards.
+pub(crate) struct Signal {
+    target: JsValue,
+    listener: Option<js_sys::Function>,
+}
+
+impl Signal {
+    /// A Promise that resolves when the signal aborts (`None` when it already has: then nothing is sent).
+    pub(crate) fn aborted(&mut self) -> Option<js_sys::Promise> {
+        let get = |name: &str| js_sys::Reflect::get(&self.target, &JsValue::from_str(name)).unwrap_or_default();
+        if get("aborted").as_bool() == Some(true) {
+            return None;
+        }
+        let add: js_sys::Function = get("addEventListener").unchecked_into();
+        let mut listener = None;
+        let promise = js_sys::Promise::new(&mut |resolve, _| {
+            let _ = add.call2(&self.target, &JsValue::from_str("abort"), &resolve);
+            listener = Some(resolve);
+        });
+        self.listener = listener;
+        Some(promise)
+    }
+
+    /// Removes the listener `aborted` added, if any: a long-lived signal must not collect one per wait.
+    pub(crate) fn forget(&self) {
+        let remove = js_sys::Reflect::get(&self.target, &JsValue::from_str("removeEventListener"));
+        if let (Some(listener), Ok(remove)) = (&self.listener, remove) {
+            let remove: js_sys::Function = remove.unchecked_into();
+            let _ = remove.call2(&self.target, &JsValue::from_str("abort"), listener);
+        }
+    }
+}
+
+/// `claim`'s options: absent, or `{ expectNew, wait, signal }` (`signal` only with `wait: true`).
+pub(crate) fn claim_options(v: JsValue) -> Result<Claim, Error> {
+    let none = Claim { options: ClaimOptions::default(), wait: false, signal: None };
     if v.is_undefined() {
-        return Ok(ClaimOptions::default());
+        return Ok(none);
     }
     if !v.is_object() {
         return Err(Error::invalid("claim options must be an object"));
     }
-    if let Some(k) = unknown_key(&v, &["expectNew"]) {
+    if let Some(k) = unknown_key(&v, &["expectNew", "wait", "signal"]) {
         return Err(Error::invalid(msg!("unknown claim option ", Quoted(&k))));
     }
     let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
-    Ok(ClaimOptions { expect_new: o.expect_new.unwrap_or(false) })
+    let wait = o.wait.unwrap_or(false);
+    let signal = match o.signal {
+        s if s.is_undefined() || s.is_null() => None,
+        _ if !wait => return Err(Error::invalid("claim option signal needs wait: true (it cancels the wait)")),
+        s => {
+            let has = |name: &str| js_sys::Reflect::get(&s, &JsValue::from_str(name)).is_ok_and(|f| f.is_function());
+            let aborted = js_sys::Reflect::get(&s, &JsValue::from_str("aborted")).ok().and_then(|a| a.as_bool());
+            if !s.is_object() || aborted.is_none() || !has("addEventListener") || !has("removeEventListener") {
+                return Err(Error::invalid("claim option signal must be an AbortSignal"));
+            }
+            Some(Signal { target: s, listener: None })
+        }
+    };
+    Ok(Claim { options: ClaimOptions { expect_new: o.expect_new.unwrap_or(false) }, wait, signal })
 }
 
 /// A released record names no node: `null` to JS.
@@ -400,6 +459,86 @@ pub(crate) fn claim(c: ClaimOutcome) -> Result<JsValue, Error> {
     })
 }
 
+#[derive(Serialize)]
+struct ClaimedOut<'a> {
+    cell: &'a str,
+    epoch: u64,
+}
+
+pub(crate) fn claimed(cells: Vec<(String, u64)>) -> Result<JsValue, Error> {
+    to_js(&cells.iter().map(|(cell, epoch)| ClaimedOut { cell, epoch: *epoch }).collect::<Vec<_>>())
+}
+
+#[derive(Deserialize)]
+struct CloseOptionsIn {
+    release: Option<bool>,
+}
+
+/// `close`'s options: absent, or `{ release }`.
+pub(crate) fn close_options(v: JsValue) -> Result<CloseOptions, Error> {
+    if v.is_undefined() {
+        return Ok(CloseOptions::default());
+    }
+    if !v.is_object() {
+        return Err(Error::invalid("close options must be an object"));
+    }
+    if let Some(k) = unknown_key(&v, &["release"]) {
+        return Err(Error::invalid(format!("unknown close option {k:?}")));
+    }
+    let o: CloseOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("close options: {e}")))?;
+    Ok(CloseOptions { release: o.release.unwrap_or(false) })
+}
+
+#[derive(Serialize)]
+struct ClosedOut {
+    retired: bool,
+    deleted: bool,
+    released: usize,
+}
+
+pub(crate) fn closed(c: Closed) -> Result<JsValue, Error> {
+    to_js(&ClosedOut { retired: c.retired, deleted: c.deleted, released: c.released })
+}
+
+#[derive(Deserialize)]
+struct RemoveOptionsIn {
+    cells: Option<Vec<String>>,
+}
+
+/// `removeDeadLease`'s options: `{ cells }`, the cells whose records must not name the node (required:
+/// without them nothing says that no record needs the lease).
+pub(crate) fn remove_options(v: JsValue) -> Result<Vec<String>, Error> {
+    let bad = || Error::invalid("removeDeadLease needs { cells: [...] }: the cells whose records must not name the node");
+    if !v.is_object() {
+        return Err(bad());
+    }
+    if let Some(k) = unknown_key(&v, &["cells"]) {
+        return Err(Error::invalid(format!("unknown removeDeadLease option {k:?}")));
+    }
+    let o: RemoveOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("removeDeadLease options: {e}")))?;
+    o.cells.ok_or_else(bad)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LeaseRemovalOut<'a> {
+    outcome: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<&'a str>,
+}
+
+pub(crate) fn lease_removal(r: LeaseRemoval) -> Result<JsValue, Error> {
+    let (outcome, cell) = match &r {
+        LeaseRemoval::Removed => ("removed", None),
+        LeaseRemoval::Absent => ("absent", None),
+        LeaseRemoval::Live => ("live", None),
+        LeaseRemoval::Needed { cell } => ("needed", cell.as_deref()),
+        LeaseRemoval::Unsupported => ("unsupported", None),
+        LeaseRemoval::Changed => ("changed", None),
+    };
+    to_js(&LeaseRemovalOut { outcome, cell })
+}
+
 pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
     to_js(&ProbeOut {
         if_match_missing_status: r.if_match_missing_status,
@@ -439,6 +578,8 @@ pub(crate) struct EventOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    deleted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     op: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     record: Option<&'a str>,
@@ -459,6 +600,14 @@ impl<'a> From<&'a Event<'a>> for EventOut<'a> {
                 EventOut { kind: "lease-renewed", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
             }
             Event::Fenced { node, reason } => EventOut { kind: "fenced", node: Some(node), reason: Some(reason), ..none },
+            Event::Closed { node } => EventOut { kind: "closed", node: Some(node), ..none },
+            Event::LeaseRetired { node, deleted, ms } => EventOut {
+                kind: "lease-retired",
+                node: Some(node),
+                deleted: Some(deleted),
+                ms: Some(ms),
+                ..none
+            },
             Event::ClaimApplied { cell, epoch, took_over, ms } => EventOut {
                 kind: if took_over { "claim-took-over" } else { "claim-applied" },
                 cell: Some(cell),

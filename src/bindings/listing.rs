@@ -145,6 +145,7 @@ impl WasmInspector {
     /// `options` as `new S3Inspector(options)` got them; `hooks` from js/instance.js.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmInspector, JsValue> {
+        super::use_error_class(hooks.error_class());
         let o = convert::options_for(INSPECTOR, options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         env.provider = o.credentials;

@@ -60,9 +60,11 @@ fn to_js(m: &Metrics) -> JsValue {
     set(&leases, "acquired", &num(m.leases_acquired));
     set(&leases, "acquireMs", &latency(&m.acquire_ms));
     set(&leases, "renewMs", &latency(&m.renew_ms));
+    set(&leases, "retired", &num(m.leases_retired));
     set(&o, "leases", &leases);
     set(&o, "ambiguous", &counts(&SETTLED_NAMES, &m.ambiguous));
     set(&o, "readRetries", &num(m.read_retries));
+    set(&o, "closes", &num(m.closes));
     set(&o, "credentials", &counts(&["refreshed", "failed"], &[m.credentials_refreshed, m.credentials_failed]));
     o.into()
 }

@@ -39,6 +39,7 @@ impl WasmOwnership {
     /// `options` as `new S3Ownership(options)` got them; `hooks` from js/instance.js.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
+        super::use_error_class(hooks.error_class());
         let o = convert::options(options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         env.provider = o.credentials;
@@ -103,11 +104,56 @@ impl WasmOwnership {
         self.run(|c| async move { c.ownership.renew_lease().await.map(|()| JsValue::UNDEFINED) })
     }
 
+    /// `claim(cell, { expectNew, wait, signal })`: with `wait`, the core's `claim_waiting`, cancelled by the
+    /// `AbortSignal` (its `abort` event resolves the cancel future; the listener is removed afterwards).
     pub fn claim(&self, cell: JsValue, options: JsValue) -> Promise {
         self.run(|c| async move {
-            let (cell, options) = (convert::id(&cell, "cell")?, convert::claim_options(options)?);
-            convert::claim(c.ownership.claim_with(&cell, options).await?)
+            let (cell, claim) = (convert::id(&cell, "cell")?, convert::claim_options(options)?);
+            if !claim.wait {
+                return convert::claim(c.ownership.claim_with(&cell, claim.options).await?);
+            }
+            let Some(mut signal) = claim.signal else {
+                return convert::claim(c.ownership.claim_waiting(&cell, claim.options, std::future::pending()).await?);
+            };
+            let aborted = signal.aborted();
+            let env = c.ownership.env();
+            let cancel = async {
+                if let Some(aborted) = &aborted {
+                    let _ = env.wait(aborted).await;
+                }
+            };
+            let outcome = c.ownership.claim_waiting(&cell, claim.options, cancel).await;
+            signal.forget();
+            convert::claim(outcome?)
         })
+    }
+
+    /// `removeDeadLease(node, { cells })`: the core's conditional clean-up of a dead node's lease.
+    #[wasm_bindgen(js_name = removeDeadLease)]
+    pub fn remove_dead_lease(&self, node: JsValue, options: JsValue) -> Promise {
+        self.run(|c| async move {
+            let (node, cells) = (convert::id(&node, "node")?, convert::remove_options(options)?);
+            let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+            convert::lease_removal(c.ownership.remove_dead_lease(&node, &cells).await?)
+        })
+    }
+
+    /// The cells this instance holds under its current lease: `[{ cell, epoch }]`, none without a valid
+    /// lease (and none once closed).
+    pub fn claimed(&self) -> Result<JsValue, JsValue> {
+        convert::claimed(self.core.ownership.claimed()).map_err(js_error)
+    }
+
+    /// `close({ release })`: authority ends now (synchronously, before the Promise is returned), the
+    /// renewal loop and every sleep end; then the core retires the lease.
+    pub fn close(&self, options: JsValue) -> Promise {
+        let options = convert::close_options(options);
+        if options.is_ok() {
+            self.core.renewing.set(0);
+            self.core.ownership.shut();
+            self.core.ownership.env().wake_sleepers();
+        }
+        self.run(|c| async move { convert::closed(c.ownership.close(options?).await?) })
     }
 
     pub fn release(&self, cell: JsValue) -> Promise {

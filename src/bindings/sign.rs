@@ -136,8 +136,10 @@ fn nul_inside() -> Error {
 
 #[wasm_bindgen(js_class = SignerIo)]
 impl SignerIo {
+    /// `hooks` from js/instance.js (only its error class is used).
     #[wasm_bindgen(constructor)]
-    pub fn new() -> SignerIo {
+    pub fn new(hooks: super::trap::Hooks) -> SignerIo {
+        super::use_error_class(hooks.error_class());
         SignerIo { signer: Signer::new(), io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() } }
     }
 

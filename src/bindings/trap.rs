@@ -32,6 +32,10 @@ extern "C" {
     /// so no callback of the old instance runs after the module was re-instantiated.
     #[wasm_bindgen(method)]
     pub fn gate(this: &Hooks, p: &Promise) -> Promise;
+
+    /// The class errors are built with (js/error.js's `CelldEdgeError`).
+    #[wasm_bindgen(method, getter, js_name = errorClass)]
+    pub fn error_class(this: &Hooks) -> js_sys::Function;
 }
 
 thread_local! {

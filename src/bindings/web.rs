@@ -14,7 +14,8 @@ use web_sys::{AbortController, Headers, Request, RequestCache, RequestInit, Resp
 
 use super::convert::EventOut;
 use super::trap::Hooks;
-use crate::env::{Env, Event, HttpRequest, HttpResponse, TransportError};
+use crate::env::{Env, Event, HttpRequest, HttpResponse, NetworkError, TransportError};
+use crate::error::{msg, Source};
 
 #[wasm_bindgen]
 extern "C" {
@@ -62,6 +63,9 @@ impl Drop for Asleep<'_> {
     fn drop(&mut self) {
         if let Some(id) = &self.id {
             self.env.sleeping.borrow_mut().retain(|(i, _)| i != id);
+            // A sleep given up before its timer fired (a wait aborted, a loop ended by close()): its timer
+            // must not keep the runtime alive. Clearing a timer that fired does nothing.
+            clear_timeout(id);
         }
     }
 }
@@ -70,6 +74,31 @@ impl Drop for Asleep<'_> {
 fn describe(e: &JsValue) -> String {
     let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
     message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// A failed fetch's description: its message and those of its `cause` chain (a few deep), each with its
+/// `code`. Node says only "fetch failed" and puts the reason (`ECONNREFUSED: connect ECONNREFUSED
+/// 127.0.0.1:9`, `ENOTFOUND: getaddrinfo ENOTFOUND host`) in the cause; Deno and browsers say it in the
+/// message (browsers say nothing more than "Failed to fetch", by design).
+fn describe_failure(e: &JsValue) -> String {
+    let get = |v: &JsValue, name: &str| js_sys::Reflect::get(v, &JsValue::from_str(name)).ok().filter(|v| !v.is_undefined() && !v.is_null());
+    let mut out = describe(e);
+    let mut at = get(e, "cause");
+    for _ in 0..3 {
+        let Some(cause) = at else { break };
+        let text = describe(&cause);
+        let code = get(&cause, "code").and_then(|c| c.as_string()).filter(|c| !text.contains(c.as_str()));
+        let part = match (code, text.is_empty()) {
+            (Some(code), true) => code,
+            (Some(code), false) => msg!(code, ": ", text),
+            (None, _) => text,
+        };
+        if !part.is_empty() {
+            out = msg!(out, " (", part, ")");
+        }
+        at = get(&cause, "cause");
+    }
+    out
 }
 
 impl WebEnv {
@@ -131,7 +160,7 @@ impl WebEnv {
 
 impl Env for WebEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
-        let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e)))?;
+        let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
         let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
             let abort: Function = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort"))
                 .map(|f| f.unchecked_into::<Function>().bind0(&ctrl))
@@ -144,10 +173,11 @@ impl Env for WebEnv {
         }
         match answer {
             Ok(res) if (100..=599).contains(&res.status) => Ok(res),
-            Ok(res) => Err(TransportError::Network(format!("fetch answered status {}", res.status))),
+            Ok(res) => Err(TransportError::Network(format!("fetch answered status {}", res.status).into())),
             // Only our timer aborts this controller.
             Err(_) if ctrl.signal().aborted() => Err(TransportError::TimedOut),
-            Err(e) => Err(TransportError::Network(describe(&e))),
+            // The runtime's error itself travels on, as the caller's error's `cause`.
+            Err(e) => Err(TransportError::Network(NetworkError { detail: describe_failure(&e), source: Some(Source::new(e)) })),
         }
     }
 

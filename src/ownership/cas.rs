@@ -10,7 +10,7 @@ use crate::prelude::*;
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{msg, Error, Result};
+use crate::error::{msg, Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
@@ -74,7 +74,7 @@ impl Settled {
             Settled::Rejected => Ok(CasOutcome::Rejected),
             Settled::Superseded => Err(Error::ambiguous(
                 key.to_owned(),
-                "an ambiguous attempt may have landed before another writer replaced it".into(),
+                "an ambiguous attempt may have landed before another writer replaced it",
             )),
         }
     }
@@ -179,9 +179,9 @@ impl<E: Env> Store<E> {
                 GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
                 GetAnswer::Missing => return Ok(None),
                 GetAnswer::Refused(e) => return Err(self.refused(e)),
-                GetAnswer::Retryable { detail } => {
+                GetAnswer::Retryable(fault) => {
                     attempt += 1;
-                    self.pause_before_retry(key, attempt, detail).await?;
+                    self.pause_before_retry(key, attempt, fault).await?;
                 }
             }
         }
@@ -196,9 +196,9 @@ impl<E: Env> Store<E> {
             match classify_list(prefix, self.env.send(req, Some(self.timeout(budget))).await) {
                 ListAnswer::Page(page) => return Ok(page),
                 ListAnswer::Refused(e) => return Err(e),
-                ListAnswer::Retryable { detail } => {
+                ListAnswer::Retryable(fault) => {
                     attempt += 1;
-                    self.pause_before_retry(prefix, attempt, detail).await?;
+                    self.pause_before_retry(prefix, attempt, fault).await?;
                 }
             }
         }
@@ -206,14 +206,14 @@ impl<E: Env> Store<E> {
 
     /// The pause before retry `attempt` of a read of `key` that failed with `detail`: full jitter over an
     /// exponential window (50, 100, 200 ms), or `transport` once the retries are used up.
-    async fn pause_before_retry(&self, key: &str, attempt: u32, detail: String) -> Result<()> {
+    async fn pause_before_retry(&self, key: &str, attempt: u32, fault: Fault) -> Result<()> {
         if attempt > READ_RETRIES {
-            let detail = msg!(detail, " (gave up after ", attempt, " attempts)");
-            return Err(Error::transport(key.to_owned(), detail));
+            let detail = msg!(fault.detail, " (gave up after ", attempt, " attempts)");
+            return Err(Error::transport(key.to_owned(), Fault { detail, ..fault }));
         }
         let window = 50u64 << (attempt - 1);
         let backoff_ms = (self.env.random_u64() % window + 1) as u32;
-        self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &detail });
+        self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &fault.detail });
         self.env.sleep(backoff_ms).await;
         Ok(())
     }
@@ -348,7 +348,7 @@ impl<E: Env> Store<E> {
         reconciles: &Reconciles,
     ) -> Result<Settled> {
         let mut nonces: Vec<String> = Vec::new();
-        let mut ambiguity: Option<String> = None;
+        let mut ambiguity: Option<Fault> = None;
         loop {
             let nonce = self.nonce();
             let answer = self.put_cas(key, guard, body(&nonce), budget).await;
@@ -362,17 +362,17 @@ impl<E: Env> Store<E> {
                 PutAnswer::Conflict { .. } if armed!(self, ConflictMeansOwned) => return Ok(Settled::Rejected),
                 // Not applied: the readback decides whether the guard still holds.
                 PutAnswer::Conflict { .. } => {}
-                PutAnswer::Ambiguous { .. } if armed!(self, SkipReadback) => {
+                PutAnswer::Ambiguous(_) if armed!(self, SkipReadback) => {
                     return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
                 }
-                PutAnswer::Ambiguous { detail } if armed!(self, RetryCasOnAmbiguity) && nonces.len() <= MAX_RECONCILES => {
-                    ambiguity = Some(detail);
+                PutAnswer::Ambiguous(fault) if armed!(self, RetryCasOnAmbiguity) && nonces.len() <= MAX_RECONCILES => {
+                    ambiguity = Some(fault);
                     continue;
                 }
-                PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
+                PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
                 PutAnswer::Refused(e) if ambiguity.is_some() => {
                     let detail = msg!("an earlier attempt was ambiguous, then the store refused: ", e);
-                    return Err(Error::ambiguous(key.to_owned(), detail));
+                    return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
                 }
                 PutAnswer::Refused(e) => return Err(e),
             }
@@ -388,7 +388,7 @@ impl<E: Env> Store<E> {
                     Ok(current) => current,
                     Err(e) if ambiguity.is_some() => {
                         let detail = msg!("readback failed: ", e);
-                        return Err(Error::ambiguous(key.to_owned(), detail));
+                        return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
                     }
                     Err(e) => return Err(e),
                 };
@@ -418,11 +418,14 @@ impl<E: Env> Store<E> {
 }
 
 /// Why a write could not be settled within the operation's readbacks.
-fn unsettled(key: &str, ambiguity: Option<String>, undecodable: bool) -> Error {
+fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool) -> Error {
     let key = key.to_owned();
     let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };
     match ambiguity {
-        Some(d) => Error::ambiguous(key, msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", d)),
+        Some(last) => {
+            let detail = msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", last.detail);
+            Error::ambiguous(key, Fault { detail, ..last })
+        }
         None if undecodable => Error::transport(key, msg!("not applied (409), and unsettled after ", MAX_RECONCILES, readbacks)),
         None => Error::transport(key, msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks")),
     }

@@ -13,7 +13,7 @@ use core::cell::RefCell;
 use serde::Deserialize;
 
 use crate::env::Env;
-use crate::error::{msg, Error, Failure, Quoted, Result};
+use crate::error::{msg, Error, Failure, Fault, Quoted, Result};
 use crate::ownership::cas::{Budget, Store, MAX_RECONCILES};
 use crate::ownership::join::{Flight, Lead};
 use crate::ownership::records::{decode_object, CasGuard};
@@ -46,7 +46,7 @@ struct Marker {
 /// Judges a marker read from `key`: `Ok` when the fleet keeps its records in the bucket.
 pub fn judge(key: &str, body: &[u8]) -> Result<()> {
     let marker: Marker = decode_object(key, body)?;
-    let refuse = |detail: String| Err(Error::UnsupportedBackend(Box::new(Failure { key: key.to_owned(), detail })));
+    let refuse = |detail: String| Err(Error::UnsupportedBackend(Box::new(Failure::new(key, detail))));
     if marker.format != FORMAT {
         return refuse(msg!("marker format ", marker.format, "; this library reads format ", FORMAT));
     }
@@ -65,7 +65,7 @@ pub fn judge(key: &str, body: &[u8]) -> Result<()> {
 /// fleet's records live in the bucket. Writes nothing but that create.
 pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
     let key = msg!(prefix, MARKER_KEY);
-    let mut ambiguity: Option<String> = None;
+    let mut ambiguity: Option<Fault> = None;
     for _ in 0..=MAX_RECONCILES {
         if let Some(body) = read(store, &key, budget).await? {
             return judge(&key, &body);
@@ -75,13 +75,13 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
             // Someone created it first (or an earlier attempt of ours landed): read what is there.
             PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
             // The marker's content says everything, whoever wrote it: reading it back settles this.
-            PutAnswer::Ambiguous { detail } => ambiguity = Some(detail),
+            PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
             PutAnswer::Refused(e) => return Err(e),
         }
     }
     let detail = msg!("the marker stayed absent through ", MAX_RECONCILES + 1, " attempts to create it");
     Err(match ambiguity {
-        Some(last) => Error::ambiguous(key, msg!(detail, "; last: ", last)),
+        Some(last) => Error::ambiguous(key, Fault { detail: msg!(detail, "; last: ", last.detail), ..last }),
         None => Error::transport(key, detail),
     })
 }

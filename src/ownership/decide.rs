@@ -90,10 +90,10 @@ pub fn holder_dead(lease: PeerLease<'_>, rule: PeerRule) -> bool {
 fn next_epoch(rec: &OwnerRecord) -> Result<u64> {
     match rec.epoch.checked_add(1).filter(|e| *e <= MAX_EPOCH) {
         Some(e) => Ok(e),
-        None => Err(Error::CorruptRecord(Box::new(Failure {
-            key: msg!("owner record at epoch ", rec.epoch),
-            detail: "epoch cannot advance past 2^53 - 1".into(),
-        }))),
+        None => Err(Error::CorruptRecord(Box::new(Failure::new(
+            msg!("owner record at epoch ", rec.epoch),
+            "epoch cannot advance past 2^53 - 1",
+        )))),
     }
 }
 

@@ -5,7 +5,9 @@
 //! generation is checked when the answer arrives), and every write on behalf of this node needs this
 //! instance's valid lease. One instance serves many concurrent callers: at most one lease write
 //! (acquisition or renewal) and one claim per cell is in flight, and concurrent callers share it. What it
-//! remembers of owner records (`known`) only ever picks a write's guard; the store checks it.
+//! remembers of owner records (`known`) only ever picks a write's guard; the store checks it. `close()`
+//! ends authority the moment it is called, then retires the lease with one conditional write over this
+//! instance's own token (never over a lease another process wrote); a closed instance writes nothing else.
 
 use crate::prelude::*;
 use core::cell::RefCell;
@@ -13,7 +15,7 @@ use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 
 use crate::env::{Env, Event, Lost};
-use crate::error::{msg, Error, Quoted, Result};
+use crate::error::{msg, Error, Fault, Quoted, Result};
 use crate::ownership::authority::claim_gone;
 use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
 use crate::ownership::claims::{Claim, Claims};
@@ -22,18 +24,20 @@ use crate::ownership::decide::{
     after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step, Write,
 };
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
-use crate::ownership::join::{Flight, Lead};
+use crate::ownership::join::{first, join_all, Either, Flight, Lead};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{
-    peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline,
+    judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline,
+    wall_deadline, RETIRED_EXPIRES_MS,
 };
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::records::{
-    decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
+    awaits_recovery, decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
 };
-use crate::s3::Bucket;
+use crate::s3::{Bucket, PutAnswer};
+use core::future::Future;
 
 /// Everything `new S3Ownership({...})` takes (SPEC §4), minus `fetch` (that is the `Env`).
 #[derive(Debug, Clone)]
@@ -137,6 +141,46 @@ pub struct ClaimOptions {
     pub expect_new: bool,
 }
 
+/// How `close` ends the instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CloseOptions {
+    /// Also release every cell claimed under the current lease (one conditional write each, sent
+    /// together) before the lease is retired, so their records read released rather than held by a dead
+    /// node. Not needed for a takeover (the retired lease already lets peers take every cell at once), but
+    /// it lets `close` delete the retired lease too, leaving nothing in `nodes/`.
+    pub release: bool,
+}
+
+/// What `close` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Closed {
+    /// The lease record was retired (an expired copy written over this instance's token).
+    pub retired: bool,
+    /// ...and then deleted (nothing of this node left in `nodes/`).
+    pub deleted: bool,
+    /// Cells `release` released.
+    pub released: usize,
+}
+
+/// What `remove_dead_lease` found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseRemoval {
+    /// The dead lease was deleted (`If-Match` the version read).
+    Removed,
+    /// There was no lease record.
+    Absent,
+    /// The lease is not dead by the peer rule: left alone.
+    Live,
+    /// An owner record among the cells checked still names the node (a peer needs the lease to take it
+    /// over at once), or the lease carries a celld node log awaiting recovery: left alone.
+    Needed { cell: Option<String> },
+    /// The store's conditional DELETE is not verified (no qualification kept, or it was not honoured):
+    /// nothing deleted.
+    Unsupported,
+    /// The record changed between the read and the delete (someone re-acquired it): left alone.
+    Changed,
+}
+
 /// What `claim` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
@@ -174,7 +218,7 @@ struct State {
     /// The lease write in flight (true: an acquisition), which every lease caller shares.
     lease_flight: Option<(bool, Shared<()>)>,
     /// The claim in flight per cell, which every concurrent claim of that cell shares.
-    claim_flights: Vec<(String, Shared<ClaimOutcome>)>,
+    claim_flights: Vec<(String, Shared<(ClaimOutcome, Wake)>)>,
     /// Owner-record versions (by token) whose holder's lease this instance found missing, and since when
     /// (monotonic, sampled after the answer): a missing lease proves death only once it stayed missing.
     missing: VecDeque<(String, f64)>,
@@ -186,6 +230,20 @@ struct State {
     inherited_until: f64,
     /// Nonces of this instance's recent owner-record writes: a record carrying one is this instance's.
     owner_nonces: VecDeque<String>,
+    /// `close()` was called: no authority and no writes from then on.
+    closed: bool,
+    /// The lease held when `close()` was called, kept for its retirement (its token, and the authority
+    /// the close's own releases are sent under) until it is retired or found replaced.
+    retiring: Option<Lease>,
+    /// The claims held when `close()` was called, for `CloseOptions::release`.
+    closing_claims: Claims,
+    /// The close in flight, which every `close()` caller shares; `closed_with` its outcome once done.
+    close_flight: Option<Shared<Closed>>,
+    closed_with: Option<Closed>,
+    /// An owner record naming this node may exist that this instance does not hold: a claim's write that
+    /// was not settled, or was voided after it landed; or the lease was taken over from another process of
+    /// this node id. `close()` then keeps the retired lease (peers need it to take those cells at once).
+    unaccounted: bool,
 }
 
 /// Owner-record write nonces remembered.
@@ -204,6 +262,9 @@ pub struct S3Ownership<E: Env> {
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
     qualification: Qualification,
     fleet: FleetMarker,
+    /// Finished by `close()`: wakes every sleep of the instance that waits on it (the renewal loop's, a
+    /// waiting claim's).
+    closing: Rc<Flight<()>>,
 }
 
 impl<E: Env> S3Ownership<E> {
@@ -238,9 +299,10 @@ impl<E: Env> S3Ownership<E> {
             config.session_token.as_deref(),
         )?;
         let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
+        let closing = Flight::new();
         let store = Store::new(env, bucket);
         let store = if config.credentials_provider { store.with_credentials_provider() } else { store };
-        Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default() })
+        Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default(), closing })
     }
 
     pub fn env(&self) -> &E {
@@ -288,6 +350,7 @@ impl<E: Env> S3Ownership<E> {
     /// Qualifies the store now, whatever is recorded or kept (after any qualification in progress), and
     /// records the verdict in the bucket for later instances.
     pub async fn probe(&self) -> Result<ProbeReport> {
+        self.refuse_if_closed()?;
         self.qualified(true).await
     }
 
@@ -448,6 +511,7 @@ impl<E: Env> S3Ownership<E> {
         let settled =
             self.store.cas_settled(&key, guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, node, epoch, &settled);
+        self.account(&settled);
         let settled = settled?;
         if let Settled::Applied { etag } = &settled {
             self.answered_under(held.generation, "write")?;
@@ -465,6 +529,9 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) if rec.node == self.config.node && rec.epoch == epoch => {
                 if self.inherited(cell, &rec) {
                     return Err(self.inherited_error(cell));
+                }
+                if self.written_elsewhere(cell, &rec) {
+                    self.confirm_own().await?;
                 }
                 self.release_at(cell, epoch, CasGuard::Match(rec.etag)).await
             }
@@ -533,6 +600,7 @@ impl<E: Env> S3Ownership<E> {
     /// Low level: it does not change this instance's lease state (`acquire_lease` / `renew_lease` do).
     pub async fn cas_node_lease(&self, guard: &CasGuard, expires_ms: u64) -> Result<(CasOutcome, Option<String>)> {
         check_guard(guard)?;
+        self.refuse_if_closed()?;
         self.ensure_probed().await?;
         match self.write_lease(guard, expires_ms, self.budget(), &Reconciles::default()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
@@ -606,6 +674,7 @@ impl<E: Env> S3Ownership<E> {
     }
 
     async fn acquire_once(&self) -> Result<()> {
+        self.refuse_if_closed()?;
         if self.lease_valid() {
             return self.renew_once().await;
         }
@@ -621,6 +690,8 @@ impl<E: Env> S3Ownership<E> {
             }
             Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
             Some(rec) => {
+                // Another process's records may name this node id: a close must not delete this lease.
+                self.state.borrow_mut().unaccounted = true;
                 if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
                     let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
                     return Err(Error::not_leased(msg!(
@@ -640,6 +711,11 @@ impl<E: Env> S3Ownership<E> {
                 self.lose_all("a fresh lease replaced the one the claim was made under");
                 let lease = self.new_lease(etag, anchor, expires_ms, None);
                 let mut state = self.state.borrow_mut();
+                if state.closed {
+                    // Landed after close(): the retirement retires this record.
+                    state.retiring = Some(lease);
+                    return Err(closed_error());
+                }
                 state.fenced = None;
                 if !self.within(&lease) {
                     state.lease = None;
@@ -705,6 +781,13 @@ impl<E: Env> S3Ownership<E> {
                 Settled::Applied { etag } => {
                     let lease = self.new_lease(etag, anchor, expires_ms, Some(held.generation));
                     let mut state = self.state.borrow_mut();
+                    if state.closed {
+                        // Landed after close(): the retirement must go over this token, not the old one.
+                        if let Some(r) = state.retiring.as_mut().filter(|r| r.generation == held.generation) {
+                            r.etag = lease.etag;
+                        }
+                        return Err(closed_error());
+                    }
                     let current = state.lease.as_ref().is_some_and(|l| l.generation == held.generation);
                     if state.fenced.is_some() || !current {
                         return Err(Error::fenced(
@@ -757,8 +840,8 @@ impl<E: Env> S3Ownership<E> {
         let ttl = self.config.lease_ttl_ms;
         let mut wait = renew_interval_ms(ttl);
         loop {
-            self.store.env.sleep(wait as u32).await;
-            if stop() || self.state.borrow().renewer != me {
+            self.sleep_unless_closed(wait as u32).await;
+            if stop() || self.state.borrow().renewer != me || self.state.borrow().closed {
                 return Ok(());
             }
             match self.renew_lease().await {
@@ -792,6 +875,9 @@ impl<E: Env> S3Ownership<E> {
     /// The held lease, or why there is none (lapsed leases fence here).
     fn held_lease(&self) -> Result<Lease> {
         let state = self.state.borrow();
+        if state.closed {
+            return Err(closed_error());
+        }
         if let Some(why) = &state.fenced {
             return Err(Error::fenced(why.clone()));
         }
@@ -823,6 +909,11 @@ impl<E: Env> S3Ownership<E> {
         if armed!(self.store, ClaimUnderAnyLease) {
             return if self.lease_valid() { Ok(()) } else { Err(self.fence("the lease lapsed while the claim was being written")) };
         }
+        if self.state.borrow().closed {
+            // Landed, but close() ended this instance's authority first: void, and maybe naming us.
+            self.state.borrow_mut().unaccounted = true;
+            return Err(closed_error());
+        }
         let lease = self.state.borrow().lease.clone();
         match lease {
             Some(l) if l.generation == generation && self.state.borrow().fenced.is_none() => {
@@ -833,9 +924,12 @@ impl<E: Env> S3Ownership<E> {
                     Err(self.fence("the lease lapsed while the claim was being written"))
                 }
             }
-            _ => Err(Error::fenced(msg!(
-                "the lease this claim's ", what, " was sent under was lost or replaced before it was answered: the claim is void"
-            ))),
+            _ => {
+                self.state.borrow_mut().unaccounted = true;
+                Err(Error::fenced(msg!(
+                    "the lease this claim's ", what, " was sent under was lost or replaced before it was answered: the claim is void"
+                )))
+            }
         }
     }
 
@@ -854,7 +948,9 @@ impl<E: Env> S3Ownership<E> {
     /// `expires_ms - maxClockSkewMs`) have not passed.
     pub fn lease_valid(&self) -> bool {
         let state = self.state.borrow();
-        state.fenced.is_none() && state.lease.as_ref().is_some_and(|l| self.within(l))
+        (!state.closed || armed!(self.store, KeepAuthorityAfterClose))
+            && state.fenced.is_none()
+            && state.lease.as_ref().is_some_and(|l| self.within(l))
     }
 
     /// Records a claim, never replacing a newer one: answers of one cell's writes may arrive out of order.
@@ -885,6 +981,26 @@ impl<E: Env> S3Ownership<E> {
             && state.claims.get(cell).is_none_or(|(_, t)| *t != rec.etag)
             && !rec.nonce.as_ref().is_some_and(|n| state.owner_nonces.contains(n))
             && !armed!(self.store, MissingLeaseIsDead)
+    }
+
+    /// A record naming this node that another process of the node id wrote (its nonce is not one of this
+    /// instance's, nor is it the version this instance's claim left). A record without a nonce naming this
+    /// node is this instance's own write as remembered (`wrote_owner`): celld writes only its own ids.
+    fn written_elsewhere(&self, cell: &str, rec: &OwnerRecord) -> bool {
+        let state = self.state.borrow();
+        rec.node == self.config.node
+            && state.claims.get(cell).is_none_or(|(_, t)| *t != rec.etag)
+            && rec.nonce.as_ref().is_some_and(|n| !state.owner_nonces.contains(n))
+            && !armed!(self.store, TrustOwnNodeId)
+    }
+
+    /// Before treating a record another process of this node id wrote as this node's own: this node's
+    /// lease record must still be this instance's. If another process of the id holds it now (it acquired
+    /// over a lease of ours that celld's clean-up deleted late), that process wrote the record and acts for
+    /// it: reading the lease fences this instance instead.
+    async fn confirm_own(&self) -> Result<()> {
+        self.read_node_lease(&self.config.node).await?;
+        self.held_lease().map(|_| ())
     }
 
     fn inherited_error(&self, cell: &str) -> Error {
@@ -934,6 +1050,12 @@ impl<E: Env> S3Ownership<E> {
     /// extra round, not counted against contention). Concurrent claims of one cell on this instance share
     /// one attempt and its answer.
     pub async fn claim_with(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
+        self.claim_shared(cell, options).await.map(|(outcome, _)| outcome)
+    }
+
+    /// `claim_with`, and when a rejected claim should look again (shared with every concurrent claim of
+    /// the cell, like the outcome).
+    async fn claim_shared(&self, cell: &str, options: ClaimOptions) -> Result<(ClaimOutcome, Wake)> {
         check_cell(self.config.ids, cell)?;
         loop {
             let in_flight = self.state.borrow().claim_flights.iter().find(|(c, _)| c == cell).map(|(_, f)| f.clone());
@@ -953,7 +1075,7 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    async fn claim_once(&self, cell: &str, options: ClaimOptions) -> Result<ClaimOutcome> {
+    async fn claim_once(&self, cell: &str, options: ClaimOptions) -> Result<(ClaimOutcome, Wake)> {
         let generation = self.held_lease()?.generation;
         let started = self.store.env.mono_ms();
         let reconciles = Reconciles::default();
@@ -977,7 +1099,15 @@ impl<E: Env> S3Ownership<E> {
                     continue; // read it now
                 }
                 let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false };
-                return Ok(self.claim_rejected(cell, owner, started));
+                let wake = Wake::Mono(self.state.borrow().inherited_until);
+                return Ok((self.claim_rejected(cell, owner, started), wake));
+            }
+            if current.as_ref().is_some_and(|r| self.written_elsewhere(cell, r)) {
+                if unread_round {
+                    continue; // read it now
+                }
+                self.confirm_own().await?;
+                self.require_generation(generation)?;
             }
             // A version not read now never names a peer (`unread_start`): peers are judged on fresh reads.
             let Write { guard, epoch, took_over } = match claim_step(&self.config.node, current.as_ref())? {
@@ -987,14 +1117,16 @@ impl<E: Env> S3Ownership<E> {
                     // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
                     let lease = self.read_node_lease(&rec.node).await?;
-                    match after_peer_lease(rec, self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now))? {
+                    let found = self.peer_lease(&rec.etag, lease.as_ref());
+                    match after_peer_lease(rec, found, self.peer_rule(now))? {
                         Some(write) => write,
                         None => {
                             let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
+                            let wake = self.holder_wake(found, awaiting_recovery);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
                             let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery };
-                            return Ok(self.claim_rejected(cell, owner, started));
+                            return Ok((self.claim_rejected(cell, owner, started), wake));
                         }
                     }
                 }
@@ -1009,6 +1141,7 @@ impl<E: Env> S3Ownership<E> {
                 .cas_settled(&self.owner_key(cell), &guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles)
                 .await;
             self.wrote_owner(cell, node, epoch, &settled);
+            self.account(&settled);
             if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
                 self.state.borrow_mut().known.scored(matches!(s, Settled::Applied { .. }));
             }
@@ -1018,16 +1151,17 @@ impl<E: Env> S3Ownership<E> {
                     self.record_claim(cell, epoch, etag);
                     let ms = self.store.env.mono_ms() - started;
                     self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
-                    return Ok(ClaimOutcome::Applied { epoch, took_over, prior: current });
+                    return Ok((ClaimOutcome::Applied { epoch, took_over, prior: current }, self.soon()));
                 }
                 Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    return Ok(ClaimOutcome::Rejected { owner: OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false } });
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
+                    return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
                     let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
-                    return Ok(ClaimOutcome::Rejected { owner });
+                    return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
@@ -1037,7 +1171,8 @@ impl<E: Env> S3Ownership<E> {
         }
         // Lost every round to other writers: report who holds it now.
         match self.owner(cell).await? {
-            Some(owner) => Ok(self.claim_rejected(cell, owner, started)),
+            // Contention: look again soon; that claim reads the holder's lease and says when.
+            Some(owner) => Ok((self.claim_rejected(cell, owner, started), self.soon())),
             None => Err(Error::transport(
                 self.owner_key(cell),
                 msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
@@ -1087,6 +1222,9 @@ impl<E: Env> S3Ownership<E> {
                 Some(rec) if rec.node == self.config.node => {
                     if self.inherited(cell, &rec) {
                         return Err(self.inherited_error(cell));
+                    }
+                    if self.written_elsewhere(cell, &rec) {
+                        self.confirm_own().await?;
                     }
                     self.release_at(cell, rec.epoch, CasGuard::Match(rec.etag)).await
                 }
@@ -1145,9 +1283,347 @@ impl<E: Env> S3Ownership<E> {
         let env = &self.store.env;
         Ok((epoch, remaining_ms(lease.deadline, env.mono_ms(), lease.wall_deadline, env.wall_ms())))
     }
+
+    // ---- waiting for a cell (SPEC §4.2) ----
+
+    /// `claim_with`, waiting until the cell can be claimed: after a rejection it sleeps until the moment
+    /// the holder's lease, as read, can be judged dead (`expires_ms + maxClockSkewMs` on this wall clock;
+    /// a missing lease once it has stayed missing `ttl + skew`; a log awaiting celld's recovery a ttl
+    /// later), then claims again — a renewed holder means another sleep until its new expiry. No request
+    /// is sent while it sleeps. Resolves applied, or fails: `aborted` when `cancel` finishes first (checked
+    /// while sleeping and before each attempt; an attempt already sent is answered first), `not-leased`
+    /// when `close()` is called, or the error of an attempt (this node's lease must stay valid meanwhile).
+    pub async fn claim_waiting(
+        &self,
+        cell: &str,
+        options: ClaimOptions,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<ClaimOutcome> {
+        check_cell(self.config.ids, cell)?;
+        let mut cancel = core::pin::pin!(cancel);
+        loop {
+            let cancelled =
+                core::future::poll_fn(|cx| core::task::Poll::Ready(cancel.as_mut().poll(cx).is_ready())).await;
+            if cancelled {
+                return Err(aborted_error(cell));
+            }
+            let (outcome, wake) = self.claim_shared(cell, options).await?;
+            if let ClaimOutcome::Applied { .. } = outcome {
+                return Ok(outcome);
+            }
+            self.sleep_until(wake, cancel.as_mut(), cell).await?;
+        }
+    }
+
+    /// When a claim rejected because of the holder's lease `found` can next succeed.
+    fn holder_wake(&self, found: PeerLease<'_>, awaiting_recovery: bool) -> Wake {
+        let now = self.store.env.mono_ms();
+        if awaiting_recovery {
+            // celld recovers the log in its own time: look again a ttl later.
+            return Wake::Mono(now + self.config.lease_ttl_ms as f64);
+        }
+        match found {
+            PeerLease::Present(l) => Wake::Wall(judged_dead_at(l.expires_ms, self.skew_for_peers())),
+            PeerLease::Missing { for_ms } => {
+                let needed = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+                Wake::Mono(now + (needed - for_ms).max(0.0))
+            }
+        }
+    }
+
+    /// A short, jittered wait (100..199 ms) before looking again when nothing says when.
+    fn soon(&self) -> Wake {
+        let jitter = renew_retry_ms(self.config.lease_ttl_ms, self.store.env.random_u64());
+        Wake::Mono(self.store.env.mono_ms() + jitter as f64)
+    }
+
+    /// Sleeps until `wake` (a wall instant to the millisecond, or a monotonic one); a timer that fires
+    /// early is followed by one for the rest. Cut short by `close()` (`not-leased`) or `cancel` (`aborted`).
+    async fn sleep_until(
+        &self,
+        wake: Wake,
+        mut cancel: core::pin::Pin<&mut impl Future<Output = ()>>,
+        cell: &str,
+    ) -> Result<()> {
+        loop {
+            if self.state.borrow().closed {
+                return Err(closed_error());
+            }
+            let left = match wake {
+                Wake::Wall(at) => at.saturating_sub(self.store.env.wall_ms()) as f64,
+                Wake::Mono(at) => (at - self.store.env.mono_ms()).max(0.0).ceil(),
+            };
+            if left <= 0.0 {
+                return Ok(());
+            }
+            // setTimeout fires at once when asked for more than 2^31 - 1 ms.
+            let ms = left.min(MAX_SLEEP_MS as f64) as u32;
+            match first(first(self.store.env.sleep(ms), self.closing.wait()), cancel.as_mut()).await {
+                Either::Left(Either::Left(())) => {}
+                Either::Left(Either::Right(_)) => return Err(closed_error()),
+                Either::Right(()) => return Err(aborted_error(cell)),
+            }
+        }
+    }
+
+    /// `Env::sleep`, ended early by `close()`.
+    async fn sleep_unless_closed(&self, ms: u32) {
+        let _ = first(self.store.env.sleep(ms), self.closing.wait()).await;
+    }
+
+    // ---- stopping (SPEC §4.2) ----
+
+    /// Closes the instance: from the moment it is called this instance may act for no cell (`lease_valid`
+    /// is false, `claimed` empty, `verify` false) and refuses every write (`not-leased`); the renewal loop
+    /// and waiting claims end; claims in flight are void when answered. Then it retires this node's lease:
+    /// one conditional write (`If-Match` this instance's token) of an expired copy, so that peers judge the
+    /// node dead and take over its cells at once, never overwriting a lease another process wrote. With
+    /// `release`, the cells it holds are released first. When no record can still name this node through
+    /// this instance (nothing held, or all released, and no write left unsettled) and the store's probe
+    /// showed it honours a conditional DELETE, the retired record is deleted too (`If-Match` its token).
+    /// Idempotent: callers share one close; a close that failed (the retirement unsettled) is tried again
+    /// by the next call, and a finished one answers at once.
+    pub async fn close(&self, options: CloseOptions) -> Result<Closed> {
+        self.shut();
+        loop {
+            let in_flight = self.state.borrow().close_flight.clone();
+            if let Some(flight) = in_flight {
+                match flight.wait().await {
+                    Some(outcome) => return outcome,
+                    None => continue,
+                }
+            }
+            if let Some(done) = self.state.borrow().closed_with {
+                return Ok(done);
+            }
+            let flight = Flight::new();
+            let mine = flight.clone();
+            self.state.borrow_mut().close_flight = Some(flight.clone());
+            let lead = Lead::new(flight, || {
+                let mut state = self.state.borrow_mut();
+                if state.close_flight.as_ref().is_some_and(|f| Rc::ptr_eq(f, &mine)) {
+                    state.close_flight = None;
+                }
+            });
+            let outcome = self.close_once(options).await;
+            if let Ok(done) = outcome {
+                self.state.borrow_mut().closed_with = Some(done);
+            }
+            lead.finish(outcome.clone());
+            return outcome;
+        }
+    }
+
+    /// The synchronous half of `close`: ends authority and every wait now. Idempotent.
+    pub fn shut(&self) {
+        let mut state = self.state.borrow_mut();
+        if state.closed {
+            return;
+        }
+        state.closed = true;
+        state.renewer += 1;
+        let keep = armed!(self.store, KeepAuthorityAfterClose);
+        let lease = if keep { state.lease.clone() } else { state.lease.take() };
+        state.retiring = lease.filter(|_| state.fenced.is_none());
+        state.closing_claims = if keep { Claims::default() } else { core::mem::take(&mut state.claims) };
+        let ended: Vec<(String, u64)> = state.closing_claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect();
+        drop(state);
+        self.closing.finish(());
+        self.store.env.observe(Event::Closed { node: &self.config.node });
+        for (cell, epoch) in &ended {
+            self.store.env.observe(Event::AuthorityLost { cell, epoch: *epoch, lost: Lost::Closed, detail: "close() was called" });
+        }
+    }
+
+    async fn close_once(&self, options: CloseOptions) -> Result<Closed> {
+        let started = self.store.env.mono_ms();
+        // A lease write in flight lands first (a renewal hands its token to the retirement), and so do
+        // claims in flight (void now, but their writes may name this node).
+        loop {
+            let in_flight = self.state.borrow().lease_flight.clone();
+            match in_flight {
+                Some((_, flight)) => {
+                    let _ = flight.wait().await;
+                }
+                None => break,
+            }
+        }
+        loop {
+            let in_flight = self.state.borrow().claim_flights.first().map(|(_, f)| f.clone());
+            match in_flight {
+                Some(flight) => {
+                    let _ = flight.wait().await;
+                }
+                None => break,
+            }
+        }
+        let held: Vec<(String, Claim)> = {
+            let state = self.state.borrow();
+            state.closing_claims.iter().map(|(c, claim)| (c.clone(), claim.clone())).collect()
+        };
+        let mut released = 0;
+        if options.release && !held.is_empty() {
+            let writes = held.iter().map(|(cell, (epoch, token))| self.release_closing(cell, *epoch, token));
+            let outcomes = join_all(writes).await;
+            let mut state = self.state.borrow_mut();
+            for ((cell, _), applied) in held.iter().zip(outcomes) {
+                if applied {
+                    released += 1;
+                    state.closing_claims.remove(cell);
+                }
+            }
+        }
+        let Some(etag) = self.retire().await? else {
+            return Ok(Closed { retired: false, deleted: false, released });
+        };
+        let accounted = {
+            let state = self.state.borrow();
+            !state.unaccounted && state.closing_claims.iter().next().is_none()
+        };
+        let deletes = self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete);
+        let mut deleted = false;
+        if accounted && deletes {
+            // Best effort, and safe either way: only this retired version can be deleted.
+            let key = self.lease_key(&self.config.node);
+            let (status, _) = self.store.delete(&key, Some(&CasGuard::Match(etag)), self.budget()).await;
+            deleted = (200..300).contains(&status);
+        }
+        let ms = self.store.env.mono_ms() - started;
+        self.store.env.observe(Event::LeaseRetired { node: &self.config.node, deleted, ms });
+        Ok(Closed { retired: true, deleted, released })
+    }
+
+    /// One release of `close(release)`: a conditional write over the claim's token, sent only while the
+    /// lease kept for the retirement still gives authority. True when it applied.
+    async fn release_closing(&self, cell: &str, epoch: u64, token: &str) -> bool {
+        let lease = self.state.borrow().retiring.clone();
+        if !lease.as_ref().is_some_and(|l| self.within(l)) {
+            return false;
+        }
+        let key = self.owner_key(cell);
+        let reconciles = Reconciles::default();
+        let guard = CasGuard::Match(token.to_owned());
+        let body = |n: &str| self.owner_body("", epoch, n);
+        let settled = self.store.cas_settled(&key, &guard, &body, self.budget(), &reconciles).await;
+        self.wrote_owner(cell, "", epoch, &settled);
+        matches!(settled, Ok(Settled::Applied { .. }))
+    }
+
+    /// Writes the retired lease over the token kept at close; `None` when there was nothing to retire or
+    /// the record is no longer this instance's (replaced by another process, or removed): that is never
+    /// written over. A record that moved to another write of ours (a renewal that landed late) is retired
+    /// in turn.
+    async fn retire(&self) -> Result<Option<String>> {
+        let Some(lease) = self.state.borrow().retiring.clone() else { return Ok(None) };
+        let key = self.lease_key(&self.config.node);
+        let reconciles = Reconciles::default();
+        let mut guard = CasGuard::Match(lease.etag);
+        for _ in 0..3 {
+            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.budget(), &reconciles).await? {
+                Settled::Applied { etag } => {
+                    self.state.borrow_mut().retiring = None;
+                    return Ok(Some(etag));
+                }
+                Settled::Rejected | Settled::Superseded => match self.read_decoded(&key, decode_lease).await? {
+                    Some(rec)
+                        if (self.is_ours(&rec) || armed!(self.store, RetireUnconditionally))
+                            && rec.expires_ms != RETIRED_EXPIRES_MS =>
+                    {
+                        guard = CasGuard::Match(rec.etag);
+                    }
+                    _ => {
+                        self.state.borrow_mut().retiring = None;
+                        return Ok(None);
+                    }
+                },
+            }
+        }
+        Err(Error::ambiguous(key, "the lease record kept changing under its retirement"))
+    }
+
+    // ---- dead-lease clean-up ----
+
+    /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
+    /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
+    /// peer rule (`expires_ms + maxClockSkewMs <= now`, the wall clock read before the lease), carrying no
+    /// celld log awaiting recovery, whose node no owner record among `cells` names (the caller lists the
+    /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
+    /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
+    /// the check (a late write of the dead process) only waits `ttl + skew` longer for its takeover: a
+    /// missing lease is never taken for instant death (SPEC §5). Needs no lease of this instance.
+    pub async fn remove_dead_lease(&self, node: &str, cells: &[&str]) -> Result<LeaseRemoval> {
+        check_node(self.config.ids, node)?;
+        for cell in cells {
+            check_cell(self.config.ids, cell)?;
+        }
+        self.refuse_if_closed()?;
+        self.ensure_probed().await?;
+        if !self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete) {
+            return Ok(LeaseRemoval::Unsupported);
+        }
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
+        let key = self.lease_key(node);
+        let Some(lease) = self.read_decoded(&key, decode_lease).await? else { return Ok(LeaseRemoval::Absent) };
+        if !peer_dead(lease.expires_ms, self.config.max_clock_skew_ms, now) {
+            return Ok(LeaseRemoval::Live);
+        }
+        if awaits_recovery(&lease) {
+            return Ok(LeaseRemoval::Needed { cell: None });
+        }
+        for cell in cells {
+            if self.read_owner(cell).await?.is_some_and(|r| r.node == node) {
+                return Ok(LeaseRemoval::Needed { cell: Some((*cell).to_owned()) });
+            }
+        }
+        let (status, answer) = self.store.delete(&key, Some(&CasGuard::Match(lease.etag)), self.budget()).await;
+        match answer {
+            PutAnswer::Rejected => Ok(LeaseRemoval::Changed),
+            PutAnswer::Refused(e) => Err(e),
+            _ if (200..300).contains(&status) => Ok(LeaseRemoval::Removed),
+            PutAnswer::Ambiguous(fault) => {
+                let detail = msg!("the delete of a dead lease may or may not have landed: ", fault.detail);
+                Err(Error::ambiguous(key, Fault { detail, ..fault }))
+            }
+            PutAnswer::Conflict { code } => {
+                Err(Error::ambiguous(key, msg!("the delete of a dead lease may or may not have landed: ", code)))
+            }
+            PutAnswer::Applied { .. } => Ok(LeaseRemoval::Removed),
+        }
+    }
+
+    /// Notes an owner-record write of this instance that may have landed without this instance holding it.
+    fn account(&self, settled: &Result<Settled>) {
+        if !matches!(settled, Ok(Settled::Applied { .. } | Settled::Rejected)) {
+            self.state.borrow_mut().unaccounted = true;
+        }
+    }
+
+    fn refuse_if_closed(&self) -> Result<()> {
+        if self.state.borrow().closed {
+            return Err(closed_error());
+        }
+        Ok(())
+    }
 }
 
-/// Reads of a record that does not decode before giving up on it (`read_decoded`).
+/// The longest single timer a waiting claim sets (setTimeout's limit).
+const MAX_SLEEP_MS: u32 = i32::MAX as u32;
+
+/// When a rejected claim should look again: a wall instant (a holder's lease read, judged dead exactly
+/// then) or a monotonic one (a missing lease, a log awaiting recovery, contention).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wake {
+    Wall(u64),
+    Mono(f64),
+}
+
+fn closed_error() -> Error {
+    Error::not_leased("this instance was closed (close()): it holds no lease and writes nothing; make a new one".into())
+}
+
+fn aborted_error(cell: &str) -> Error {
+    Error::aborted(msg!("the wait to claim ", Quoted(cell), " was aborted by its signal"))
+}
 
 /// How a claim starts (`claim_start`).
 struct ClaimStart {

@@ -1,6 +1,7 @@
 //! Small future combinators over whatever executor the host runs: `join_all` polls futures concurrently
-//! and collects their outputs in order; `Flight` lets many callers wait for one attempt that one of them
-//! runs (single-flight lease writes and claims). The crate has no executor of its own, so this must never
+//! and collects their outputs in order; `first` resolves with whichever of two futures finishes first
+//! (a sleep cut short by `close()` or an `AbortSignal`); `Flight` lets many callers wait for one attempt
+//! that one of them runs (single-flight lease writes and claims). The crate has no executor of its own, so this must never
 //! spawn or block: it only polls what it holds, and wakes the wakers it was given.
 
 use crate::prelude::*;
@@ -52,6 +53,32 @@ pub fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
         all.outputs.push(None);
     }
     all
+}
+
+/// Which of two futures finished first.
+pub enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+pub struct First<A: Future, B: Future> {
+    a: Pin<Box<A>>,
+    b: Pin<Box<B>>,
+}
+
+impl<A: Future, B: Future> Future for First<A, B> {
+    type Output = Either<A::Output, B::Output>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(v) = self.a.as_mut().poll(cx) {
+            return Poll::Ready(Either::Left(v));
+        }
+        self.b.as_mut().poll(cx).map(Either::Right)
+    }
+}
+
+/// Polls both (`a` first); the other is dropped unfinished.
+pub fn first<A: Future, B: Future>(a: A, b: B) -> First<A, B> {
+    First { a: Box::pin(a), b: Box::pin(b) }
 }
 
 /// One attempt that several callers wait for: its leader runs it and `finish`es it; everyone else `wait`s.
@@ -174,6 +201,18 @@ mod tests {
         assert_eq!(count.0.load(Ordering::SeqCst), 1, "one waker registered once");
         assert_eq!(Pin::new(&mut a).poll(&mut cx), Poll::Ready(Some(7)));
         assert_eq!(Pin::new(&mut b).poll(&mut cx), Poll::Ready(Some(7)));
+    }
+
+    #[test]
+    fn first_takes_whichever_is_ready() {
+        let mut cx = Context::from_waker(Waker::noop());
+        let flight = Flight::<u32>::new();
+        let mut f = first(flight.wait(), core::future::ready(5));
+        assert!(matches!(Pin::new(&mut f).poll(&mut cx), Poll::Ready(Either::Right(5))));
+        let mut g = first(flight.wait(), core::future::pending::<()>());
+        assert!(Pin::new(&mut g).poll(&mut cx).is_pending());
+        flight.finish(3);
+        assert!(matches!(Pin::new(&mut g).poll(&mut cx), Poll::Ready(Either::Left(Some(3)))));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Lease arithmetic (SPEC §5), pure: the holder's own deadlines (monotonic, and wall as the lease record
 //! says), the peer rule on wall clocks, how long a missing lease must stay missing before peers may judge
-//! its node dead, and the renewal cadence and per-attempt bound. No clock is read here.
+//! its node dead, the renewal cadence and per-attempt bound, what a retired lease says, and when a waiting
+//! claim next looks at a live holder. No clock is read here.
 
 /// Renew this often.
 pub fn renew_interval_ms(ttl_ms: u64) -> u64 {
@@ -50,6 +51,16 @@ pub fn missing_dead(missing_for_ms: f64, ttl_ms: u64, max_skew_ms: u64) -> bool 
     missing_for_ms >= ttl_ms.saturating_add(max_skew_ms) as f64
 }
 
+/// `expires_ms` of a lease retired by `close()`: dead by every peer's rule at once, whatever its clock
+/// (celld's dead-node clean-up writes the same value into the copies it fences).
+pub const RETIRED_EXPIRES_MS: u64 = 0;
+
+/// The wall instant at which a peer may first judge a lease expiring at `expires_ms` dead: a waiting
+/// claim sleeps until then, not a millisecond less (`peer_dead` turns true exactly there).
+pub fn judged_dead_at(expires_ms: u64, max_skew_ms: u64) -> u64 {
+    expires_ms.saturating_add(max_skew_ms)
+}
+
 /// One renewal attempt is aborted after half the remaining authority, clamped to 250..=2500 ms.
 pub fn renewal_timeout_ms(remaining_ms: f64) -> u32 {
     (remaining_ms / 2.0).max(0.0).clamp(250.0, 2500.0) as u32
@@ -83,6 +94,16 @@ mod tests {
         assert!(peer_dead(expires, skew, 51_000)); // exactly at expiry + skew: dead
         assert!(peer_dead(expires, 0, 50_000));
         assert!(!peer_dead(u64::MAX, skew, u64::MAX)); // no overflow into "dead"
+    }
+
+    #[test]
+    fn a_waiting_claim_wakes_exactly_when_the_peer_rule_turns() {
+        let (expires, skew) = (50_000, 1_000);
+        let at = judged_dead_at(expires, skew);
+        assert_eq!(at, 51_000);
+        assert!(!peer_dead(expires, skew, at - 1) && peer_dead(expires, skew, at));
+        assert!(peer_dead(RETIRED_EXPIRES_MS, skew, skew), "a retired lease is dead to any clock past the skew");
+        assert_eq!(judged_dead_at(u64::MAX, skew), u64::MAX);
     }
 
     #[test]

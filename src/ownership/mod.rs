@@ -25,7 +25,9 @@ pub mod records;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 
-pub use driver::{ClaimOptions, ClaimOutcome, Config, OwnerInfo, ProbePolicy, S3Ownership};
+pub use driver::{
+    ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, LeaseRemoval, OwnerInfo, ProbePolicy, S3Ownership,
+};
 pub use ids::IdSet;
 pub use listing::{CellEntry, CellOwner, Inspector, LeaseView, NodeEntry};
 pub use probe::ProbeReport;

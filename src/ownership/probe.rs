@@ -353,7 +353,7 @@ impl Probe {
                 PutAnswer::Applied { etag } => winners.push(etag),
                 PutAnswer::Rejected => {}
                 PutAnswer::Conflict { .. } => conflicts += 1,
-                PutAnswer::Ambiguous { detail } => unknown = Some(detail),
+                PutAnswer::Ambiguous(fault) => unknown = Some(fault.detail),
                 PutAnswer::Refused(e) => refused = Some(e),
             }
         }
@@ -379,7 +379,7 @@ impl Probe {
 }
 
 fn violation(step: &str, detail: String) -> Stop {
-    Stop::Violation(Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail })))
+    Stop::Violation(Error::StoreViolation(Box::new(Failure::new(step, detail))))
 }
 
 /// A GET of a key nobody wrote answered with an object: whatever answered is not an S3 bucket.
@@ -393,7 +393,7 @@ fn describe(a: &PutAnswer) -> String {
         PutAnswer::Applied { etag } => msg!("applied (ETag ", etag, ")"),
         PutAnswer::Rejected => "rejected".into(),
         PutAnswer::Conflict { code } => msg!("409 ", code),
-        PutAnswer::Ambiguous { detail } => msg!("ambiguous (", detail, ")"),
+        PutAnswer::Ambiguous(fault) => msg!("ambiguous (", fault.detail, ")"),
         PutAnswer::Refused(e) => msg!("refused (", e, ")"),
     }
 }
@@ -402,7 +402,7 @@ fn describe(a: &PutAnswer) -> String {
 fn written(answer: Option<Answer>) -> (u16, PutAnswer) {
     match answer {
         Some(Answer::Written(status, answer)) => (status, answer),
-        _ => (0, PutAnswer::Ambiguous { detail: "no answer".into() }),
+        _ => (0, PutAnswer::Ambiguous("no answer".into())),
     }
 }
 
@@ -435,7 +435,7 @@ fn single_failed(step: &str, answer: PutAnswer, lead: &str) -> Stop {
 /// Not the answer wanted: ambiguity and 409 are inconclusive, a refusal is final, anything else a lie.
 fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
     match answer {
-        PutAnswer::Ambiguous { detail } => Stop::Ambiguous(msg!(step, ": ", detail)),
+        PutAnswer::Ambiguous(fault) => Stop::Ambiguous(msg!(step, ": ", fault.detail)),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
         PutAnswer::Conflict { code } => Stop::Ambiguous(msg!(step, ": 409 ", code)),
         PutAnswer::Refused(e) => Stop::Refused(e),
@@ -676,7 +676,7 @@ mod tests {
     fn ambiguity_is_transport_after_one_attempt_never_a_pass() {
         let mut store = fake();
         store.fault =
-            |n, _| (n == CREATE_A).then(|| put(503, PutAnswer::Ambiguous { detail: "503 SlowDown".into() }));
+            |n, _| (n == CREATE_A).then(|| put(503, PutAnswer::Ambiguous("503 SlowDown".into())));
         let err = run(&mut store).unwrap_err();
         assert_eq!(err.code(), "transport");
         assert_eq!(
@@ -699,7 +699,7 @@ mod tests {
         // A lost answer beside a winner could hide a second winner: that race is open too.
         let mut store = fake();
         store.fault =
-            |n, r| (n == 1 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous { detail: "timed out".into() }));
+            |n, r| (n == 1 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
         assert!(run(&mut store).is_ok());
         // Every race of the creates open: nothing proven.
         let mut store = fake();
@@ -767,7 +767,7 @@ mod tests {
         assert_eq!(run(&mut store).unwrap_err().code(), "request");
         // A failed read of it is inconclusive.
         let mut store = fake();
-        store.fault = |n, _| (n == NEVER).then(|| Answer::Read(Err(Error::transport("k".into(), "reset".into()))));
+        store.fault = |n, _| (n == NEVER).then(|| Answer::Read(Err(Error::transport("k".into(), "reset"))));
         assert_eq!(run(&mut store).unwrap_err().code(), "transport");
     }
 

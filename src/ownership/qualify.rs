@@ -194,7 +194,7 @@ pub fn judge(read: Option<(Result<QualifiedRecord>, String)>, here: &Here<'_>, n
 
 /// The `store-violation` a refused verdict stands for.
 pub fn violation(step: &str, detail: &str) -> Error {
-    Error::StoreViolation(Box::new(Failure { key: step.to_owned(), detail: detail.to_owned() }))
+    Error::StoreViolation(Box::new(Failure::new(step, detail)))
 }
 
 /// How a qualification ended, for [`Qualification`].
@@ -239,7 +239,7 @@ pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trus
     };
     let (verdict, races) = match run_probe(store, here.prefix, budget).await {
         (Ok(report), races) => (Verdict::Qualified(report), races),
-        (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.detail }, races),
+        (Err(Error::StoreViolation(f)), races) => (Verdict::Refused { step: f.key, detail: f.fault.detail }, races),
         (Err(e), _) => return Outcome::Failed(e),
     };
     // When the verdict was reached (the probe took a while): the start of its trust.
@@ -338,6 +338,15 @@ pub struct Qualification {
 }
 
 impl Qualification {
+    /// The store's report from a pass this instance keeps and still trusts at `now_ms`, without asking the
+    /// store (`None`: no pass kept, e.g. `probe: false`).
+    pub fn kept(&self, now_ms: u64) -> Option<ProbeReport> {
+        match &*self.kept.borrow() {
+            Some((Ok(report), until_ms)) if now_ms < *until_ms => Some(report.clone()),
+            _ => None,
+        }
+    }
+
     /// The store's verdict at wall time `now()`: a kept verdict still current, else the outcome of the
     /// qualification in flight (a failure that is not proof is its waiters' answer too; after a pass or a
     /// refusal they look again at what is kept), else this caller's own `run`. With `fresh` (an explicit
@@ -489,7 +498,7 @@ mod tests {
         assert!(lead.as_mut().poll(&mut noop()).is_pending());
         assert!(waiter.as_mut().poll(&mut noop()).is_pending());
         assert_eq!(runs.get(), 1, "the second caller waits for the first");
-        let e = Error::transport("k".into(), "reset".into());
+        let e = Error::transport("k".into(), "reset");
         *outcome.borrow_mut() = Some(Outcome::Failed(e.clone()));
         assert_eq!(lead.as_mut().poll(&mut noop()), Poll::Ready(Err(e.clone())));
         assert_eq!(waiter.as_mut().poll(&mut noop()), Poll::Ready(Err(e)), "the waiter gets that flight's failure");

@@ -86,7 +86,7 @@ pub enum CasOutcome {
 }
 
 pub(crate) fn corrupt(key: &str, detail: impl Into<String>) -> Error {
-    Error::CorruptRecord(Box::new(Failure { key: key.to_owned(), detail: detail.into() }))
+    Error::CorruptRecord(Box::new(Failure::new(key, detail)))
 }
 
 /// Decodes `body` as one JSON object of shape `T`. serde accepts an array for a struct too; a record

@@ -39,10 +39,18 @@ pub enum Tooth {
     ClaimsOutOfOrder,
     /// Decode a readback once and report a body that does not decode as `corrupt-record`.
     DecodeReadbackOnce,
+    /// Keep `lease_valid()` (and the claims) after `close()`, which still retires the lease.
+    KeepAuthorityAfterClose,
+    /// Retire the lease at close over whatever record is there now (read it, write over its token),
+    /// not only over this instance's own token: overwrites a lease another process of the node id holds.
+    RetireUnconditionally,
+    /// Treat every record naming this node id as this instance's own, without checking that its lease is
+    /// still this instance's (another process of the id may have written it).
+    TrustOwnNodeId,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 16] = [
+    pub const ALL: [Tooth; 19] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -59,5 +67,8 @@ impl Tooth {
         Tooth::ParallelLeaseWrites,
         Tooth::ClaimsOutOfOrder,
         Tooth::DecodeReadbackOnce,
+        Tooth::KeepAuthorityAfterClose,
+        Tooth::RetireUnconditionally,
+        Tooth::TrustOwnNodeId,
     ];
 }

@@ -6,7 +6,7 @@
 
 use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::{msg, Error, Refusal};
+use crate::error::{msg, Error, Fault, Refusal};
 use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
@@ -19,7 +19,7 @@ pub enum PutAnswer {
     /// 409 ConditionalRequestConflict / OperationAborted: not applied; re-read and decide again.
     Conflict { code: String },
     /// 5xx, 429, timeout, network error, or 2xx without an ETag: it may have landed.
-    Ambiguous { detail: String },
+    Ambiguous(Fault),
     /// Refused outright (auth / malformed request): not applied, and trying again will not help.
     Refused(Error),
 }
@@ -30,7 +30,7 @@ pub enum GetAnswer {
     Found { body: Vec<u8>, etag: String },
     Missing,
     /// Worth another try after a pause (5xx, 429, network, timeout).
-    Retryable { detail: String },
+    Retryable(Fault),
     Refused(Error),
 }
 
@@ -116,17 +116,17 @@ fn refusal(key: &str, status: u16, body: &[u8]) -> Error {
     }
 }
 
-fn describe(status: u16, body: &[u8]) -> String {
-    match parse_error(body) {
-        (code, _) if !code.is_empty() => msg!(status, " ", code),
-        _ => msg!("status ", status),
-    }
+/// A 5xx's or 429's fault: its status and the store's code.
+fn answered(status: u16, body: &[u8]) -> Fault {
+    let (code, _) = parse_error(body);
+    let detail = if code.is_empty() { msg!("status ", status) } else { msg!(status, " ", code) };
+    Fault { detail, status, code, source: None }
 }
 
-fn transport_detail(e: &TransportError) -> String {
+fn transport_fault(e: TransportError) -> Fault {
     match e {
-        TransportError::TimedOut => "timed out (aborted)".to_owned(),
-        TransportError::Network(m) => msg!("network error: ", m),
+        TransportError::TimedOut => Fault::new("timed out (aborted)"),
+        TransportError::Network(n) => Fault { detail: msg!("network error: ", n.detail), source: n.source, ..Fault::default() },
     }
 }
 
@@ -134,14 +134,14 @@ fn transport_detail(e: &TransportError) -> String {
 pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> PutAnswer {
     let resp = match answer {
         Ok(resp) => resp,
-        Err(e) => return PutAnswer::Ambiguous { detail: transport_detail(&e) },
+        Err(e) => return PutAnswer::Ambiguous(transport_fault(e)),
     };
     match resp.status {
         // S3 answers a write with no body (or XML): a page or a JSON document is some other server's.
         status @ 200..=299 => match (foreign(&resp.body), resp.etag) {
             (Some(what), _) => PutAnswer::Refused(not_s3(key, status, what)),
             (None, Some(etag)) if !etag.is_empty() => PutAnswer::Applied { etag },
-            _ => PutAnswer::Ambiguous { detail: msg!(status, " without an ETag") },
+            _ => PutAnswer::Ambiguous(Fault { detail: msg!(status, " without an ETag"), status, ..Fault::default() }),
         },
         304 | 412 => PutAnswer::Rejected,
         404 if parse_error(&resp.body).0 == "NoSuchKey" => PutAnswer::Rejected,
@@ -158,7 +158,7 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         // others); nothing was applied.
         501 => PutAnswer::Refused(refusal(key, 501, &resp.body)),
         // A CDN's error page in front of a real store is HTML too: a 5xx stays "may have landed".
-        429 | 500..=599 => PutAnswer::Ambiguous { detail: describe(resp.status, &resp.body) },
+        429 | 500..=599 => PutAnswer::Ambiguous(answered(resp.status, &resp.body)),
         status => PutAnswer::Refused(refusal(key, status, &resp.body)),
     }
 }
@@ -167,7 +167,7 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
 pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> GetAnswer {
     let resp = match answer {
         Ok(resp) => resp,
-        Err(e) => return GetAnswer::Retryable { detail: transport_detail(&e) },
+        Err(e) => return GetAnswer::Retryable(transport_fault(e)),
     };
     match resp.status {
         200 => match resp.etag {
@@ -176,7 +176,7 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
             // with its index page), not the bucket. With an ETag, HTML in a record is a corrupt record.
             _ if html(&resp.body) => GetAnswer::Refused(not_s3(key, 200, "an HTML page and no ETag")),
             // Without a token the record cannot be guarded against; a retry may fare better.
-            _ => GetAnswer::Retryable { detail: "200 without an ETag".to_owned() },
+            _ => GetAnswer::Retryable(Fault { detail: "200 without an ETag".to_owned(), status: 200, ..Fault::default() }),
         },
         // Only S3's own "no such key" means absent: an HTML 404 means we are not talking to the bucket.
         404 => match parse_error(&resp.body).0.as_str() {
@@ -184,7 +184,7 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
             "" if resp.body.is_empty() => GetAnswer::Missing,
             _ => GetAnswer::Refused(refusal(key, 404, &resp.body)),
         },
-        429 | 500..=599 => GetAnswer::Retryable { detail: describe(resp.status, &resp.body) },
+        429 | 500..=599 => GetAnswer::Retryable(answered(resp.status, &resp.body)),
         status => GetAnswer::Refused(refusal(key, status, &resp.body)),
     }
 }
@@ -192,6 +192,8 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::NetworkError;
+    use crate::error::Source;
 
     fn resp(status: u16, etag: Option<&str>, body: &str) -> Result<HttpResponse, TransportError> {
         Ok(HttpResponse { status, etag: etag.map(str::to_owned), body: body.as_bytes().to_vec() })
@@ -235,7 +237,7 @@ mod tests {
                 Applied { .. } => "applied",
                 Rejected => "rejected",
                 Conflict { .. } => "conflict",
-                Ambiguous { .. } => "ambiguous",
+                Ambiguous(_) => "ambiguous",
                 Refused(e) => e.code(),
             };
             assert_eq!(got, want, "{answer:?}");
@@ -265,9 +267,9 @@ mod tests {
         assert!(matches!(classify_get("k", resp(404, None, &xml("NoSuchBucket"))), GetAnswer::Refused(_)));
         assert_eq!(classify_get("k", resp(404, None, "")), GetAnswer::Missing);
         assert_eq!(kind_get(classify_get("k", resp(404, None, "<html>Not Found</html>"))), "not-s3");
-        assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable { .. }));
-        assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable { .. }));
-        assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable { .. }));
+        assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable(_)));
+        assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable(_)));
+        assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable(_)));
         match classify_get("k", resp(403, None, "<html>denied</html>")) {
             GetAnswer::Refused(e) => assert_eq!(e.code(), "auth"),
             other => panic!("{other:?}"),
@@ -280,7 +282,7 @@ mod tests {
             PutAnswer::Applied { .. } => "applied",
             PutAnswer::Rejected => "rejected",
             PutAnswer::Conflict { .. } => "conflict",
-            PutAnswer::Ambiguous { .. } => "ambiguous",
+            PutAnswer::Ambiguous(_) => "ambiguous",
             PutAnswer::Refused(e) => kind_error(&e),
         }
     }
@@ -289,7 +291,7 @@ mod tests {
         match a {
             GetAnswer::Found { .. } => "found",
             GetAnswer::Missing => "missing",
-            GetAnswer::Retryable { .. } => "retryable",
+            GetAnswer::Retryable(_) => "retryable",
             GetAnswer::Refused(e) => kind_error(&e),
         }
     }
@@ -367,5 +369,23 @@ mod tests {
         assert_eq!(parse_error(entities.as_bytes()).0, "<>\"'&&lt;&bogus;&");
         let long = format!("<Message>{}</Message>", "x".repeat(10_000));
         assert_eq!(parse_error(long.as_bytes()).1.len(), 300);
+    }
+
+    #[test]
+    fn what_went_wrong_is_kept_for_the_caller() {
+        // A 5xx: its status and the store's code, for a write and a read alike.
+        let slow = Fault { detail: "503 SlowDown".into(), status: 503, code: "SlowDown".into(), source: None };
+        assert_eq!(classify_put("k", resp(503, None, &xml("SlowDown"))), PutAnswer::Ambiguous(slow.clone()));
+        assert_eq!(classify_get("k", resp(503, None, &xml("SlowDown"))), GetAnswer::Retryable(slow));
+        // No answer: the runtime's error, the very value, and its text.
+        let source = Source::new("ECONNREFUSED".to_owned());
+        let refused = || Err(TransportError::Network(NetworkError { detail: "fetch failed (ECONNREFUSED)".into(), source: Some(source.clone()) }));
+        let PutAnswer::Ambiguous(f) = classify_put("k", refused()) else { panic!("a lost write is ambiguous") };
+        assert_eq!((f.detail.as_str(), f.status, f.source.as_ref()), ("network error: fetch failed (ECONNREFUSED)", 0, Some(&source)));
+        let GetAnswer::Retryable(f) = classify_get("k", refused()) else { panic!("a lost read is retried") };
+        assert_eq!(f.source.and_then(|s| s.get::<String>().cloned()).as_deref(), Some("ECONNREFUSED"));
+        // A refusal: the error's own fault says its status and code.
+        let GetAnswer::Refused(e) = classify_get("k", resp(403, None, &xml("AccessDenied"))) else { panic!("403 is refused") };
+        assert_eq!((e.key(), e.fault().status, e.fault().code.as_str()), (Some("k"), 403, "AccessDenied"));
     }
 }

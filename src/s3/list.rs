@@ -7,7 +7,7 @@
 
 use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::{msg, Error, Refusal};
+use crate::error::{msg, Error, Fault, Refusal};
 use crate::s3::answer::{classify_get, foreign, parse_error, GetAnswer};
 use crate::s3::xml::{tokens, Token};
 
@@ -32,7 +32,7 @@ pub struct ListPage {
 pub enum ListAnswer {
     Page(ListPage),
     /// Worth another try after a pause (5xx, 429, network, timeout).
-    Retryable { detail: String },
+    Retryable(Fault),
     Refused(Error),
 }
 
@@ -60,7 +60,7 @@ pub fn classify_list(prefix: &str, answer: Result<HttpResponse, TransportError>)
         // Every other status means what it means for a GET, except that a listing never finds "nothing":
         // a 404 is the bucket missing (NoSuchBucket), or not an S3 endpoint at all.
         answer => match classify_get(prefix, answer) {
-            GetAnswer::Retryable { detail } => ListAnswer::Retryable { detail },
+            GetAnswer::Retryable(fault) => ListAnswer::Retryable(fault),
             GetAnswer::Refused(e) => ListAnswer::Refused(e),
             GetAnswer::Missing | GetAnswer::Found { .. } => {
                 ListAnswer::Refused(not_s3(prefix, status, "the listing was answered as a missing object".to_owned()))
@@ -332,10 +332,10 @@ mod tests {
         assert_eq!(refused(resp(400, &xml("InvalidArgument"))).code(), "request");
         assert_eq!(refused(resp(301, &xml("PermanentRedirect"))).code(), "request");
         for answer in [resp(503, &xml("SlowDown")), resp(500, ""), resp(429, ""), Err(TransportError::TimedOut)] {
-            assert!(matches!(classify_list("p/", answer), ListAnswer::Retryable { .. }));
+            assert!(matches!(classify_list("p/", answer), ListAnswer::Retryable(_)));
         }
         let net = classify_list("p/", Err(TransportError::Network("ECONNREFUSED".into())));
-        assert!(matches!(net, ListAnswer::Retryable { detail } if detail.contains("ECONNREFUSED")));
+        assert!(matches!(net, ListAnswer::Retryable(f) if f.detail.contains("ECONNREFUSED")));
     }
 
     #[test]

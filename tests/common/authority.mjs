@@ -123,6 +123,17 @@ export function authorityChecks({ api, env, runtime }) {
     if (!signal.reason.message.includes(`names "${now.node}" at epoch 2`)) fail(`the reason names the new owner: ${signal.reason.message}`);
   });
 
+  check("close() aborts every signal at once, before its retirement is sent", async ({ leased, cell }) => {
+    const own = await leased("a");
+    await own.claim(cell);
+    await own.claim(`${cell}-2`);
+    const signals = [own.signal(cell), own.signal(`${cell}-2`)];
+    const closing = own.close();
+    eq(signals.map((s) => [s.aborted, s.reason?.code, s.reason?.lost]), [[true, "not-leased", "closed"], [true, "not-leased", "closed"]], "synchronously aborted by close()");
+    await closing;
+    eq(own.signal(cell).aborted, true, "a signal asked for after close()");
+  });
+
   check("a signal for a cell not held is already aborted; a bad cell id throws", async ({ make, leased, cell }) => {
     const unleased = make("u");
     eq([unleased.signal(cell).aborted, unleased.signal(cell).reason.code], [true, "not-leased"], "no lease");

@@ -18,10 +18,14 @@ function ok(cond, what) {
   if (!cond) fail(what);
 }
 
+// The package's one error class (set by listingChecks): every error the inspector gives must be one.
+let CelldEdgeError;
+
 function throwsCode(f, code, mention, what) {
   try {
     f();
   } catch (e) {
+    if (!(e instanceof CelldEdgeError)) fail(`${what}: not a CelldEdgeError: ${e?.name} ${e?.message}`);
     if (e.code !== code) fail(`${what}: expected code ${code}, got ${e.code} (${e.message})`);
     if (mention && !e.message.includes(mention)) fail(`${what}: message should mention ${mention}: ${e.message}`);
     return;
@@ -33,6 +37,7 @@ async function rejectsCode(p, code, mention, what) {
   try {
     await p;
   } catch (e) {
+    if (!(e instanceof CelldEdgeError)) fail(`${what}: not a CelldEdgeError: ${e?.name} ${e?.message}`);
     if (e.code !== code) fail(`${what}: expected code ${code}, got ${e.code} (${e.message})`);
     if (mention && !e.message.includes(mention)) fail(`${what}: message should mention ${mention}: ${e.message}`);
     return e;
@@ -66,6 +71,7 @@ async function putRaw(api, server, key, body) {
  */
 export function listingChecks({ api, server, runtime }) {
   const { S3Ownership, S3Inspector } = api;
+  CelldEdgeError = api.CelldEdgeError;
   const store = {
     endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1",
     accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey,

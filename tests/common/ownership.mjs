@@ -267,6 +267,63 @@ export function ownershipChecks({ api, server, runtime }) {
     await rejectsWith(dropped.acquireLease(), "transport", "acquire through a dropped connection");
   });
 
+  check("errors are CelldEdgeError and keep their cause: the runtime's error, the store's status and code", async ({ make }) => {
+    const { CelldEdgeError, AwsClient } = api;
+    const isOurs = (e, what) => {
+      if (!(e instanceof CelldEdgeError) || !(e instanceof Error) || e.name !== "CelldEdgeError") fail(`${what}: not a CelldEdgeError: ${e?.name} ${e?.message}`);
+      return e;
+    };
+    // What the injected fetch threw is the error's cause, the very value.
+    const thrown = new TypeError("fetch failed");
+    thrown.cause = Object.assign(new Error("connect ECONNRESET 10.0.0.1:443"), { code: "ECONNRESET" });
+    const dropped = make("cause", { fetch: async () => { throw thrown; } });
+    const e = isOurs(await rejectsWith(dropped.readOwner("c"), "transport", "a fetch that threw", "fetch failed (connect ECONNRESET 10.0.0.1:443)"), "transport");
+    if (e.cause !== thrown) fail(`the cause is not what fetch threw: ${e.cause}`);
+    eq([e.key?.replace(/^t-[^/]+\//, ""), e.status, e.s3Code], ["cells/c/own.json", undefined, undefined], "a transport error names its key; no status came");
+    // A store that keeps answering 503 SlowDown: the last answer's status and code.
+    const slow = make("slow", { fetch: async () => new Response("<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>", { status: 503 }) });
+    const s = isOurs(await rejectsWith(slow.readOwner("c"), "transport", "a store that answers 503", "SlowDown"), "503");
+    eq([s.status, s.s3Code, s.cause], [503, "SlowDown", undefined], "503's status and code");
+    // A refusal: status and code, whatever the variant.
+    const denied = make("denied", { fetch: async () => new Response("<Error><Code>AccessDenied</Code><Message>no</Message></Error>", { status: 403 }) });
+    const d = isOurs(await rejectsWith(denied.readOwner("c"), "auth", "a 403", "AccessDenied"), "403");
+    eq([d.status, d.s3Code], [403, "AccessDenied"], "403's status and code");
+    // A closed port and an unknown host both carry the runtime's error; where the runtime says why
+    // (Node, Deno, workerd; browsers say "Failed to fetch" for both, by design), the messages differ.
+    const refused = isOurs(await rejectsWith(make("refused", { endpoint: "http://127.0.0.1:2" }).readOwner("c"), "transport", "a closed port"), "closed port");
+    const unknown = isOurs(await rejectsWith(make("unknown", { endpoint: "http://nonexistent.invalid" }).readOwner("c"), "transport", "an unknown host"), "unknown host");
+    for (const [err, what] of [[refused, "closed port"], [unknown, "unknown host"]]) {
+      if (!(err.cause instanceof Error)) fail(`${what}: the runtime's error is not the cause: ${err.cause}`);
+    }
+    const says = { node: ["ECONNREFUSED", "ENOTFOUND"] }[runtime];
+    if (says) {
+      if (!refused.message.includes(says[0]) || !unknown.message.includes(says[1])) fail(`messages should say ${says}: ${refused.message} / ${unknown.message}`);
+    } else if (runtime !== "chromium" && refused.message === unknown.message) {
+      fail(`a closed port and an unknown host read the same: ${refused.message}`);
+    }
+    // The same class from every part of the package, thrown synchronously too.
+    const sync = (fn, what) => {
+      try {
+        fn();
+      } catch (err) {
+        return isOurs(err, what);
+      }
+      fail(`${what}: did not throw`);
+    };
+    eq(sync(() => new S3Ownership({ endpoint: server.endpoint }), "bad options").code, "invalid-input", "bad options");
+    eq(sync(() => api.presignUrl({ url: "https://h/k", region: "r", accessKeyId: "a", secretAccessKey: "b", expires: 60 }), "presign").code, "invalid-input", "presign");
+    eq(sync(() => new AwsClient({ accessKeyId: "a" }), "AwsClient").code, "invalid-input", "AwsClient");
+    const client = new AwsClient({ accessKeyId: "a", secretAccessKey: "b", region: "us-east-1", service: "s3", retries: 0, fetch: async () => { throw thrown; } });
+    let sent;
+    try {
+      await client.fetch("https://h.example/k", { method: "PUT", body: "x", headers: { "if-none-match": "*" } });
+    } catch (err) {
+      sent = isOurs(err, "AwsClient.fetch");
+    }
+    eq([sent?.code, sent?.cause === thrown], ["transport", true], "AwsClient.fetch keeps the cause");
+    if ((await rejectsWith(make("late").claim("c"), "not-leased", "claim without a lease")) instanceof CelldEdgeError !== true) fail("not-leased");
+  });
+
   check("claims start with a write when they can (expectNew, a remembered version); a refused guard reads", async ({ make, leased, cell }) => {
     let wire = [];
     const counting = async (req) => {
@@ -423,6 +480,164 @@ export function ownershipChecks({ api, server, runtime }) {
     eq(await Promise.all(cells.map((c) => a.verify(c, 1))), cells.map(() => true), "concurrent verifies");
   });
 
+  // ---- stopping cleanly and waiting without polling (SPEC §4.2) ----
+
+  /** A fetch that counts the requests it sends. */
+  const counting = () => {
+    const counted = { n: 0 };
+    counted.fetch = (req) => {
+      counted.n++;
+      return fetch(req);
+    };
+    return counted;
+  };
+
+  check("close() retires the lease in one write: a peer takes over at once; claimed() and refusals", async ({ make, leased, cell, raw }) => {
+    const sent = counting();
+    const a = await leased("closer", { fetch: sent.fetch });
+    const [c1, c2] = [cell("close1"), cell("close2")];
+    await a.claim(c1);
+    await a.claim(c2);
+    eq(a.claimed().sort((x, y) => (x.cell < y.cell ? -1 : 1)), [{ cell: c1, epoch: 1 }, { cell: c2, epoch: 1 }].sort((x, y) => (x.cell < y.cell ? -1 : 1)), "claimed()");
+    const b = await leased("taker");
+    const before = sent.n;
+    const closing = a.close();
+    // Synchronously: no authority from the moment close() is called.
+    eq([a.leaseValid(), a.claimed()], [false, []], "right after close()");
+    const closed = await closing;
+    eq(closed, { retired: true, deleted: false, released: 0 }, "close() result");
+    eq(sent.n - before, 1, "requests close() sent (one conditional write, whatever the number of cells)");
+    eq(JSON.parse(await raw(`nodes/${runtime}-closer.json`)).expires_ms, 0, "the retired lease's expires_ms");
+    // No waiting out the 10 s ttl: the retired lease is dead by the peer rule now.
+    for (const c of [c1, c2]) {
+      const took = await b.claim(c);
+      eq([took.outcome, took.epoch, took.tookOver, took.prior?.node], ["applied", 2, true, `${runtime}-closer`], `takeover of ${c}`);
+    }
+    eq(await a.verify(c1, 1), false, "verify after close");
+    await rejectsWith(a.claim(cell("after")), "not-leased", "claim after close", "closed");
+    await rejectsWith(a.acquireLease(), "not-leased", "acquireLease after close", "closed");
+    await rejectsWith(a.release(c1), "not-leased", "release after close", "closed");
+    const again = sent.n;
+    eq(await a.close(), closed, "close() again");
+    eq(sent.n, again, "a second close() sends nothing");
+    // The node id is free again at once.
+    await leased("closer");
+  });
+
+  check("[Symbol.asyncDispose] closes (what `await using` calls)", async ({ make, cell, raw }) => {
+    const events = [];
+    const a = make("disposed", { onEvent: (e) => events.push(e.type) });
+    if (typeof a[Symbol.asyncDispose] !== "function") fail("no [Symbol.asyncDispose]");
+    await a.acquireLease();
+    a.startRenewing();
+    await a.claim(cell("dispose"));
+    await a[Symbol.asyncDispose]();
+    eq([a.leaseValid(), a.claimed()], [false, []], "after dispose");
+    eq(JSON.parse(await raw(`nodes/${runtime}-disposed.json`)).expires_ms, 0, "retired");
+    for (const t of ["closed", "lease-retired"]) if (!events.includes(t)) fail(`no ${t} event in ${JSON.stringify(events)}`);
+  });
+
+  check("close({ release: true }) releases the cells, and deletes the lease where DELETE If-Match is verified", async ({ make, leased, cell, raw }) => {
+    const a = await leased("releaser");
+    const cells = [cell("rel1"), cell("rel2"), cell("rel3")];
+    await Promise.all(cells.map((c) => a.claim(c)));
+    const closed = await a.close({ release: true });
+    // Only a store whose probe showed a conditional DELETE (ministack, probed here) gets the delete.
+    const deletes = server.atomic && (server.variants?.conditionalDelete ?? true);
+    eq(closed, { retired: true, deleted: deletes, released: 3 }, "close({ release: true })");
+    const lease = await raw(`nodes/${runtime}-releaser.json`);
+    if (deletes) eq(lease, null, "nothing left in nodes/");
+    else eq(JSON.parse(lease).expires_ms, 0, "the retired lease is left (the store's conditional DELETE is not verified)");
+    for (const c of cells) eq(await a.readOwner(c).then((r) => [r.node, r.epoch]), [null, 1], `${c} released at its epoch`);
+    await rejectsWith(a.close({ releases: true }), "invalid-input", "an unknown close option", "releases");
+  });
+
+  check("instances that close leave no live-looking lease in nodes/", async ({ base, make, cell, raw }) => {
+    const ids = [];
+    for (let i = 0; i < 6; i++) {
+      const id = `run${i}-${unique()}`;
+      ids.push(id);
+      const own = make(id);
+      await own.acquireLease();
+      own.startRenewing();
+      await own.claim(cell(`run${i}`));
+      await own.close({ release: i % 2 === 0 });
+    }
+    const now = Date.now();
+    for (const id of ids) {
+      const lease = await raw(`nodes/${runtime}-${id}.json`);
+      if (lease !== null && JSON.parse(lease).expires_ms + (base.maxClockSkewMs ?? 1000) > now) fail(`${id}'s lease looks live: ${lease}`);
+    }
+  });
+
+  check("removeDeadLease deletes a crashed node's dead lease only when nothing needs it, and only where DELETE If-Match is verified", async ({ make, leased, cell, raw }) => {
+    const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+    const crashed = await leased("crashed", fast);
+    const c = cell("crashed");
+    await crashed.claim(c);
+    const cleaner = make("cleaner", fast);
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: server.atomic ? "live" : "unsupported" }, "a live lease");
+    await sleep(1800); // the crashed node's lease runs out (expires + skew)
+    if (!server.atomic) {
+      eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "unsupported" }, "no verified conditional DELETE");
+      return;
+    }
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "needed", cell: c }, "a record still names it");
+    const taker = await leased("taker2", fast);
+    eq((await taker.claim(c)).tookOver, true, "taken over");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [c] }), { outcome: "removed" }, "nothing needs it");
+    eq(await raw(`nodes/${runtime}-crashed.json`), null, "deleted");
+    eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [] }), { outcome: "absent" }, "again");
+    await rejectsWith(cleaner.removeDeadLease(`${runtime}-crashed`), "invalid-input", "no cells", "cells");
+    await taker.close();
+  });
+
+  check("claim({ wait: true }) sleeps until the holder's expiresMs + skew, again after a renewal, then takes over", async ({ make, leased, cell }) => {
+    const fast = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+    const holder = await leased("holder", fast);
+    const c = cell("wait");
+    await holder.claim(c);
+    const sent = counting();
+    const waiter = await leased("waiter", { ...fast, fetch: sent.fetch });
+    waiter.startRenewing();
+    const before = sent.n;
+    const waiting = waiter.claim(c, { wait: true });
+    // The holder renews once while the waiter sleeps, then stops (as a crashed process would).
+    await sleep(300);
+    await holder.renewLease();
+    const { expiresMs } = await make("reader").readNodeLease(`${runtime}-holder`);
+    const won = await waiting;
+    const at = Date.now();
+    waiter.stopRenewing();
+    eq([won.outcome, won.epoch, won.tookOver], ["applied", 2, true], "the waiting claim");
+    if (at < expiresMs + fast.maxClockSkewMs) fail(`took over at ${at}, before the renewed lease could be judged dead (${expiresMs} + skew)`);
+    // Owner record + holder lease per look, and the write: no polling while asleep (renewals aside).
+    const renewals = Math.ceil((at - (expiresMs - fast.leaseTtlMs)) / 500) + 4;
+    if (sent.n - before > 7 + renewals) fail(`the wait sent ${sent.n - before} requests`);
+    await waiter.close();
+  });
+
+  check("claim({ wait: true, signal }) rejects with aborted; close() ends a wait; bad signals are invalid-input", async ({ leased, cell }) => {
+    const holder = await leased("held");
+    const c = cell("abort");
+    await holder.claim(c);
+    const waiter = await leased("impatient");
+    const ctrl = new AbortController();
+    const waiting = rejectsWith(waiter.claim(c, { wait: true, signal: ctrl.signal }), "aborted", "an aborted wait", c);
+    await sleep(50);
+    ctrl.abort();
+    await waiting;
+    await rejectsWith(waiter.claim(c, { wait: true, signal: ctrl.signal }), "aborted", "an already-aborted signal");
+    await rejectsWith(waiter.claim(c, { signal: new AbortController().signal }), "invalid-input", "a signal without wait", "wait");
+    await rejectsWith(waiter.claim(c, { wait: true, signal: {} }), "invalid-input", "a signal that is not one", "AbortSignal");
+    const closing = rejectsWith(waiter.claim(c, { wait: true }), "not-leased", "a wait ended by close()", "closed");
+    await sleep(50);
+    await waiter.close();
+    await closing;
+    eq((await holder.readOwner(c)).node, `${runtime}-held`, "the holder still owns it");
+    await holder.close();
+  });
+
   if (server.atomic) {
     check("the probe qualifies the store and reports its variants", async ({ make }) => {
       const report = await make("prober").probe();
@@ -435,7 +650,8 @@ export function ownershipChecks({ api, server, runtime }) {
   if (!server.atomic) {
     check("wrong credentials are auth errors with the store's code; nothing is written", async ({ base, make, leased, cell, plant, raw }) => {
       const bad = make("badcreds", { secretAccessKey: "not-the-secret" });
-      await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
+      const read = await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
+      eq([read instanceof api.CelldEdgeError, read.status, read.s3Code, read.key?.endsWith("cells/c/own.json")], [true, 403, "SignatureDoesNotMatch", true], "the refusal's status, S3 code and key");
       await rejectsWith(bad.acquireLease(), "auth", "acquire with a wrong secret");
       const e = await rejectsWith(bad.casNodeLease("absent", 1), "auth", "write with a wrong secret");
       if (e.message.includes("not-the-secret")) fail("the secret leaked into the error");

@@ -268,12 +268,13 @@ export function signingChecks(ctx) {
   });
 
   check("bad input is an invalid-input error, and signing keeps working after each", () => {
-    const good = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", headers: { Range: "bytes=0-9" } };
+    const presignable = { ...S3_EXAMPLE, method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt" };
+    const good = { ...presignable, headers: { Range: "bytes=0-9" } };
     const goodAuth = api.signRequest(good).headers.authorization;
     const cases = [
       ["url that does not parse", () => api.signRequest({ ...good, url: "not a url" }), "url"],
       ["url with no host", () => api.signRequest({ ...good, url: "http://" }), "url"],
-      ["url of another scheme", () => api.presignUrl({ ...good, url: "ftp://example.com/x" }), "url"],
+      ["url of another scheme", () => api.presignUrl({ ...presignable, url: "ftp://example.com/x" }), "url"],
       ["datetime with dashes", () => api.signRequest({ ...good, datetime: "2013-05-24T00:00:00Z" }), "datetime"],
       ["datetime without Z", () => api.signRequest({ ...good, datetime: "20130524T000000" }), "datetime"],
       ["datetime out of range", () => api.signRequest({ ...good, datetime: "20131324T000000Z" }), "datetime"],
@@ -281,20 +282,38 @@ export function signingChecks(ctx) {
       ["datetime as a number", () => api.signRequest({ ...good, datetime: 1369353600000 }), "datetime"],
       ["empty access key id", () => api.signRequest({ ...good, accessKeyId: "" }), "accesskeyid"],
       ["missing secret", () => api.signRequest({ ...good, secretAccessKey: undefined }), "secretaccesskey"],
-      ["empty region", () => api.presignUrl({ ...good, region: "" }), "region"],
+      ["empty region", () => api.presignUrl({ ...presignable, region: "" }), "region"],
       ["numeric header value", () => api.signRequest({ ...good, headers: { "x-amz-meta-n": 1 } }), "x-amz-meta-n"],
       ["header pair that is not a pair", () => api.signRequest({ ...good, headers: [["a", "b", "c"]] }), "pair"],
       ["NUL inside a header value", () => api.signRequest({ ...good, headers: { "x-a": "a\0b" } }), "nul"],
       ["a body that cannot be hashed", () => api.signRequest({ ...good, method: "PUT", body: { stream: true } }), "unsignedpayload"],
-      ["expiresIn 0", () => api.presignUrl({ ...good, expiresIn: 0 }), "expiresin"],
-      ["expiresIn over 7 days", () => api.presignUrl({ ...good, expiresIn: 604801 }), "expiresin"],
-      ["fractional expiresIn", () => api.presignUrl({ ...good, expiresIn: 1.5 }), "expiresin"],
-      ["expiresIn as a string", () => api.presignUrl({ ...good, expiresIn: "60" }), "expiresin"],
+      ["expiresIn 0", () => api.presignUrl({ ...presignable, expiresIn: 0 }), "expiresin"],
+      ["expiresIn over 7 days", () => api.presignUrl({ ...presignable, expiresIn: 604801 }), "expiresin"],
+      ["fractional expiresIn", () => api.presignUrl({ ...presignable, expiresIn: 1.5 }), "expiresin"],
+      ["expiresIn as a string", () => api.presignUrl({ ...presignable, expiresIn: "60" }), "expiresin"],
       ["no options", () => api.signRequest(), "options"],
+      // Unknown keys are refused, never ignored: `expires` would otherwise make a 24-hour URL.
+      ["presignUrl's expires for expiresIn", () => api.presignUrl({ ...presignable, expires: 60 }), 'option "expires": did you mean expiresin'],
+      ["presignUrl's headers for signedHeaders", () => api.presignUrl({ ...presignable, headers: { "x-amz-acl": "private" } }), 'option "headers": did you mean signedheaders'],
+      ["a misspelt signRequest option", () => api.signRequest({ ...good, hedaers: { a: "b" } }), 'unknown signrequest option "hedaers"'],
+      ["signRequest given expiresIn", () => api.signRequest({ ...good, expiresIn: 60 }), "presignurl"],
+      ["S3Ownership's options spread into signRequest", () => api.signRequest({ ...good, endpoint: "https://s3.amazonaws.com", bucket: "b" }), '"endpoint" is an s3ownership option'],
+      ["S3Ownership's bucket given to presignUrl", () => api.presignUrl({ ...presignable, bucket: "b" }), '"bucket" is an s3ownership option'],
     ];
     for (const [what, fn, mentions] of cases) {
       expectInvalid(fn, mentions, what);
       equal(api.signRequest(good).headers.authorization, goodAuth, `signing after "${what}"`);
+    }
+    // A key named like an Object.prototype member is unknown, with no hint.
+    for (const key of ["constructor", "toString", "__proto__"]) {
+      const opts = { ...good };
+      Object.defineProperty(opts, key, { value: 1, enumerable: true });
+      try {
+        api.signRequest(opts);
+        fail(`${key}: signed`);
+      } catch (e) {
+        equal(e.message, `invalid input: unknown signRequest option ${JSON.stringify(key)}`, key);
+      }
     }
   });
 

@@ -87,7 +87,7 @@ fn exchange(req: &HttpRequest, timeout: Duration) -> Result<HttpResponse, Transp
         if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
             TransportError::TimedOut
         } else {
-            TransportError::Network(e.to_string())
+            TransportError::Network(e.to_string().into())
         }
     };
     let rest = req.url.strip_prefix("http://").ok_or_else(|| TransportError::Network("http only".into()))?;
@@ -142,7 +142,13 @@ impl Env for Net {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         self.counts.lock().unwrap().push((req.method, req.url.clone()));
         let timeout = Duration::from_millis(u64::from(timeout_ms.unwrap_or(10_000)));
-        on_thread(move || exchange(&req, timeout)).await
+        // A TransportError may hold a source, which is not Send: only its text crosses the thread.
+        let detached = |e| match e {
+            TransportError::TimedOut => None,
+            TransportError::Network(n) => Some(n.detail),
+        };
+        let answer = on_thread(move || exchange(&req, timeout).map_err(detached)).await;
+        answer.map_err(|e| e.map_or(TransportError::TimedOut, |detail| TransportError::Network(detail.into())))
     }
     fn wall_ms(&self) -> u64 {
         SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64

@@ -54,7 +54,8 @@ async function runExample(prefix, cell, acks) {
 
 async function readObject(prefix, key) {
   const url = `${store.endpoint}/${store.bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
-  const signed = signRequest({ ...store, url });
+  const { region, accessKeyId, secretAccessKey } = store;
+  const signed = signRequest({ region, accessKeyId, secretAccessKey, url });
   const res = await fetch(signed.url, { headers: signed.headers });
   return res.status === 200 ? res.json() : (await res.body?.cancel(), null);
 }

@@ -24,7 +24,7 @@ const run = async (file, server) => {
 const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", node: "observer", probe: false });
 
 /** The tested files the README must show verbatim. */
-const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs"].map((f) => `examples/quickstart/${f}`);
+const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
@@ -59,6 +59,23 @@ test("inspect quick start lists the cells and nodes with no node of its own", as
   equal(lines.length, 3);
 });
 
+test("runs of the Node quick start leave nothing in nodes/ (each closes: no pile-up of leases)", async () => {
+  const server = await freshBucket(signRequest, atomic, "qs-node-runs");
+  const runs = 8;
+  for (let i = 0; i < runs; i++) {
+    const out = await run("examples/quickstart/node.mjs", server);
+    equal(out, i === 0 ? "cell-1 is mine at epoch 1" : `cell-1 is mine at epoch ${i + 1}`);
+  }
+  // ListObjectsV2 of nodes/: ministack honours DELETE If-Match (the probe verified it), so each run's
+  // retired lease was deleted; on a store without it each would be left retired (expires_ms 0), never live.
+  const list = signRequest({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}?list-type=2&prefix=nodes/` });
+  const xml = await (await fetch(list.url, { headers: list.headers })).text();
+  const keys = [...xml.matchAll(/<Key>([^<]+)<\/Key>/g)].map((m) => m[1]);
+  deepEqual(keys, [], `leases left after ${runs} runs`);
+  const rec = await observe(server).readOwner("cell-1");
+  deepEqual([rec.node, rec.epoch], [null, runs], "released by the last run, at its epoch");
+});
+
 test("Node quick start reports a live owner as the route", async () => {
   const server = await freshBucket(signRequest, atomic, "qs-node-busy");
   const holder = new S3Ownership({ ...server, region: "us-east-1", node: "holder" });
@@ -76,7 +93,7 @@ test("fencing quick start writes under the epoch's key and acknowledges after ve
   const server = await freshBucket(signRequest, atomic, "qs-fencing");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e1/order-42.json");
   equal(await run("examples/quickstart/fencing.mjs", server), "ack: cells/cell-1/data/e2/order-42.json", "the next claim is at epoch 2");
-  const get = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
+  const get = signRequest({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e2/order-42.json` });
   const res = await fetch(get.url, { headers: get.headers });
   deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42 })]);
   const rec = await observe(server).readOwner("cell-1");
@@ -86,7 +103,8 @@ test("fencing quick start writes under the epoch's key and acknowledges after ve
 test("scope quick start writes under the epoch's key, acknowledges after verify, and stops on release", async () => {
   const server = await freshBucket(signRequest, atomic, "qs-scope");
   equal(await run("examples/quickstart/scope.mjs", server), "ack: 200\nstop: released");
-  const get = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e1/order-42.json` });
+  const { accessKeyId, secretAccessKey } = server;
+  const get = signRequest({ accessKeyId, secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e1/order-42.json` });
   const res = await fetch(get.url, { headers: get.headers });
   deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42, epoch: 1 })]);
 });
@@ -96,4 +114,10 @@ test("signing quick start: signed PUT and presigned GET accepted by a strict ser
   const out = await run("examples/quickstart/sign.mjs", server);
   equal(out, "PUT 200\nGET hello");
   match(await run("examples/quickstart/sign.mjs", server), /^PUT 412\n/, "the conditional PUT is refused the second time");
+});
+
+test("errors quick start prints the refusal's code, key, status and S3 code, and a record when it can read", async () => {
+  const server = await freshBucket(signRequest, strict, "qs-errors");
+  equal(await run("examples/quickstart/errors.mjs", { ...server, secretAccessKey: "not-the-secret" }), "auth cells/cell-1/own.json 403 SignatureDoesNotMatch");
+  equal(await run("examples/quickstart/errors.mjs", server), "null", "nothing there yet");
 });

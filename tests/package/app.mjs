@@ -15,7 +15,7 @@ if (expected && !resolved.endsWith(`/node_modules/celld-edge/${expected}`)) {
 
 // Every runtime export must be declared in js/index.d.ts; app.ts type-checks each of these names.
 const exported = Object.keys(api).sort().join(",");
-if (exported !== "AwsClient,S3Inspector,S3Ownership,presignUrl,signRequest") {
+if (exported !== "AwsClient,CelldEdgeError,S3Inspector,S3Ownership,presignUrl,signRequest") {
   throw new Error(`the package exports ${exported}: declare any new export in js/*.d.ts and use it in app.ts`);
 }
 
@@ -41,6 +41,6 @@ try {
   signRequest({ ...example, url: "not a url" });
   throw new Error("a bad URL was signed");
 } catch (e) {
-  if (e.code !== "invalid-input") throw e;
+  if (e.code !== "invalid-input" || !(e instanceof api.CelldEdgeError)) throw e;
 }
 console.log("signed with", resolved);

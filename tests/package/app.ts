@@ -1,6 +1,6 @@
 // Type-checks against the shipped declarations (tsc --strict --noEmit): the calls users write must
 // compile, and the misuse below must not (each @ts-expect-error fails the check if it compiles).
-import { signRequest, presignUrl, type CelldEdgeError, type ErrorCode, type SignedRequest } from "celld-edge";
+import { signRequest, presignUrl, CelldEdgeError, type ErrorCode, type SignedRequest } from "celld-edge";
 
 const creds = { accessKeyId: "AKID", secretAccessKey: "secret", region: "auto" };
 const signed: SignedRequest = signRequest({ ...creds, method: "PUT", url: "https://h/b/k", body: new Uint8Array(2), headers: { "if-match": '"e"' } });
@@ -52,6 +52,12 @@ const options: S3OwnershipOptions = {
       case "fenced":
         seen.push(event.reason);
         break;
+      case "closed":
+        seen.push(`${event.node} closed`);
+        break;
+      case "lease-retired":
+        seen.push(`${event.node} retired (deleted: ${event.deleted}) in ${event.ms} ms`);
+        break;
       case "claim-applied":
       case "claim-took-over":
         seen.push(`${event.cell}@${event.epoch}`);
@@ -101,6 +107,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "corrupt-record":
     case "store-violation":
     case "unsupported-backend":
+    case "aborted":
     case "internal":
       return false;
     default: {
@@ -137,8 +144,24 @@ async function lowLevel(cell: string): Promise<void> {
   console.log(probe.ifMatchMissingStatus, probe.conditionalDelete, probe.etagQuoted, applied, await own.releaseOwner(cell, 1), await own.owner(cell));
 }
 
+/** Stopping cleanly, waiting for a cell, cleaning up (issue 17). */
+async function lifecycle(cell: string): Promise<number> {
+  const ctrl = new AbortController();
+  const waited: ClaimResult = await own.claim(cell, { wait: true, signal: ctrl.signal });
+  const held: { cell: string; epoch: number }[] = own.claimed();
+  const removal = await own.removeDeadLease("edge-8", { cells: held.map((h) => h.cell) });
+  if (removal.outcome === "needed") console.log(removal.cell);
+  const closed = await own.close({ release: true });
+  await own[Symbol.asyncDispose]();
+  return (waited.outcome === "applied" ? waited.epoch : 0) + closed.released + Number(closed.retired && closed.deleted);
+}
+void lifecycle;
+// @ts-expect-error close options are { release?: boolean }
+own.close({ releases: true });
+
 fencedWrite("cell-1").then(console.log, (e: unknown) => {
-  if (e instanceof Error && "code" in e) console.log(retryable(e as CelldEdgeError));
+  // A class: instanceof narrows, and the store's answer and the runtime's error are typed fields.
+  if (e instanceof CelldEdgeError) console.log(retryable(e), e.key, e.status satisfies number | undefined, e.s3Code, e.cause);
 });
 void lowLevel;
 
@@ -147,7 +170,7 @@ async function scoped(cell: string): Promise<string> {
   const signal: AbortSignal = own.signal(cell);
   signal.addEventListener("abort", () => {
     const why = signal.reason as AuthorityLostError;
-    console.log(why.code satisfies "fenced" | "released", why.lost satisfies AuthorityLost, why.cell, why.epoch);
+    console.log(why.code satisfies "fenced" | "released" | "not-leased", why.lost satisfies AuthorityLost, why.cell, why.epoch);
   });
   return own.scope(cell, async ({ epoch, signal, fetch, key }) => {
     const res: Response = await fetch(`https://h/b/${key("0001.json")}`, { method: "PUT", body: "{}", signal });

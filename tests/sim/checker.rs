@@ -10,6 +10,8 @@
 //!   with a higher epoch landed, and only within the authority of a lease it installed in that claim's
 //!   generation (monotonic `ttl - skew` after sending it, and wall `expires_ms - skew`);
 //! - a release is written only under a valid lease of the releasing process;
+//! - `close()`: a process acts for no cell once it has called it; a lease it retired (an expired copy
+//!   over its own token) lets peers take over at once, and is never another process's lease;
 //! - an honest store (which the simulated one is, however flaky) never makes an operation fail with
 //!   `corrupt-record`, `store-violation`, `invalid-input`, `auth` or `request`;
 //! - results agree with the store: nothing reported rejected landed, nothing reported applied is missing,
@@ -42,6 +44,10 @@ pub enum OpKind {
     Owner(String),
     ReadOwner(String),
     ReadLease(usize),
+    /// `close()`: its writes are the optional releases and the retirement (and a delete) of the lease.
+    Close,
+    /// `remove_dead_lease` of a node (by index).
+    RemoveLease(usize),
 }
 
 /// How it ended, as the driver reported it.
@@ -75,6 +81,10 @@ pub enum OpResult {
     /// `owner`: the record's (node, epoch) and whether that node's lease was reported live.
     OwnerSeen(Option<(String, u64, bool)>),
     LeaseRead(Option<u64>),
+    /// What `remove_dead_lease` said it did.
+    LeaseRemoval(String),
+    /// `close()` finished: whether it retired (and deleted) the lease.
+    Closed { retired: bool, deleted: bool },
     Failed(&'static str),
 }
 
@@ -104,6 +114,8 @@ pub struct Ledger {
     pub acts: BTreeMap<(usize, u32, String, u64), (u64, u64)>,
     /// Claims made with `expect_new` (they create before reading).
     pub expect_new: BTreeSet<u64>,
+    /// Claims that waited for the holder's lease to run out (`claim_waiting`).
+    pub waiting: BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -153,6 +165,17 @@ pub struct Coverage {
     pub recovery_waits: u64,
     /// Takeovers between an edge node and a celld node, either way.
     pub mixed_takeovers: u64,
+    /// `close()` calls that finished, retired leases, and deleted ones.
+    pub closes: u64,
+    pub retirements: u64,
+    pub deleted_leases: u64,
+    /// Takeovers of a cell whose holder had retired its lease (before its expiry would have allowed it).
+    pub retired_takeovers: u64,
+    /// Waiting claims that ended applied, and those of them that took over a holder.
+    pub waits_applied: u64,
+    pub waits_took_over: u64,
+    /// Dead leases another edge process removed.
+    pub leases_removed: u64,
 }
 
 struct OwnerVersion<'a> {
@@ -286,6 +309,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if !p.node.is_empty() && p.node != ov.node {
                     cov.takeovers += 1;
                     cov.mixed_takeovers += u64::from(facts.celld[p.v.writer.node] != facts.celld[w.node]);
+                    let retired = retired_before(store, ledger, facts, p.v.writer.node, p.v.writer.incarnation, ov.v.at);
+                    cov.retired_takeovers += u64::from(retired);
                     check_takeover(store, ledger, facts, cell, p, ov, &mut bad);
                     check_recovered(store, ledger, facts, cell, p, ov, &mut bad);
                 }
@@ -313,7 +338,19 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 matches!((lease(&hist[i - 1]), lease(v)), (Some(b), Some(a)) if a.expires_ms == b.expires_ms
                     && a.node == b.node && a.log.as_ref().is_some_and(|l| l.state == "sealed"))
             };
-            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing {
+            // An edge process's dead-lease clean-up: a deletion, of a version dead by the peer rule on the
+            // remover's clock when the delete landed (it judged with a clock read earlier).
+            let removal = v.body.is_none()
+                && ledger.ops.get(&v.writer.op).is_some_and(|o| matches!(o.kind, OpKind::RemoveLease(_)));
+            if removal {
+                cov.leases_removed += 1;
+                let over = i.checked_sub(1).and_then(|j| lease_expiry(&key, &hist[j]));
+                let wall = facts.clocks[v.writer.node].wall_ms(v.at);
+                if over.is_none_or(|e| e + facts.max_clock_skew_ms > wall) {
+                    bad("remove-of-live-lease", format!("{} deleted {key} at t={} over a lease to {over:?} (its wall {wall})", name(v.writer.node), v.at));
+                }
+            }
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {
@@ -353,6 +390,43 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     ov.v.at
                 ),
             );
+        }
+    }
+
+    // Closing: a life acts for no cell after it called close(); what close() wrote over its lease was over
+    // a version of its own life (never another process's lease).
+    for op in ledger.ops.values().filter(|o| o.kind == OpKind::Close) {
+        if let OpResult::Closed { retired, deleted } = op.result {
+            cov.closes += 1;
+            cov.retirements += u64::from(retired);
+            cov.deleted_leases += u64::from(deleted);
+        }
+        for ((n, inc, cell, epoch), &(_, last)) in ledger.acts.range((op.node, op.incarnation, String::new(), 0)..) {
+            if (*n, *inc) != (op.node, op.incarnation) {
+                break;
+            }
+            if last > op.start {
+                bad(
+                    "act-after-close",
+                    format!("{} (life {inc}) acted for {cell}@{epoch} at t={last}, after calling close() at t={}", name(*n), op.start),
+                );
+            }
+        }
+        let key = facts.lease_key(name(op.node));
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        for (i, _) in hist.iter().enumerate().filter(|(_, v)| v.writer.op == op.id) {
+            let over = i.checked_sub(1).map(|j| &hist[j]);
+            // celld's clean-up may have fenced the retired lease meanwhile: its copy is the same record.
+            let other = |o: &Version| {
+                (o.writer.node, o.writer.incarnation) != (op.node, op.incarnation)
+                    && !(Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0))
+            };
+            if over.is_some_and(other) {
+                bad(
+                    "retire-of-other",
+                    format!("{} (life {}) closed over {key} written by {:?}", name(op.node), op.incarnation, over.map(|o| o.writer)),
+                );
+            }
         }
     }
 
@@ -421,15 +495,16 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
         // Concurrent claims of one cell on one instance share one attempt and its answer: the attempt may
         // be another claim's of the same process, overlapping, with the same answer (and earlier start).
+        // A waiting claim makes several attempts: any of them may be the one another claim shared.
         let shared = |o: &OpRecord| {
             o.id == op.id
                 || (matches!(o.kind, OpKind::Claim(_))
                     && o.node == op.node
                     && o.incarnation == op.incarnation
                     && o.kind == op.kind
-                    && o.result == op.result
+                    && (o.result == op.result || ledger.waiting.contains(&o.id) || ledger.waiting.contains(&op.id))
                     && o.start <= op.end
-                    && op.start <= o.end)
+                    && (op.start <= o.end || o.result == OpResult::Unfinished))
         };
         let shared_start = match &op.kind {
             OpKind::Claim(cell) => claims_of
@@ -494,6 +569,10 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
             }
             (OpKind::Claim(cell), OpResult::Claimed { epoch, took_over, prior }) => {
+                if ledger.waiting.contains(&op.id) {
+                    cov.waits_applied += 1;
+                    cov.waits_took_over += u64::from(*took_over);
+                }
                 let hist = &owners[cell.as_str()];
                 let landed = hist.iter().position(|ov| {
                     ov.node == me && ov.epoch == *epoch && ledger.ops.get(&ov.v.writer.op).is_some_and(shared)
@@ -761,6 +840,21 @@ fn check_authority(
     }
 }
 
+/// Whether process `n`'s life `incarnation` had a retirement of its lease land by `at` (a lease write of its
+/// `close()` operation).
+fn retired_before(store: &SimStore, ledger: &Ledger, facts: &Facts, n: usize, incarnation: u32, at: u64) -> bool {
+    let key = facts.lease_key(&facts.nodes[n]);
+    store.objects.get(&key).is_some_and(|h| {
+        h.iter().any(|v| {
+            v.writer.node == n
+                && v.writer.incarnation == incarnation
+                && v.at <= at
+                && v.body.is_some()
+                && ledger.ops.get(&v.writer.op).is_some_and(|o| o.kind == OpKind::Close)
+        })
+    })
+}
+
 /// No takeover while the owner's lease was live: `p` (by A) replaced by `ov` (by B != A). A's authority
 /// for `p` came from the lease generation it claimed `p` in; every lease write A installed in that
 /// generation and that landed before the takeover must be dead by the peer rule on B's clock.
@@ -776,6 +870,12 @@ fn check_takeover(
     let a = p.v.writer.node;
     let b = ov.v.writer.node;
     let key = facts.lease_key(&facts.nodes[a]);
+    // The holder's own life retired its lease (`close()`) before the takeover landed: peers may judge it
+    // dead at once, which is safe only because it acts no more once close() was called (`act-after-close`
+    // holds it to that).
+    if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at) {
+        return;
+    }
     let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
         .into_iter()
         .filter(|v| v.at <= ov.v.at)

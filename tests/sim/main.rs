@@ -52,6 +52,8 @@ fn correct_protocol_survives_1300_seeds() {
     let (mut ops, mut takeovers, mut acts, mut rejected) = (0, 0, 0, 0);
     let (mut fresh_starts, mut known_starts, mut unread_then_read) = (0, 0, 0);
     let (mut mixed, mut waits) = (0, 0);
+    let (mut closes, mut retirements, mut deleted, mut retired_takeovers, mut waited, mut waited_over) = (0, 0, 0, 0, 0, 0);
+    let mut removed = 0;
     let mut failures = String::new();
     for r in &reports {
         ops += r.ops;
@@ -63,6 +65,13 @@ fn correct_protocol_survives_1300_seeds() {
         unread_then_read += r.coverage.unread_then_read;
         mixed += r.coverage.mixed_takeovers;
         waits += r.coverage.recovery_waits;
+        closes += r.coverage.closes;
+        retirements += r.coverage.retirements;
+        deleted += r.coverage.deleted_leases;
+        retired_takeovers += r.coverage.retired_takeovers;
+        waited += r.coverage.waits_applied;
+        waited_over += r.coverage.waits_took_over;
+        removed += r.coverage.leases_removed;
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
@@ -82,6 +91,10 @@ fn correct_protocol_survives_1300_seeds() {
          {unread_then_read} of them went on to read"
     );
     println!("{mixed} takeovers between edge and celld-like nodes, {waits} claims waited for a log's recovery");
+    println!(
+        "{closes} closes ({retirements} retired the lease, {deleted} deleted it), {retired_takeovers} takeovers of a \
+         retired lease; {waited} waiting claims applied ({waited_over} took over); {removed} dead leases removed"
+    );
     println!("faults: {faults:?}");
     println!("operations that ended in an error, by code: {errors:?}");
     assert!(failures.is_empty(), "violations under the correct protocol:\n{failures}");
@@ -94,6 +107,12 @@ fn correct_protocol_survives_1300_seeds() {
     // Half the seeds share the bucket with celld-like nodes (`celld.rs`): cells must change hands
     // between the two implementations, and claims must meet a dead holder's unsealed log.
     assert!(mixed > 200 && waits > 50, "too little mixing with celld: {mixed} takeovers, {waits} recovery waits");
+    // close() and waiting claims (issue 17) must be exercised too.
+    assert!(
+        retirements > 500 && deleted > 50 && retired_takeovers > 200 && waited_over > 200 && removed > 25,
+        "close/wait/clean-up not exercised: {retirements} retirements, {deleted} deletes, {retired_takeovers} retired \
+         takeovers, {waited_over} waits that took over, {removed} dead leases removed"
+    );
     for f in [
         "request-lost",
         "response-lost",

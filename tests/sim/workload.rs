@@ -3,7 +3,9 @@
 //! one or two celld-like nodes of `celld.rs` sharing the bucket), runs every edge process's real
 //! `S3Ownership` through concurrent workload loops on one instance (lease upkeep by the
 //! driver's own renewal loop or inline, contended claims — two at once of one cell too —, releases,
-//! verifies, owner lookups, callers' renewals beside the loop) on the seeded executor, records results,
+//! verifies, owner lookups, callers' renewals beside the loop, claims that wait for the holder's lease to
+//! run out, and in some lives `close()` followed by a restart under the same node id) on the seeded
+//! executor, records results,
 //! installed leases and acting instants in the ledger, and hands store + ledger to the checker.
 //!
 //! It must never decide correctness itself (that is the checker's job) and never reach the store except
@@ -20,7 +22,7 @@ use std::task::{Context, Poll};
 use celld_edge::env::{Env, Event};
 use celld_edge::ownership::teeth::Tooth;
 use celld_edge::ownership::{CasGuard, CasOutcome};
-use celld_edge::ownership::{ClaimOptions, ClaimOutcome, Config, IdSet, ProbePolicy, S3Ownership};
+use celld_edge::ownership::{ClaimOptions, ClaimOutcome, CloseOptions, Config, IdSet, ProbePolicy, S3Ownership};
 use celld_edge::s3::Bucket;
 use celld_edge::Error;
 
@@ -319,6 +321,11 @@ struct Life {
     /// The lease generation the driver reports (a new one at every `LeaseAcquired`).
     gen: Rc<Cell<u64>>,
     last_renew: Cell<u64>,
+    /// When this life calls `close()` (true time), if it does, and whether with `release`.
+    close_at: Option<u64>,
+    release_on_close: bool,
+    /// `close()` was called: the loops stop.
+    closed: Cell<bool>,
 }
 
 impl Life {
@@ -329,28 +336,30 @@ impl Life {
         call: F,
         result: impl FnOnce(&T) -> OpResult,
     ) -> T {
-        self.op_noting(kind, call, false, result).await
+        self.op_noting(kind, call, |_, _| {}, result).await
     }
 
-    /// `op`, noting in the ledger whether it was a claim with `expect_new`.
+    /// `op`, noting in the ledger what kind of call it was (a claim with `expect_new`, a waiting claim).
     async fn op_noting<T: std::fmt::Debug, F: Future<Output = T>>(
         &self,
         kind: OpKind,
         call: F,
-        expect_new: bool,
+        note: impl FnOnce(&mut Ledger, u64),
         result: impl FnOnce(&T) -> OpResult,
     ) -> T {
         let op = self.ctx.begin(self.node, self.incarnation, self.gen.get(), kind);
-        if expect_new {
-            self.ctx.ledger.borrow_mut().expect_new.insert(op);
-        }
+        note(&mut self.ctx.ledger.borrow_mut(), op);
         let out = exec::tagged(&self.ctx.world, self.node, op, call).await;
         self.ctx.world.note(|| format!("op {op} of {}#{} returned {out:?}", self.ctx.names[self.node], self.node));
         self.ctx.end(op, result(&out));
-        if let Some(rec) = self.ctx.ledger.borrow_mut().ops.get_mut(&op).filter(|r| r.kind == OpKind::Acquire) {
-            // What an acquisition installs belongs to the generation it began.
+        let mut ledger = self.ctx.ledger.borrow_mut();
+        let waited = ledger.waiting.contains(&op);
+        if let Some(rec) = ledger.ops.get_mut(&op).filter(|r| r.kind == OpKind::Acquire || waited) {
+            // What an acquisition installs belongs to the generation it began; a waiting claim's last
+            // attempt, to the generation it was answered in (its attempts may span several).
             rec.gen = self.gen.get();
         }
+        drop(ledger);
         out
     }
 
@@ -383,7 +392,15 @@ impl Life {
     async fn claim(&self, cell: &str, options: ClaimOptions) {
         let kind = OpKind::Claim(cell.to_owned());
         let r = self
-            .op_noting(kind, self.own.claim_with(cell, options), options.expect_new, |r| match r {
+            .op_noting(
+                kind,
+                self.own.claim_with(cell, options),
+                |ledger, op| {
+                    if options.expect_new {
+                        ledger.expect_new.insert(op);
+                    }
+                },
+                |r| match r {
                 Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
                     epoch: *epoch,
                     took_over: *took_over,
@@ -392,6 +409,36 @@ impl Life {
                 Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
                     OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
                 }
+                Ok(ClaimOutcome::Rejected { owner }) => {
+                    OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
+                }
+                Err(e) => failed(e),
+                },
+            )
+            .await;
+        match r {
+            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
+                self.beliefs.borrow_mut().insert(cell.to_owned(), epoch);
+            }
+            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
+            _ => {}
+        }
+    }
+
+    /// Waits for the cell (`claim_waiting`), giving up after `patience` ms (the cancel future).
+    async fn claim_waiting(&self, cell: &str, patience: u32) {
+        let kind = OpKind::Claim(cell.to_owned());
+        let cancel = self.own.env().sleep(patience);
+        let call = self.own.claim_waiting(cell, ClaimOptions::default(), cancel);
+        let r = self
+            .op_noting(kind, call, |ledger, op| {
+                ledger.waiting.insert(op);
+            }, |r| match r {
+                Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
+                    epoch: *epoch,
+                    took_over: *took_over,
+                    prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
+                },
                 Ok(ClaimOutcome::Rejected { owner }) => {
                     OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
                 }
@@ -405,6 +452,24 @@ impl Life {
             Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
             _ => {}
         }
+    }
+
+    /// `close()`, then the process lingers a while (still polled and watched: it must not act) and exits;
+    /// it restarts later as a fresh instance under the same node id (a crash of a closed process).
+    async fn close(&self, rng: &mut Rng) {
+        // Beliefs stay as they are: close() itself must end every authority.
+        let options = CloseOptions { release: self.release_on_close };
+        let _ = self
+            .op(OpKind::Close, self.own.close(options), |r| match r {
+                Ok(c) => OpResult::Closed { retired: c.retired, deleted: c.deleted },
+                Err(e) => failed(e),
+            })
+            .await;
+        self.closed.set(true);
+        let ttl = self.ctx.params.ttl_ms;
+        let now = self.ctx.world.now();
+        self.ctx.world.schedule_chaos(now + rng.range(0, ttl), Chaos::Crash { node: self.node, ms: rng.range(0, ttl * 2) });
+        self.own.env().sleep((ttl * 10) as u32).await;
     }
 
     async fn release(&self, cell: &str) {
@@ -500,6 +565,12 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
         None => own,
     });
     ctx.live.borrow_mut()[node] = Some(NodeSlot { incarnation, own: own.clone(), beliefs: beliefs.clone() });
+    let seed = ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20);
+    let mut draw = Rng::new(seed ^ 0xc105e);
+    let now = ctx.world.now();
+    // A third of the lives end with close() at some point of the run.
+    let close_at = draw.chance(0.33).then(|| now + draw.range(p.ttl_ms / 2, p.ttl_ms * 4)).filter(|&t| t < p.run_ms);
+    let release_on_close = draw.chance(0.5);
     let life = Rc::new(Life {
         ctx: ctx.clone(),
         node,
@@ -510,8 +581,10 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
         releasing: RefCell::default(),
         gen,
         last_renew: Cell::new(0),
+        close_at,
+        release_on_close,
+        closed: Cell::new(false),
     });
-    let seed = ctx.seed ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20);
     let mut work: Option<exec::Task> = None;
     for w in (0..ctx.workers).rev() {
         let worker: exec::Task = Box::pin(operations(life.clone(), Rng::new(seed ^ 0x5eed ^ (w as u64) << 8), w));
@@ -535,7 +608,7 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
 async fn renewals(life: Rc<Life>, mut rng: Rng) {
     let ctx = &life.ctx;
     let run_ms = ctx.params.run_ms;
-    while ctx.world.now() < run_ms {
+    while ctx.world.now() < run_ms && !life.closed.get() {
         if !life.leased.get() {
             life.own.env().sleep(rng.range(20, 100) as u32).await;
             continue;
@@ -576,7 +649,11 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
     let own = &life.own;
     let beliefs = &life.beliefs;
     let renew_every = p.ttl_ms / 3;
-    while ctx.world.now() < p.run_ms {
+    while ctx.world.now() < p.run_ms && !life.closed.get() {
+        if worker == 0 && life.close_at.is_some_and(|t| ctx.world.now() >= t) {
+            life.close(&mut rng).await;
+            return;
+        }
         if !life.leased.get() {
             life.acquire(&mut rng).await;
             continue;
@@ -646,6 +723,18 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
             }
             // A caller's own renewal beside the loop (or beside another worker's).
             91..=94 => life.renew(&mut rng).await,
+            // Wait for a cell until its holder's lease runs out, giving up after a while.
+            95..=97 => life.claim_waiting(&random_cell, rng.range(0, p.ttl_ms * 2) as u32).await,
+            // Clean up a peer's lease if it is dead and no cell's record names it.
+            98 => {
+                let peer = rng.range(0, ctx.nodes as u64 - 1) as usize;
+                let cells: Vec<&str> = ctx.cells.iter().map(String::as_str).collect();
+                let _ = life
+                    .op(OpKind::RemoveLease(peer), own.remove_dead_lease(&ctx.names[peer], &cells), |r| {
+                        r.as_ref().map_or_else(failed, |r| OpResult::LeaseRemoval(format!("{r:?}")))
+                    })
+                    .await;
+            }
             _ => {}
         }
         life.sleep(&mut rng, p.ttl_ms / 6).await;

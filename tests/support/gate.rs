@@ -78,13 +78,16 @@ impl GateEnv {
 
     /// Ends every sleep in progress, advancing both clocks by the longest.
     pub fn wake_sleeps(&self) {
-        let mut inner = self.inner.borrow_mut();
-        let longest = inner.sleeps.iter().filter(|(_, done)| !done).map(|(ms, _)| *ms).max().unwrap_or(0);
-        for s in inner.sleeps.iter_mut() {
+        let longest = self.inner.borrow().sleeps.iter().filter(|(_, done)| !done).map(|(ms, _)| *ms).max().unwrap_or(0);
+        self.wake_sleeps_after(u64::from(longest));
+    }
+
+    /// Ends every sleep in progress, advancing both clocks by `ms` (time that passed in part before).
+    pub fn wake_sleeps_after(&self, ms: u64) {
+        for s in self.inner.borrow_mut().sleeps.iter_mut() {
             s.1 = true;
         }
-        drop(inner);
-        self.mem.advance(u64::from(longest));
+        self.mem.advance(ms);
     }
 }
 

@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError};
+use celld_edge::error::Source;
 
 pub struct HttpEnv {
     started: Instant,
@@ -75,7 +76,8 @@ impl Env for HttpEnv {
         let timeout = Duration::from_millis(u64::from(timeout_ms.unwrap_or(10_000)));
         exchange(&req, timeout).map_err(|e| match e.kind() {
             std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => TransportError::TimedOut,
-            _ => TransportError::Network(e.to_string()),
+            // The io::Error itself travels on to the caller's error (`Fault::source`).
+            _ => TransportError::Network(NetworkError { detail: e.to_string(), source: Some(Source::new(e)) }),
         })
     }
     fn wall_ms(&self) -> u64 {
