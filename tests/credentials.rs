@@ -5,6 +5,8 @@
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
+// The scripted-fault half of the support Env is for other tests.
+#[allow(dead_code)]
 mod support;
 
 use celld_edge::env::Credentials;

@@ -53,13 +53,16 @@ pub enum Need {
     Keys,
 }
 
+/// A refresh's outcome: `Err` carries what the provider threw.
+type Refreshed = core::result::Result<(), String>;
+
 pub struct Rotation {
     held: Cell<Held>,
     /// The keys come from a provider (static keys are never asked for again).
     provided: bool,
     /// Not before this wall instant after a failed refresh (while the keys held still work).
     retry_after: Cell<u64>,
-    flight: RefCell<Option<Rc<Flight<core::result::Result<(), String>>>>>,
+    flight: RefCell<Option<Rc<Flight<Refreshed>>>>,
 }
 
 impl Rotation {
@@ -112,7 +115,7 @@ impl Rotation {
     }
 
     /// Joins the refresh in flight, or leads one; `Err` carries what the provider threw.
-    async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>) -> core::result::Result<(), String> {
+    async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>) -> Refreshed {
         loop {
             let in_flight = self.flight.borrow().clone();
             if let Some(flight) = in_flight {
