@@ -14,6 +14,8 @@ export type ErrorCode =
   | "store-violation"
   | "not-leased"
   | "fenced"
+  /** An `AbortSignal` of `signal(cell)` / `scope` aborted because this instance released the cell. */
+  | "released"
   /** The bucket's fleet marker (`<prefix>fleet/control.json`) names another celld backend (e.g. DynamoDB):
    * the ownership records are not in the bucket, so nothing was written. */
   | "unsupported-backend"

@@ -16,9 +16,20 @@ export interface S3OwnershipOptions {
   bucket: string;
   /** `"auto"` for R2; default `"us-east-1"`. */
   region?: string;
-  accessKeyId: string;
-  secretAccessKey: string;
+  /** Static keys; or give `credentials` instead (not both). */
+  accessKeyId?: string;
+  secretAccessKey?: string;
   sessionToken?: string;
+  /**
+   * Short-lived credentials: called before the first request, and again before `expiration` (5 minutes
+   * before, or halfway through keys that live less than 10; keys in their last 10 seconds are not used).
+   * Concurrent callers share one call; a lease renewal never waits on it while the keys held still work.
+   * A failure (or an answer that is not such an object) is an `auth` error with what it threw as `cause`,
+   * and only once no usable keys are left; the lease and claims are kept. A store refusing the keys
+   * (`ExpiredToken`, `InvalidAccessKeyId`, `SignatureDoesNotMatch`, ...) has them asked for again.
+   * AWS SDK credential providers can be passed as they are.
+   */
+  credentials?: () => Promise<ProvidedCredentials> | ProvidedCredentials;
   /** This node's id: 1..=256 bytes, no `/`, `\`, control characters, not `.`/`..`; unique per running instance. */
   node: string;
   /** Advertised in the node lease for routing (celld treats an empty addr as dead). Default `""`. */
@@ -52,6 +63,17 @@ export interface S3OwnershipOptions {
   fetch?: (input: Request) => Promise<Response>;
 }
 
+/** What a `credentials` function gives. Other keys are refused, except those AWS SDK providers add. */
+export interface ProvidedCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+  /** When the keys stop working: a `Date`, an ISO-8601 string or Unix ms; absent: they do not expire. */
+  expiration?: Date | string | number | null;
+  credentialScope?: string;
+  accountId?: string;
+}
+
 /** What `onEvent` receives; `ms` is how long the operation took on the monotonic clock. */
 export type OwnershipEvent =
   | { type: "lease-acquired" | "lease-renewed"; node: string; expiresMs: number; ms: number }
@@ -63,7 +85,67 @@ export type OwnershipEvent =
   | { type: "claim-applied" | "claim-took-over"; cell: string; epoch: number; ms: number }
   | { type: "claim-rejected"; cell: string; owner: string; epoch: number; ms: number }
   | { type: "ambiguous-settled"; key: string; outcome: "applied" | "rejected" | "superseded"; readbacks: number }
-  | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string };
+  | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string }
+  | { type: "authority-lost"; cell: string; epoch: number; reason: AuthorityLost; detail: string }
+  /** One request to the store and how it went (`status` 0: no answer); `ms` from sending to the answer. */
+  | { type: "request"; key: string; op: "read" | "write" | "delete"; record: "owner" | "lease" | "fleet" | "probe" | "other"; outcome: RequestOutcome; status: number; ms: number }
+  | { type: "credentials-refreshed"; expiresMs: number; ms: number }
+  | { type: "credentials-failed"; detail: string };
+
+export type RequestOutcome = "found" | "missing" | "retryable" | "refused" | "applied" | "rejected" | "conflict" | "ambiguous";
+
+/** Count, sum, largest and last of a duration, in ms. */
+export interface Latency {
+  count: number;
+  sumMs: number;
+  maxMs: number;
+  lastMs: number;
+}
+
+/** `own.metrics()`: counters since the instance was made (see docs/observability.md). */
+export interface Metrics {
+  /** By `"<op>-<record>"` (`"write-owner"`, `"read-lease"`, ...), then by outcome. */
+  requests: Record<string, Partial<Record<RequestOutcome, number>>>;
+  /** Latency of answered requests, by `"<op>-<record>"`. */
+  requestMs: Record<string, Latency>;
+  claims: { applied: number; takeovers: number; rejected: number };
+  fences: number;
+  authorityLost: Record<AuthorityLost, number>;
+  leases: { acquired: number; acquireMs: Latency; renewMs: Latency; retired: number };
+  /** Ambiguous writes settled by reading back, by how. */
+  ambiguous: { applied: number; rejected: number; superseded: number };
+  readRetries: number;
+  closes: number;
+  credentials: { refreshed: number; failed: number };
+}
+
+/** Why this instance's authority over a cell ended: its lease lapsed (by either clock), was replaced or
+ * renewed too late; a read saw another owner or a newer epoch; it claimed the cell again (a new epoch);
+ * it began releasing the cell. */
+export type AuthorityLost = "lease-lost" | "taken-over" | "reclaimed" | "released" | "closed";
+
+/** The reason of an aborted `signal(cell)`, and what `scope` rejects with when authority ended. `code` is
+ * `"released"` when this instance released the cell, `"fenced"` otherwise. */
+export interface AuthorityLostError extends Error {
+  /** `"not-leased"` after `close()`, as every operation of a closed instance. */
+  code: "fenced" | "released" | "not-leased";
+  cell: string;
+  epoch: number;
+  lost: AuthorityLost;
+}
+
+/** What `scope(cell, fn)` passes to `fn`. */
+export interface Scope {
+  /** The epoch this instance holds the cell at: the fencing token for data written on its behalf. */
+  epoch: number;
+  /** Aborts the moment this instance may no longer act for the cell (as `signal(cell)`). */
+  signal: AbortSignal;
+  /** The injected fetch with `signal` threaded into every request (combined with the request's own);
+   * rejects without sending once authority has ended. */
+  fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+  /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). */
+  key: (name?: string) => string;
+}
 
 /** `"absent"` (`If-None-Match: *`) or the ETag the write must match (`If-Match`). */
 export type CasGuard = "absent" | { match: string };
@@ -198,6 +280,23 @@ export declare class S3Ownership {
   owner(cell: string): Promise<OwnerInfo | null>;
   /** The ack gate: true iff this node claimed `cell` at `epoch` under its current, valid lease and the record still says so. */
   verify(cell: string, epoch: number): Promise<boolean>;
+  /**
+   * An `AbortSignal` that aborts the moment this instance may no longer act for `cell` (its reason an
+   * `AuthorityLostError`): the lease's deadline by either clock (a timer, with no renewal or operation
+   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. The same signal for the
+   * same claim; already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim
+   * of the cell. Its timer does not keep Node or Deno alive.
+   */
+  signal(cell: string): AbortSignal;
+  /** This instance's counters as a fresh plain object (`undefined` only while a trapped wasm instance is
+   * being replaced). */
+  metrics(): Metrics | undefined;
+  /**
+   * Runs `fn` under this instance's claim of `cell` and resolves to what it returned only if
+   * `verify(cell, epoch)` still holds afterwards; otherwise rejects (`fenced`, `released`, with the
+   * signal's reason). Rejects `not-leased` without running `fn` when no claim is held.
+   */
+  scope<T>(cell: string, fn: (scope: Scope) => T | Promise<T>): Promise<T>;
   /** Qualifies the store (create, re-create, current and stale tokens, concurrent creates); rejects with `store-violation` naming the step when it ignores conditions. */
   probe(): Promise<ProbeReport>;
   /**

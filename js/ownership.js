@@ -5,11 +5,14 @@
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, track, untilTrap } from "./instance.js";
+import { Authority, scope, trappedSignal } from "./authority.js";
 
 export class S3Ownership {
   #options;
   #core;
   #instance;
+  /** The abort signals of this core's claims (authority.js). */
+  #authority;
   /** Cancels the renewal loop's trap report. */
   #unwatch = () => {};
   /** close() was called: a core re-created after a trap is closed too. */
@@ -19,6 +22,7 @@ export class S3Ownership {
     this.#options = options;
     this.#core = sync(() => new WasmOwnership(options, hooks));
     this.#instance = currentInstance();
+    this.#authority = new Authority(this.#core);
   }
 
   /** The core, re-created (no lease, no claims) when a trap replaced the instance it lived in. */
@@ -26,6 +30,7 @@ export class S3Ownership {
     if (this.#instance !== currentInstance()) {
       this.#core = sync(() => new WasmOwnership(this.#options, hooks));
       this.#instance = currentInstance();
+      this.#authority = new Authority(this.#core);
       // It holds no lease: closing it sends nothing, and it refuses writes as the closed one did.
       if (this.#closed) sync(() => this.#core.close()).catch(() => {});
     }
@@ -52,6 +57,31 @@ export class S3Ownership {
   probe() { return this.#run((c) => c.probe()); }
   listCells() { return this.#run((c) => c.listCells()); }
   listNodes() { return this.#run((c) => c.listNodes()); }
+
+  /** This instance's counters (requests by kind and outcome, claims, takeovers, fences, authority lost,
+   * lease write latencies, ...) as a plain object; a fresh core after a trap starts from zero. */
+  metrics() {
+    if (settled() !== undefined) return undefined;
+    return sync(() => this.#fresh().metrics());
+  }
+
+  /** An AbortSignal that aborts the moment this instance may no longer act for `cell` (authority.js);
+   * already aborted when it holds no claim of the cell. */
+  signal(cell) {
+    if (settled() !== undefined) return trappedSignal();
+    this.#fresh();
+    return this.#authority.signal(cell);
+  }
+
+  /** Runs `fn({ epoch, signal, fetch, key })` under this instance's claim of `cell`, and resolves to what
+   * it returned only if `verify(cell, epoch)` holds afterwards (authority.js). */
+  async scope(cell, fn) {
+    await settled();
+    this.#fresh();
+    const fetch = this.#options.fetch ?? globalThis.fetch;
+    const prefix = this.#options.prefix ?? "";
+    return scope(this.#authority, cell, fn, { fetch, prefix, verify: (c, e) => this.verify(c, e) });
+  }
 
   removeDeadLease(node, options) { return this.#run((c) => c.removeDeadLease(node, options)); }
 

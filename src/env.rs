@@ -59,6 +59,16 @@ impl From<&str> for NetworkError {
     }
 }
 
+/// Keys from the host's credentials provider (SPEC 4.2, short-lived credentials).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    /// When they stop working (Unix ms); `None`: they do not expire, and are asked for once.
+    pub expires_ms: Option<u64>,
+}
+
 /// What happened, for logs and graphs (`onEvent` in JS). Names keys and node ids, never credentials.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
@@ -80,6 +90,46 @@ pub enum Event<'a> {
     AmbiguousSettled { key: &'a str, outcome: &'a str, readbacks: usize },
     /// A read failed transiently and is tried again after `backoff_ms`.
     ReadRetried { key: &'a str, attempt: u32, backoff_ms: u32, detail: &'a str },
+    /// This instance may no longer act for `cell` at `epoch` (its claim there is gone). Emitted once per
+    /// claim, the moment the core knows, before the operation that learnt it returns.
+    AuthorityLost { cell: &'a str, epoch: u64, lost: Lost, detail: &'a str },
+    /// One request to the store was answered (or failed to be): `op` is read / write / delete, `record`
+    /// what the key holds (owner, lease, fleet, probe, other), `outcome` how the answer was classified
+    /// (found, missing, applied, rejected, conflict, ambiguous, retryable, refused), `status` the HTTP
+    /// status (0: no answer), `ms` from sending to the answer on the monotonic clock.
+    Request { key: &'a str, op: &'static str, record: &'static str, outcome: &'static str, status: u16, ms: f64 },
+    /// The credentials provider answered: keys until `expires_ms` (0: no expiry); `ms`: how long it took.
+    CredentialsRefreshed { expires_ms: u64, ms: f64 },
+    /// The credentials provider failed; `detail` is what it threw. The lease and claims are kept.
+    CredentialsFailed { detail: &'a str },
+}
+
+/// Why a claim's authority ended (`Event::AuthorityLost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// The lease it was made under lapsed (by either clock), was replaced, or was renewed too late.
+    LeaseLost,
+    /// A read found the record at a newer epoch or naming another node.
+    TakenOver,
+    /// This instance sent a claim of the cell at a higher epoch (every claim advances it).
+    Reclaimed,
+    /// This instance began releasing the cell.
+    Released,
+    /// `close()` was called: this instance acts for no cell any more.
+    Closed,
+}
+
+impl Lost {
+    /// The name events and JS use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lost::LeaseLost => "lease-lost",
+            Lost::TakenOver => "taken-over",
+            Lost::Reclaimed => "reclaimed",
+            Lost::Released => "released",
+            Lost::Closed => "closed",
+        }
+    }
 }
 
 /// Everything impure the protocol needs, passed in.
@@ -95,6 +145,11 @@ pub trait Env {
     fn random_u64(&self) -> u64;
     /// Waits (read backoff).
     async fn sleep(&self, ms: u32);
+    /// Asks the host's credentials provider for keys (only when the configuration says there is one,
+    /// `Config::credentials_provider`); `Err` says why it failed. Called by one caller at a time.
+    async fn credentials(&self) -> Result<Credentials, String> {
+        Err("no credentials provider".into())
+    }
     /// Receives protocol events; ignored unless the host wants them.
     fn observe(&self, _event: Event<'_>) {}
 }

@@ -212,6 +212,7 @@ impl Error {
     pub fn message(&self) -> String {
         match self {
             Error::InvalidInput(m) => msg!("invalid input: ", **m),
+            Error::Auth(r) if r.status == 0 => msg!("no usable credentials for ", r.key, ": ", r.code, ": ", r.message),
             Error::Auth(r) => {
                 msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
             }

@@ -24,6 +24,7 @@ mod prelude {
 
 pub mod env;
 pub mod error;
+pub mod metrics;
 pub mod ownership;
 pub mod s3;
 pub mod sigv4;

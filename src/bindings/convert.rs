@@ -48,19 +48,24 @@ struct OptionsIn {
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     on_event: JsValue,
+    /// An async function giving `{ accessKeyId, secretAccessKey, sessionToken, expiration }`, instead of
+    /// the static keys.
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    credentials: JsValue,
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 18] = [
+const OPTION_NAMES: [&str; 19] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
     "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
+    "credentials",
 ];
 
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
 /// probe policy (an inspector holds none).
-pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 12] = [
+pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 13] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "prefix", "maxClockSkewMs",
-    "requestTimeoutMs", "pathStyle", "fetch", "onEvent",
+    "requestTimeoutMs", "pathStyle", "fetch", "onEvent", "credentials",
 ];
 
 /// Which class the options are for: its name (for messages) and the options it takes.
@@ -78,6 +83,7 @@ pub(crate) struct Options {
     pub(crate) config: Config,
     pub(crate) fetch: js_sys::Function,
     pub(crate) on_event: Option<js_sys::Function>,
+    pub(crate) credentials: Option<js_sys::Function>,
 }
 
 fn invalid_option(class: Class, why: impl std::fmt::Display) -> Error {
@@ -124,10 +130,23 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
     let endpoint = required(o.endpoint, "endpoint")?;
     let bucket = required(o.bucket, "bucket")?;
-    let access_key_id = required(o.access_key_id, "accessKeyId")?;
-    let secret_access_key = required(o.secret_access_key, "secretAccessKey")?;
+    let credentials = match o.credentials {
+        v if v.is_undefined() || v.is_null() => None,
+        v => Some(v.dyn_into::<js_sys::Function>().map_err(|_| {
+            invalid_option("credentials must be an async function returning { accessKeyId, secretAccessKey, sessionToken, expiration }".into())
+        })?),
+    };
+    let static_keys = [&o.access_key_id, &o.secret_access_key, &o.session_token].iter().any(|k| k.is_some());
+    if credentials.is_some() && static_keys {
+        return Err(invalid_option("give either credentials (a function) or accessKeyId/secretAccessKey/sessionToken, not both".into()));
+    }
+    let (access_key_id, secret_access_key) = match credentials {
+        Some(_) => (String::new(), String::new()),
+        None => (required(o.access_key_id, "accessKeyId")?, required(o.secret_access_key, "secretAccessKey")?),
+    };
     let node = if class.options.contains(&"node") { required(o.node, "node")? } else { String::new() };
     let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
+    config.credentials_provider = credentials.is_some();
     config.session_token = o.session_token.filter(|t| !t.is_empty());
     config.region = o.region.unwrap_or(config.region);
     config.addr = o.addr.unwrap_or_default();
@@ -155,7 +174,56 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function".into()))?),
     };
-    Ok(Options { config, fetch, on_event })
+    Ok(Options { config, fetch, on_event, credentials })
+}
+
+/// What a credentials function resolved to (SPEC 4.2). `expiration` is a `Date`, an ISO-8601 string or
+/// Unix ms; absent or `null`: the keys do not expire.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProvidedIn {
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    session_token: Option<String>,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    expiration: JsValue,
+}
+
+/// The keys a credentials function gave, or why they are unusable. Unknown keys are refused, except
+/// the ones AWS SDK credential providers add (`credentialScope`, `accountId`, `$source`), so that such a
+/// provider can be passed as it is.
+pub(crate) fn provided_credentials(v: JsValue) -> Result<crate::env::Credentials, String> {
+    let bad = |why: &str| format!("the credentials function resolved to {why}");
+    if !v.is_object() {
+        return Err(bad(&format!("{}, not {{ accessKeyId, secretAccessKey, sessionToken, expiration }}", describe(&v))));
+    }
+    const KNOWN: [&str; 7] = ["accessKeyId", "secretAccessKey", "sessionToken", "expiration", "credentialScope", "accountId", "$source"];
+    if let Some(k) = unknown_key(&v, &KNOWN) {
+        return Err(bad(&format!("an object with the unknown key {k:?}")));
+    }
+    let p: ProvidedIn = serde_wasm_bindgen::from_value(v).map_err(|e| bad(&format!("a malformed object ({e})")))?;
+    let (Some(access_key_id), Some(secret_access_key)) = (p.access_key_id.filter(|k| !k.is_empty()), p.secret_access_key.filter(|k| !k.is_empty())) else {
+        return Err(bad("an object without accessKeyId and secretAccessKey"));
+    };
+    let expires_ms = match &p.expiration {
+        e if e.is_undefined() || e.is_null() => None,
+        e => {
+            let ms = if let Some(n) = e.as_f64() {
+                n
+            } else if let Some(s) = e.as_string() {
+                js_sys::Date::parse(&s)
+            } else if let Some(d) = e.dyn_ref::<js_sys::Date>() {
+                d.get_time()
+            } else {
+                f64::NAN
+            };
+            if !ms.is_finite() || ms < 0.0 {
+                return Err(bad("an expiration that is not a Date, an ISO-8601 string or Unix ms"));
+            }
+            Some(ms as u64)
+        }
+    };
+    Ok(crate::env::Credentials { access_key_id, secret_access_key, session_token: p.session_token.filter(|t| !t.is_empty()), expires_ms })
 }
 
 /// A cell or node id argument.
@@ -512,6 +580,12 @@ pub(crate) struct EventOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     deleted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    op: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ms: Option<f64>,
 }
 
@@ -547,6 +621,28 @@ impl<'a> From<&'a Event<'a>> for EventOut<'a> {
             Event::AmbiguousSettled { key, outcome, readbacks } => {
                 EventOut { kind: "ambiguous-settled", key: Some(key), outcome: Some(outcome), readbacks: Some(readbacks), ..none }
             }
+            Event::AuthorityLost { cell, epoch, lost, detail } => EventOut {
+                kind: "authority-lost",
+                cell: Some(cell),
+                epoch: Some(epoch),
+                reason: Some(lost.as_str()),
+                detail: Some(detail),
+                ..none
+            },
+            Event::Request { key, op, record, outcome, status, ms } => EventOut {
+                kind: "request",
+                key: Some(key),
+                op: Some(op),
+                record: Some(record),
+                outcome: Some(outcome),
+                status: Some(status),
+                ms: Some(ms),
+                ..none
+            },
+            Event::CredentialsRefreshed { expires_ms, ms } => {
+                EventOut { kind: "credentials-refreshed", expires_ms: Some(expires_ms), ms: Some(ms), ..none }
+            }
+            Event::CredentialsFailed { detail } => EventOut { kind: "credentials-failed", detail: Some(detail), ..none },
             Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
                 kind: "read-retried",
                 key: Some(key),

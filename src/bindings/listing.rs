@@ -147,7 +147,8 @@ impl WasmInspector {
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmInspector, JsValue> {
         super::use_error_class(hooks.error_class());
         let o = convert::options_for(INSPECTOR, options).map_err(js_error)?;
-        let env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        env.provider = o.credentials;
         let inspector = Inspector::new(&o.config, env).map_err(js_error)?;
         Ok(WasmInspector { inspector: Rc::new(inspector), hooks })
     }
@@ -182,7 +183,9 @@ impl WasmInspector {
 /// second copy of the listing in the wasm).
 fn inspector_of(c: &Core) -> Result<Inspector<WebEnv>, Error> {
     let env = c.ownership.env();
-    Inspector::new(c.ownership.config(), WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone()))
+    let mut own = WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone());
+    own.provider = env.provider.clone();
+    Inspector::new(c.ownership.config(), own)
 }
 
 #[wasm_bindgen]

@@ -5,8 +5,11 @@
 //! inputs and turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on
 //! anything JS hands it.
 
+mod authority;
 mod convert;
+mod credentials;
 mod listing;
+mod metrics;
 mod ownership;
 mod sign;
 mod trap;

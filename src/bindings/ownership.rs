@@ -30,7 +30,7 @@ pub(super) struct Core {
 /// The wasm half of `S3Ownership`.
 #[wasm_bindgen]
 pub struct WasmOwnership {
-    core: Rc<Core>,
+    pub(super) core: Rc<Core>,
     hooks: Hooks,
 }
 
@@ -41,7 +41,8 @@ impl WasmOwnership {
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
         super::use_error_class(hooks.error_class());
         let o = convert::options(options).map_err(js_error)?;
-        let env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        env.provider = o.credentials;
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;
         Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0) }), hooks })
     }
@@ -55,7 +56,8 @@ impl WasmOwnership {
         // One Guarded and one future_to_promise for every operation.
         let op: Pin<Box<dyn Future<Output = Result<JsValue, Error>>>> = Box::pin(op(self.core.clone()));
         let guarded = Guarded::new(self.hooks.clone(), op);
-        future_to_promise(async move { guarded.await?.map_err(js_error) })
+        let core = self.core.clone();
+        future_to_promise(async move { guarded.await?.map_err(|e| super::credentials::with_cause(core.ownership.env(), e)) })
     }
 
     #[wasm_bindgen(js_name = readOwner)]

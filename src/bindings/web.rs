@@ -43,6 +43,14 @@ pub(crate) struct WebEnv {
     /// The timers of this instance's sleeps in progress, so that `stopRenewing` can end the renewal
     /// loop's sleep at once (a pending timer would keep Node from exiting).
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
+    /// The `credentials` option: called for fresh keys (`Env::credentials`).
+    pub(crate) provider: Option<Function>,
+    /// What the provider last threw, for the `auth` error's `cause`.
+    pub(crate) provider_error: RefCell<Option<JsValue>>,
+    /// Every event counted, for `own.metrics()`.
+    pub(crate) metrics: RefCell<crate::metrics::Metrics>,
+    /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
+    pub(crate) watcher: RefCell<Option<Function>>,
 }
 
 /// Forgets a sleep's timer once the sleep is over or dropped.
@@ -95,7 +103,7 @@ fn describe_failure(e: &JsValue) -> String {
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default() }
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), metrics: RefCell::default(), watcher: RefCell::default() }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -198,7 +206,34 @@ impl Env for WebEnv {
         drop(asleep);
     }
 
+    async fn credentials(&self) -> Result<crate::env::Credentials, String> {
+        let Some(provider) = &self.provider else { return Err("no credentials provider".into()) };
+        let answer = match provider.call0(&JsValue::UNDEFINED) {
+            Ok(v) => self.wait(&Promise::resolve(&v)).await,
+            Err(e) => Err(e),
+        };
+        // What it threw is the next provider error's cause; an answer clears it.
+        let outcome = answer.map_err(|e| {
+            let why = format!("the credentials function failed: {}", describe(&e));
+            *self.provider_error.borrow_mut() = Some(e);
+            why
+        });
+        if outcome.is_ok() {
+            *self.provider_error.borrow_mut() = None;
+        }
+        outcome.and_then(super::convert::provided_credentials)
+    }
+
     fn observe(&self, event: Event<'_>) {
+        self.metrics.borrow_mut().record(&event);
+        if let Event::AuthorityLost { cell, epoch, lost, detail } = event {
+            // Cloned out: the watcher's abort listeners may call back into this instance.
+            let watcher = self.watcher.borrow().clone();
+            if let Some(f) = watcher {
+                let reason = super::authority::lost_error(cell, epoch, lost, detail);
+                let _ = f.call3(&JsValue::UNDEFINED, &JsValue::from_str(cell), &JsValue::from_f64(epoch as f64), &reason);
+            }
+        }
         if let Some(f) = &self.on_event {
             if let Ok(value) = EventOut::from(&event).to_js() {
                 // A throwing observer must not break the protocol: call1 catches.

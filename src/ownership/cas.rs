@@ -11,11 +11,25 @@ use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Fault, Result};
+use crate::ownership::credentials::Rotation;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
 use crate::s3::list::{classify_list, ListAnswer, ListPage};
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
+
+/// What a key holds, by the layout of SPEC §2 (whatever the prefix): for grouping requests in metrics.
+pub fn record_of(key: &str) -> &'static str {
+    let mut segments = key.rsplit('/');
+    let (last, parent) = (segments.next().unwrap_or(""), segments.next().unwrap_or(""));
+    match (parent, last) {
+        (_, "own.json") if segments.next() == Some("cells") => "owner",
+        ("nodes", _) => "lease",
+        ("fleet", "control.json") => "fleet",
+        ("probe", _) => "probe",
+        _ => "other",
+    }
+}
 
 /// Readbacks allowed to settle one operation's ambiguous writes (SPEC §3: per operation).
 pub const MAX_RECONCILES: usize = 3;
@@ -79,6 +93,8 @@ pub enum Budget {
 pub struct Store<E: Env> {
     pub env: E,
     bucket: RefCell<Bucket>,
+    /// The keys' lifetime when a credentials provider gives them.
+    rotation: Rotation,
     #[cfg(feature = "teeth")]
     pub tooth: Option<crate::ownership::teeth::Tooth>,
 }
@@ -100,6 +116,7 @@ impl<E: Env> Store<E> {
         Store {
             env,
             bucket: RefCell::new(bucket),
+            rotation: Rotation::new(false),
             #[cfg(feature = "teeth")]
             tooth: None,
         }
@@ -114,6 +131,25 @@ impl<E: Env> Store<E> {
         }
     }
 
+    /// Signs with the keys of the host's credentials provider (`Env::credentials`), asked for before the
+    /// first request; the bucket's own keys are placeholders.
+    pub fn with_credentials_provider(mut self) -> Self {
+        self.rotation = Rotation::new(true);
+        self
+    }
+
+    /// Usable keys before a request for `key` is signed (`Rotation::ready`): renewals, bounded by the
+    /// lease's authority, never wait on the provider while the keys held still work.
+    async fn signable(&self, key: &str, budget: Budget) -> Result<()> {
+        let can_wait = matches!(budget, Budget::PerRequest(_));
+        self.rotation.ready(&self.env, &self.bucket, key, can_wait).await
+    }
+
+    /// Refreshes the keys now if a refresh is due (the renewal loop's quiet moments).
+    pub async fn refresh_due_credentials(&self) -> Result<()> {
+        self.rotation.ready(&self.env, &self.bucket, "credentials", true).await
+    }
+
     /// A 128-bit random hex nonce.
     pub fn nonce(&self) -> String {
         let mut nonce = String::with_capacity(32);
@@ -126,11 +162,23 @@ impl<E: Env> Store<E> {
     pub async fn get(&self, key: &str, budget: Budget) -> Result<Option<(Vec<u8>, String)>> {
         let mut attempt = 0;
         loop {
+            self.signable(key, budget).await?;
             let req = self.bucket.borrow_mut().get(key, self.env.wall_ms())?;
-            match classify_get(key, self.env.send(req, Some(self.timeout(budget))).await) {
+            let started = self.env.mono_ms();
+            let answer = self.env.send(req, Some(self.timeout(budget))).await;
+            let status = answer.as_ref().map_or(0, |r| r.status);
+            let answer = classify_get(key, answer);
+            let outcome = match &answer {
+                GetAnswer::Found { .. } => "found",
+                GetAnswer::Missing => "missing",
+                GetAnswer::Retryable { .. } => "retryable",
+                GetAnswer::Refused(_) => "refused",
+            };
+            self.answered(key, "read", outcome, status, started);
+            match answer {
                 GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
                 GetAnswer::Missing => return Ok(None),
-                GetAnswer::Refused(e) => return Err(e),
+                GetAnswer::Refused(e) => return Err(self.refused(e)),
                 GetAnswer::Retryable(fault) => {
                     attempt += 1;
                     self.pause_before_retry(key, attempt, fault).await?;
@@ -212,24 +260,66 @@ impl<E: Env> Store<E> {
 
     /// `put_cas`, also giving the HTTP status (0 when there was no answer) for the probe's report.
     pub async fn put_cas_status(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
         let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
+        self.sent(key, "write", req, budget).await
+    }
+
+    /// Sends a write (or delete) and classifies its answer like a conditional PUT, with its status.
+    async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget) -> (u16, PutAnswer) {
+        let started = self.env.mono_ms();
         let answer = self.env.send(req, Some(self.timeout(budget))).await;
         let status = answer.as_ref().map_or(0, |r| r.status);
-        (status, classify_put(key, answer))
+        let answer = self.refused_put(classify_put(key, answer));
+        let outcome = match &answer {
+            PutAnswer::Applied { .. } => "applied",
+            PutAnswer::Rejected => "rejected",
+            PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Ambiguous { .. } => "ambiguous",
+            PutAnswer::Refused(_) => "refused",
+        };
+        self.answered(key, op, outcome, status, started);
+        (status, answer)
+    }
+
+    /// Says how one request went (`Event::Request`).
+    fn answered(&self, key: &str, op: &'static str, outcome: &'static str, status: u16, started: f64) {
+        let ms = self.env.mono_ms() - started;
+        self.env.observe(Event::Request { key, op, record: record_of(key), outcome, status, ms });
+    }
+
+    /// A store's refusal of the keys themselves (expired or revoked early, not a denied permission) has
+    /// the provider asked again before the next request.
+    fn refused(&self, e: Error) -> Error {
+        const STALE_KEYS: [&str; 5] = ["ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidAccessKeyId", "SignatureDoesNotMatch"];
+        if matches!(&e, Error::Auth(r) if r.status != 0 && STALE_KEYS.contains(&r.code.as_str())) {
+            self.rotation.distrust();
+        }
+        e
+    }
+
+    fn refused_put(&self, answer: PutAnswer) -> PutAnswer {
+        match answer {
+            PutAnswer::Refused(e) => PutAnswer::Refused(self.refused(e)),
+            other => other,
+        }
     }
 
     /// A DELETE (the probe's), classified like a PUT, with its status like `put_cas_status`.
     pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
         let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        let answer = self.env.send(req, Some(self.timeout(budget))).await;
-        let status = answer.as_ref().map_or(0, |r| r.status);
-        (status, classify_put(key, answer))
+        self.sent(key, "delete", req, budget).await
     }
 
     /// Reports how a write that needed readbacks was settled.
@@ -338,5 +428,27 @@ fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool) -> Error {
         }
         None if undecodable => Error::transport(key, msg!("not applied (409), and unsettled after ", MAX_RECONCILES, readbacks)),
         None => Error::transport(key, msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_of;
+
+    #[test]
+    fn keys_are_grouped_by_the_record_they_hold() {
+        for (key, record) in [
+            ("cells/c/own.json", "owner"),
+            ("p/x/cells/c:1$x/own.json", "owner"),
+            ("nodes/edge-7.json", "lease"),
+            ("p/nodes/n.json", "lease"),
+            ("fleet/control.json", "fleet"),
+            ("probe/qualified.json", "probe"),
+            ("probe/cas-1234", "probe"),
+            ("cells/c/data/e1/own.json", "other"),
+            ("own.json", "other"),
+        ] {
+            assert_eq!(record_of(key), record, "{key}");
+        }
     }
 }

@@ -14,8 +14,9 @@ use core::cell::RefCell;
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 
-use crate::env::{Env, Event};
+use crate::env::{Env, Event, Lost};
 use crate::error::{msg, Error, Fault, Quoted, Result};
+use crate::ownership::authority::claim_gone;
 use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
 use crate::ownership::claims::{Claim, Claims};
 use crate::ownership::control::FleetMarker;
@@ -26,8 +27,8 @@ use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::join::{first, join_all, Either, Flight, Lead};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{
-    judged_dead_at, peer_dead, renew_interval_ms, renew_retry_ms, renewable, self_deadline, wall_deadline,
-    RETIRED_EXPIRES_MS,
+    judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline,
+    wall_deadline, RETIRED_EXPIRES_MS,
 };
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Qualification};
@@ -47,6 +48,9 @@ pub struct Config {
     pub access_key_id: String,
     pub secret_access_key: String,
     pub session_token: Option<String>,
+    /// The keys come from the host's credentials provider (`Env::credentials`), asked before the first
+    /// request and again before they expire; the static keys above are then unused.
+    pub credentials_provider: bool,
     pub node: String,
     pub addr: String,
     pub prefix: String,
@@ -81,6 +85,15 @@ pub const PROBE_TRUST_MS: u64 = 7 * 86_400_000;
 const MAX_PROBE_TRUST_MS: u64 = 90 * 86_400_000;
 
 impl Config {
+    /// The keys a new `Bucket` starts signing with: the static ones, or placeholders that a credentials
+    /// provider's keys replace before anything is signed (`Store::with_credentials_provider`).
+    pub fn signing_keys(&self) -> (&str, &str) {
+        match self.credentials_provider {
+            true => ("provided", "provided"),
+            false => (&self.access_key_id, &self.secret_access_key),
+        }
+    }
+
     /// Defaults from the SPEC: region "us-east-1", ttl 10 s, skew 1 s, path style, no prefix, no addr.
     pub fn new(endpoint: &str, bucket: &str, node: &str, access_key_id: &str, secret_access_key: &str) -> Self {
         Config {
@@ -90,6 +103,7 @@ impl Config {
             access_key_id: access_key_id.to_owned(),
             secret_access_key: secret_access_key.to_owned(),
             session_token: None,
+            credentials_provider: false,
             node: node.to_owned(),
             addr: String::new(),
             prefix: String::new(),
@@ -274,18 +288,21 @@ impl<E: Env> S3Ownership<E> {
         if config.addr.chars().any(char::is_control) {
             return Err(Error::invalid("addr contains a control character"));
         }
+        let (key_id, secret) = config.signing_keys();
         let bucket = Bucket::new(
             &config.endpoint,
             &config.bucket,
             &config.region,
             config.path_style,
-            &config.access_key_id,
-            &config.secret_access_key,
+            key_id,
+            secret,
             config.session_token.as_deref(),
         )?;
         let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
         let closing = Flight::new();
-        Ok(S3Ownership { store: Store::new(env, bucket), config, state, qualification, fleet: FleetMarker::default(), closing })
+        let store = Store::new(env, bucket);
+        let store = if config.credentials_provider { store.with_credentials_provider() } else { store };
+        Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default(), closing })
     }
 
     pub fn env(&self) -> &E {
@@ -373,13 +390,72 @@ impl<E: Env> S3Ownership<E> {
 
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
         check_cell(self.config.ids, cell)?;
+        let before = self.state.borrow().claims.get(cell).cloned();
         let read = self.read_decoded(&self.owner_key(cell), decode_owner).await;
         let mut state = self.state.borrow_mut();
         match &read {
             Ok(version) => state.known.set(cell, version.clone()),
             Err(_) => state.known.forget(cell),
         }
+        drop(state);
+        if let Ok(version) = &read {
+            self.judge_claim(cell, before, version.as_ref());
+        }
         read
+    }
+
+    /// A takeover seen: drops this instance's claim of `cell` when a read (sent while the claim was
+    /// `before`) shows it replaced (`claim_gone`).
+    fn judge_claim(&self, cell: &str, before: Option<Claim>, read: Option<&OwnerRecord>) {
+        let Some(claim) = self.state.borrow().claims.get(cell).cloned() else { return };
+        let sent_after_claim = before.as_ref() == Some(&claim);
+        if claim_gone(&self.config.node, claim.0, sent_after_claim, read) {
+            let detail = match read {
+                Some(r) if r.is_released() => msg!(self.owner_key(cell), " was released at epoch ", r.epoch),
+                Some(r) => msg!(self.owner_key(cell), " names ", Quoted(&r.node), " at epoch ", r.epoch),
+                None => msg!(self.owner_key(cell), " is gone"),
+            };
+            self.lose_claim(cell, Some(claim.0), Lost::TakenOver, &detail);
+        }
+    }
+
+    /// Drops this instance's claim of `cell` (only the one at `epoch`, when given) and says so.
+    fn lose_claim(&self, cell: &str, epoch: Option<u64>, lost: Lost, detail: &str) {
+        let dropped = {
+            let mut state = self.state.borrow_mut();
+            match state.claims.get(cell) {
+                Some(&(e, _)) if epoch.is_none_or(|want| want == e) => {
+                    state.claims.remove(cell);
+                    Some(e)
+                }
+                _ => None,
+            }
+        };
+        if let Some(epoch) = dropped {
+            self.store.env.observe(Event::AuthorityLost { cell, epoch, lost, detail });
+        }
+    }
+
+    /// Drops every claim (the lease they were made under is gone) and says so.
+    fn lose_all(&self, detail: &str) {
+        let dropped: Vec<(String, u64)> = {
+            let mut state = self.state.borrow_mut();
+            let dropped = state.claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect();
+            state.claims.clear();
+            dropped
+        };
+        for (cell, epoch) in &dropped {
+            self.store.env.observe(Event::AuthorityLost { cell, epoch: *epoch, lost: Lost::LeaseLost, detail });
+        }
+    }
+
+    /// A claim of `cell` at `epoch` is about to be sent: this instance's claim at a lower epoch ends now
+    /// (the write may land at any moment).
+    fn reclaiming(&self, cell: &str, epoch: u64) {
+        let older = self.state.borrow().claims.get(cell).map(|(e, _)| *e).filter(|e| *e < epoch);
+        if let Some(old) = older {
+            self.lose_claim(cell, Some(old), Lost::Reclaimed, &msg!("claiming it again at epoch ", epoch));
+        }
     }
 
     /// Remembers the version an owner-record write of `{node, epoch}` left, or forgets the cell when the
@@ -428,6 +504,7 @@ impl<E: Env> S3Ownership<E> {
         }
         self.ensure_probed().await?;
         self.require_generation(held.generation)?;
+        self.reclaiming(cell, epoch);
         let key = self.owner_key(cell);
         let node = &self.config.node;
         let reconciles = Reconciles::default();
@@ -467,18 +544,15 @@ impl<E: Env> S3Ownership<E> {
         // no claim is reported applied after the release of its epoch.
         self.wait_for_claim(cell).await;
         self.require_release_lease()?;
+        // The claim ends as the release begins: once sent, it may land (and a peer claim) at any moment.
+        self.lose_claim(cell, Some(epoch), Lost::Released, "");
         self.ensure_probed().await?;
         let key = self.owner_key(cell);
         let reconciles = Reconciles::default();
         let settled =
             self.store.cas_settled(&key, &guard, &|n| self.owner_body("", epoch, n), self.budget(), &reconciles).await;
         self.wrote_owner(cell, "", epoch, &settled);
-        let settled = settled?;
-        let mut state = self.state.borrow_mut();
-        if state.claims.get(cell).is_some_and(|(e, _)| *e == epoch) {
-            state.claims.remove(cell);
-        }
-        settled.outcome(&key)
+        settled?.outcome(&key)
     }
 
     /// Waits until no claim of `cell` is in flight on this instance.
@@ -633,6 +707,8 @@ impl<E: Env> S3Ownership<E> {
             self.anchored_lease_write(&guard, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
+                // Claims made under an earlier lease died with it.
+                self.lose_all("a fresh lease replaced the one the claim was made under");
                 let lease = self.new_lease(etag, anchor, expires_ms, None);
                 let mut state = self.state.borrow_mut();
                 if state.closed {
@@ -640,8 +716,6 @@ impl<E: Env> S3Ownership<E> {
                     state.retiring = Some(lease);
                     return Err(closed_error());
                 }
-                // Claims made under an earlier lease died with it.
-                state.claims.clear();
                 state.fenced = None;
                 if !self.within(&lease) {
                     state.lease = None;
@@ -771,7 +845,13 @@ impl<E: Env> S3Ownership<E> {
                 return Ok(());
             }
             match self.renew_lease().await {
-                Ok(()) => wait = renew_interval_ms(ttl),
+                Ok(()) => {
+                    wait = renew_interval_ms(ttl);
+                    // Right after a renewal: a slow provider delays nothing that is due.
+                    if let Err(e) = self.store.refresh_due_credentials().await {
+                        on_error(&e);
+                    }
+                }
                 Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
                 Err(e) => {
                     on_error(&e);
@@ -857,10 +937,10 @@ impl<E: Env> S3Ownership<E> {
     fn fence(&self, why: &str) -> Error {
         let mut state = self.state.borrow_mut();
         state.lease = None;
-        state.claims.clear();
         state.fenced = Some(why.to_owned());
         drop(state);
         self.store.env.observe(Event::Fenced { node: &self.config.node, reason: why });
+        self.lose_all(why);
         Error::fenced(why.to_owned())
     }
 
@@ -875,6 +955,7 @@ impl<E: Env> S3Ownership<E> {
 
     /// Records a claim, never replacing a newer one: answers of one cell's writes may arrive out of order.
     fn record_claim(&self, cell: &str, epoch: u64, etag: String) {
+        self.reclaiming(cell, epoch);
         let mut state = self.state.borrow_mut();
         let newer = state.claims.get(cell).is_some_and(|(e, _)| *e > epoch) && !armed!(self.store, ClaimsOutOfOrder);
         if !newer {
@@ -1052,6 +1133,7 @@ impl<E: Env> S3Ownership<E> {
             };
             // Time passed while reading: the lease the claim started under must still hold.
             self.require_generation(generation)?;
+            self.reclaiming(cell, epoch);
             let node = &self.config.node;
             // The key only for this write: a string live across every await is dropped on every early exit.
             let settled = self
@@ -1187,6 +1269,19 @@ impl<E: Env> S3Ownership<E> {
             return Vec::new();
         }
         self.state.borrow().claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
+    }
+
+    /// This instance's authority for `cell` now: the epoch it holds the cell at and how long that lasts
+    /// (the smaller of the lease's two deadlines, SPEC §5), or why it has none: `fenced` (asking fences a
+    /// lapsed lease, which ends every claim: `Event::AuthorityLost`) or `not-leased` (no lease, or no
+    /// claim of the cell under it). Sends nothing: the bindings' abort signals are armed on it.
+    pub fn authority(&self, cell: &str) -> Result<(u64, f64)> {
+        let lease = self.held_lease()?;
+        let Some(&(epoch, _)) = self.state.borrow().claims.get(cell) else {
+            return Err(Error::not_leased(msg!("this instance holds no claim of cell ", Quoted(cell))));
+        };
+        let env = &self.store.env;
+        Ok((epoch, remaining_ms(lease.deadline, env.mono_ms(), lease.wall_deadline, env.wall_ms())))
     }
 
     // ---- waiting for a cell (SPEC §4.2) ----
@@ -1331,9 +1426,13 @@ impl<E: Env> S3Ownership<E> {
         let lease = if keep { state.lease.clone() } else { state.lease.take() };
         state.retiring = lease.filter(|_| state.fenced.is_none());
         state.closing_claims = if keep { Claims::default() } else { core::mem::take(&mut state.claims) };
+        let ended: Vec<(String, u64)> = state.closing_claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect();
         drop(state);
         self.closing.finish(());
         self.store.env.observe(Event::Closed { node: &self.config.node });
+        for (cell, epoch) in &ended {
+            self.store.env.observe(Event::AuthorityLost { cell, epoch: *epoch, lost: Lost::Closed, detail: "close() was called" });
+        }
     }
 
     async fn close_once(&self, options: CloseOptions) -> Result<Closed> {

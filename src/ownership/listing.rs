@@ -163,17 +163,19 @@ impl<E: Env> Inspector<E> {
         if config.request_timeout_ms == 0 {
             return Err(Error::invalid("requestTimeoutMs must be positive"));
         }
+        let (key_id, secret) = config.signing_keys();
         let bucket = Bucket::new(
             &config.endpoint,
             &config.bucket,
             &config.region,
             config.path_style,
-            &config.access_key_id,
-            &config.secret_access_key,
+            key_id,
+            secret,
             config.session_token.as_deref(),
         )?;
+        let store = Store::new(env, bucket);
         Ok(Inspector {
-            store: Store::new(env, bucket),
+            store: if config.credentials_provider { store.with_credentials_provider() } else { store },
             endpoint: config.endpoint.trim_end_matches('/').to_owned(),
             bucket: config.bucket.clone(),
             prefix: config.prefix.clone(),

@@ -1,14 +1,17 @@
 //! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes and their serde codec),
-//! `decide` (claim decision), `lease` (time arithmetic), `ids` (validation), `probe` (the store probe's
-//! machine) — take everything as arguments. `cas` is the bucket layer (GET, conditional PUT, settling
-//! ambiguous writes by readback); `control` reads celld's fleet marker over it; `qualify` records and
-//! trusts the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
+//! `decide` (claim decision), `authority` (which reads end a claim), `lease` (time arithmetic), `ids`
+//! (validation), `probe` (the store probe's machine) — take everything as arguments. `cas` is the bucket
+//! layer (GET, conditional PUT, settling ambiguous writes by readback); `credentials` rotates a
+//! provider's keys under it; `control` reads celld's fleet marker over it; `qualify` records and trusts
+//! the probe's verdict per bucket; `S3Ownership` (in `driver`) sequences them over an
 //! [`crate::env::Env`]. `listing` is the read-only view of the bucket (every cell's owner, every node's
 //! lease), needing no node id and no lease.
 
+pub mod authority;
 pub mod cas;
 mod claims;
 pub mod control;
+pub mod credentials;
 pub mod decide;
 mod driver;
 pub mod ids;

@@ -96,6 +96,17 @@ impl Bucket {
         })
     }
 
+    /// Signs from now on with these keys (a credentials provider's fresh ones).
+    pub fn set_credentials(&mut self, access_key_id: &str, secret_access_key: &str, session_token: Option<&str>) -> Result<()> {
+        if access_key_id.is_empty() || secret_access_key.is_empty() {
+            return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
+        }
+        access_key_id.clone_into(&mut self.access_key_id);
+        secret_access_key.clone_into(&mut self.secret_access_key);
+        self.session_token = session_token.filter(|t| !t.is_empty()).map(str::to_owned);
+        Ok(())
+    }
+
     /// The URL of `key` (prefix included), each segment percent-encoded exactly once.
     pub fn url(&self, key: &str) -> String {
         let mut url = String::with_capacity(self.origin.len() + self.key_base.len() + key.len() * 3);

@@ -24,7 +24,7 @@ const run = async (file, server) => {
 const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", node: "observer", probe: false });
 
 /** The tested files the README must show verbatim. */
-const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`);
+const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
@@ -68,7 +68,7 @@ test("runs of the Node quick start leave nothing in nodes/ (each closes: no pile
   }
   // ListObjectsV2 of nodes/: ministack honours DELETE If-Match (the probe verified it), so each run's
   // retired lease was deleted; on a store without it each would be left retired (expires_ms 0), never live.
-  const list = signRequest({ ...server, region: "us-east-1", url: `${server.endpoint}/${server.bucket}?list-type=2&prefix=nodes/` });
+  const list = signRequest({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}?list-type=2&prefix=nodes/` });
   const xml = await (await fetch(list.url, { headers: list.headers })).text();
   const keys = [...xml.matchAll(/<Key>([^<]+)<\/Key>/g)].map((m) => m[1]);
   deepEqual(keys, [], `leases left after ${runs} runs`);
@@ -98,6 +98,15 @@ test("fencing quick start writes under the epoch's key and acknowledges after ve
   deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42 })]);
   const rec = await observe(server).readOwner("cell-1");
   deepEqual([rec.node, rec.epoch], [null, 2]);
+});
+
+test("scope quick start writes under the epoch's key, acknowledges after verify, and stops on release", async () => {
+  const server = await freshBucket(signRequest, atomic, "qs-scope");
+  equal(await run("examples/quickstart/scope.mjs", server), "ack: 200\nstop: released");
+  const { accessKeyId, secretAccessKey } = server;
+  const get = signRequest({ accessKeyId, secretAccessKey, region: "us-east-1", url: `${server.endpoint}/${server.bucket}/cells/cell-1/data/e1/order-42.json` });
+  const res = await fetch(get.url, { headers: get.headers });
+  deepEqual([res.status, await res.text()], [200, JSON.stringify({ order: 42, epoch: 1 })]);
 });
 
 test("signing quick start: signed PUT and presigned GET accepted by a strict server", async () => {

@@ -24,7 +24,7 @@ try {
 }
 
 // S3Ownership: every option, events narrowed by type, claim results narrowed by outcome, errors by code.
-import { S3Ownership, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
+import { S3Ownership, type AuthorityLost, type AuthorityLostError, type Metrics, type RequestOutcome, type ClaimResult, type OwnershipEvent, type OwnerInfo, type ProbeReport, type S3OwnershipOptions } from "celld-edge";
 
 const seen: string[] = [];
 const options: S3OwnershipOptions = {
@@ -71,6 +71,18 @@ const options: S3OwnershipOptions = {
       case "read-retried":
         seen.push(`${event.key} #${event.attempt} in ${event.backoffMs} ms: ${event.detail}`);
         break;
+      case "request":
+        seen.push(`${event.op} ${event.record} ${event.key}: ${event.outcome satisfies RequestOutcome} ${event.status} in ${event.ms} ms`);
+        break;
+      case "credentials-refreshed":
+        seen.push(`keys until ${event.expiresMs}`);
+        break;
+      case "credentials-failed":
+        seen.push(event.detail);
+        break;
+      case "authority-lost":
+        seen.push(`${event.cell}@${event.epoch} ${event.reason satisfies AuthorityLost}: ${event.detail}`);
+        break;
       default: {
         const unhandled: never = event;
         throw new Error(`unknown event ${JSON.stringify(unhandled)}`);
@@ -88,6 +100,7 @@ function retryable(e: CelldEdgeError): boolean {
       return true;
     case "not-leased":
     case "fenced":
+    case "released":
     case "invalid-input":
     case "auth":
     case "request":
@@ -151,6 +164,30 @@ fencedWrite("cell-1").then(console.log, (e: unknown) => {
   if (e instanceof CelldEdgeError) console.log(retryable(e), e.key, e.status satisfies number | undefined, e.s3Code, e.cause);
 });
 void lowLevel;
+
+/** Fenced work under a scope: the signal stops it, verify gates the result. */
+async function scoped(cell: string): Promise<string> {
+  const signal: AbortSignal = own.signal(cell);
+  signal.addEventListener("abort", () => {
+    const why = signal.reason as AuthorityLostError;
+    console.log(why.code satisfies "fenced" | "released" | "not-leased", why.lost satisfies AuthorityLost, why.cell, why.epoch);
+  });
+  return own.scope(cell, async ({ epoch, signal, fetch, key }) => {
+    const res: Response = await fetch(`https://h/b/${key("0001.json")}`, { method: "PUT", body: "{}", signal });
+    return `${epoch}: ${res.status} ${key()}`;
+  });
+}
+void scoped;
+
+const m: Metrics | undefined = own.metrics();
+console.log(m?.requests["write-owner"]?.applied, m?.leases.renewMs.maxMs, m?.authorityLost["taken-over"], m?.claims.takeovers);
+// Short-lived keys from a function (an STS call, an R2 temporary-credentials endpoint, an AWS SDK provider).
+new S3Ownership({
+  endpoint: "https://h", bucket: "b", node: "n",
+  credentials: async () => ({ accessKeyId: "a", secretAccessKey: "s", sessionToken: "t", expiration: new Date(Date.now() + 900_000) }),
+});
+// @ts-expect-error scope needs a function
+own.scope("c", 5);
 
 // @ts-expect-error node is required
 new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" });

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, Lost, TransportError};
 
 /// What to do with the next request, instead of answering it plainly.
 #[allow(dead_code)]
@@ -44,6 +44,14 @@ pub struct Mem {
     pub ignore_conditions: bool,
     /// Status for If-Match on a missing key (404 like AWS, or 412).
     pub if_match_missing: u16,
+    /// Every `AuthorityLost` the driver emitted, in order: (cell, epoch, why, requests sent before it).
+    pub lost: Vec<(String, u64, Lost, usize)>,
+    /// What the credentials provider answers next, one per call (none left: it fails).
+    pub provided: VecDeque<Result<Credentials, String>>,
+    /// How often the credentials provider was called.
+    pub asked: usize,
+    /// The access key id of every request sent, in order.
+    pub key_ids: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -66,6 +74,10 @@ impl MemEnv {
             bucket_prefix: format!("{ENDPOINT}/{BUCKET}/"),
             ignore_conditions: false,
             if_match_missing: 404,
+            lost: Vec::new(),
+            provided: VecDeque::new(),
+            asked: 0,
+            key_ids: Vec::new(),
         })))
     }
     pub fn advance(&self, ms: u64) {
@@ -169,6 +181,8 @@ impl Env for MemEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let mut m = self.0.borrow_mut();
         assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
+        let key_id = req.header("authorization").and_then(|a| a.split("Credential=").nth(1)).and_then(|c| c.split('/').next());
+        m.key_ids.push(key_id.unwrap_or_default().to_owned());
         let key = req.url.strip_prefix(&m.bucket_prefix).map(decode).unwrap_or_default();
         m.sent.push((req.method, key.clone(), timeout_ms));
         let condition = ["if-none-match", "if-match"].into_iter().find(|h| req.header(h).is_some());
@@ -218,6 +232,18 @@ impl Env for MemEnv {
     }
     async fn sleep(&self, ms: u32) {
         self.advance(u64::from(ms));
+    }
+    async fn credentials(&self) -> Result<Credentials, String> {
+        let mut m = self.0.borrow_mut();
+        m.asked += 1;
+        m.provided.pop_front().unwrap_or_else(|| Err("provider offline".into()))
+    }
+    fn observe(&self, event: Event<'_>) {
+        if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
+            let mut m = self.0.borrow_mut();
+            let sent = m.sent.len();
+            m.lost.push((cell.to_owned(), epoch, lost, sent));
+        }
     }
 }
 

@@ -1,0 +1,126 @@
+// Short-lived credentials checks shared by every JS runtime's suite, against the signature-checking test
+// server (moto in auth mode: a wrong key is refused there): the `credentials` option's function is asked
+// before the first request (once for concurrent callers), asked again before its keys expire without the
+// lease or claims being lost, and a failure is an `auth` error keeping what the function threw.
+// Runtime-neutral: no fs, no node: imports. No timing assertions: waits only outlast the keys' lifetime.
+
+import { ownershipServers } from "./ownership.mjs";
+
+function fail(message) {
+  throw new Error(message);
+}
+
+function eq(actual, expected, what) {
+  const [a, e] = [JSON.stringify(actual), JSON.stringify(expected)];
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+const unique = () => Math.random().toString(36).slice(2, 10);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  fail("expected a rejection");
+}
+
+/** Keys this short-lived are past their last usable moment (three quarters of their life) after `LIFE_MS`. */
+const LIFE_MS = 2_000;
+
+export function credentialsChecks({ api, env, runtime }) {
+  const { S3Ownership } = api;
+  const strict = ownershipServers(env).find((s) => !s.atomic);
+  const { endpoint, bucket } = strict;
+  const good = { accessKeyId: strict.accessKeyId, secretAccessKey: strict.secretAccessKey };
+  const checks = [];
+  const check = (name, fn) => {
+    checks.push([`credentials: ${name}`, () => {
+      const calls = [];
+      /** A provider answering from `answers` in turn (a function: called; else returned), counting calls. */
+      const provider = (...answers) => async () => {
+        calls.push(Date.now());
+        await sleep(20);
+        const a = answers[Math.min(calls.length, answers.length) - 1];
+        return typeof a === "function" ? a() : a;
+      };
+      const make = (credentials, extra = {}) =>
+        new S3Ownership({ endpoint, bucket, region: "us-east-1", prefix: `t-${runtime}-cred-${unique()}/`, probe: false, node: `${runtime}-${unique()}`, credentials, ...extra });
+      return fn({ calls, provider, make, cell: `c-${unique()}` });
+    }]);
+  };
+
+  check("asked once before the first request, by concurrent callers together; its keys sign", async ({ calls, provider, make, cell }) => {
+    const own = make(provider({ ...good, expiration: new Date(Date.now() + 3_600_000) }));
+    eq(calls.length, 0, "nothing asked at construction");
+    await Promise.all([own.acquireLease(), own.readOwner(cell), own.readOwner(`${cell}-2`), own.readNodeLease("someone")]);
+    eq(calls.length, 1, "one call for four concurrent operations");
+    eq((await own.claim(cell)).outcome, "applied", "a claim signed with the provider's keys, accepted by the strict server");
+    eq(calls.length, 1, "keys valid for an hour are not asked for again");
+  });
+
+  check("asked again before expiry, keeping the lease and the claims", async ({ calls, provider, make, cell }) => {
+    const keys = () => ({ ...good, sessionToken: undefined, expiration: new Date(Date.now() + LIFE_MS).toISOString() });
+    const own = make(provider(keys));
+    await own.acquireLease();
+    const { epoch } = await own.claim(cell);
+    const signal = own.signal(cell);
+    await sleep(LIFE_MS);
+    eq(await own.verify(cell, epoch), true, "verify after the first keys' lifetime");
+    eq(calls.length, 2, "asked again");
+    eq([own.leaseValid(), signal.aborted], [true, false], "lease and claim kept");
+  });
+
+  check("a failed refresh is auth with the thrown cause; lease and claims are kept; the instance recovers", async ({ calls, provider, make, cell }) => {
+    const down = new Error("sts is down");
+    let up = true;
+    const own = make(provider(() => {
+      if (!up) throw down;
+      return { ...good, expiration: Date.now() + LIFE_MS };
+    }));
+    await own.acquireLease();
+    const { epoch } = await own.claim(cell);
+    up = false;
+    await sleep(LIFE_MS);
+    const err = await rejection(own.verify(cell, epoch));
+    eq([err.code, err.cause === down, err.message.includes("sts is down")], ["auth", true, true], `the failure (${err.message})`);
+    eq([own.leaseValid(), own.signal(cell).aborted], [true, false], "lease and claim kept");
+    up = true;
+    eq(await own.verify(cell, epoch), true, "the provider is back: same lease, same claim");
+    if (calls.length < 3) fail(`asked ${calls.length} times`);
+  });
+
+  check("keys the store refuses are asked for again", async ({ calls, provider, make }) => {
+    const own = make(provider({ ...good, secretAccessKey: "wrong" }, { ...good }));
+    const err = await rejection(own.acquireLease());
+    eq([err.code, err.message.includes("SignatureDoesNotMatch") || err.message.includes("403")], ["auth", true], `refused (${err.message})`);
+    await own.acquireLease();
+    eq(calls.length, 2, "asked again after the refusal");
+  });
+
+  check("bad options and bad answers are refused, naming what is wrong", async ({ provider, make }) => {
+    const ctorError = (opts) => {
+      try {
+        new S3Ownership({ endpoint, bucket, node: "n", ...opts });
+      } catch (e) {
+        return [e.code, e.message];
+      }
+      return ["none"];
+    };
+    const [code1, msg1] = ctorError({ credentials: { accessKeyId: "a" } });
+    eq([code1, msg1.includes("credentials must be an async function")], ["invalid-input", true], msg1);
+    const [code2, msg2] = ctorError({ credentials: async () => good, ...good });
+    eq([code2, msg2.includes("not both")], ["invalid-input", true], msg2);
+    const typo = await rejection(make(provider({ accessKeyId: "a", secretKey: "b" })).acquireLease());
+    eq([typo.code, typo.message.includes(`unknown key "secretKey"`)], ["auth", true], typo.message);
+    const when = await rejection(make(provider({ ...good, expiration: "soon" })).acquireLease());
+    eq([when.code, when.message.includes("expiration")], ["auth", true], when.message);
+    // What AWS SDK providers add is accepted as it is.
+    const sdk = make(provider({ ...good, credentialScope: "us-east-1", accountId: "123", $source: {} }));
+    await sdk.acquireLease();
+  });
+
+  return checks;
+}

@@ -1,0 +1,140 @@
+//! Short-lived credentials as the core rotates them (SPEC 4.2): a provider asked before the first request
+//! and again before its keys expire, never by a lease renewal while the keys it holds still work; a
+//! failed refresh is an `auth` error only once no usable keys are left, and never costs the lease or the
+//! claims.
+// Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
+#![cfg(not(target_arch = "wasm32"))]
+
+// The scripted-fault half of the support Env is for other tests.
+#[allow(dead_code)]
+mod support;
+
+use celld_edge::env::Credentials;
+use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
+use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
+
+const MINUTE: u64 = 60_000;
+
+fn keys(id: &str, expires_ms: Option<u64>) -> Result<Credentials, String> {
+    Ok(Credentials { access_key_id: id.into(), secret_access_key: format!("{id}-secret"), session_token: Some("tok".into()), expires_ms })
+}
+
+fn provided(env: &MemEnv) -> S3Ownership<MemEnv> {
+    let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
+    config.credentials_provider = true;
+    config.probe = ProbePolicy::Off;
+    S3Ownership::new(config, env.clone()).unwrap()
+}
+
+fn now(env: &MemEnv) -> u64 {
+    env.0.borrow().wall
+}
+
+fn asked(env: &MemEnv) -> usize {
+    env.0.borrow().asked
+}
+
+fn last_key_id(env: &MemEnv) -> String {
+    env.0.borrow().key_ids.last().cloned().unwrap_or_default()
+}
+
+fn applied(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Applied { epoch, .. } => epoch,
+        other => panic!("expected applied, got {other:?}"),
+    }
+}
+
+#[test]
+fn asked_before_the_first_request_and_again_before_expiry() {
+    let env = MemEnv::new();
+    let expires = now(&env) + 15 * MINUTE;
+    env.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let a = provided(&env);
+    assert_eq!(asked(&env), 0, "nothing is asked before a request");
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(asked(&env), 1);
+    assert!(env.0.borrow().key_ids.iter().all(|k| k == "K1"), "every request signed with the provider's keys");
+    block_on(a.claim("c")).unwrap();
+    assert_eq!(asked(&env), 1, "asked once while the keys are good");
+    // Five minutes before expiry a refresh is due: the next request (not a renewal) waits for it.
+    env.0.borrow_mut().provided.push_back(keys("K2", Some(expires + 15 * MINUTE)));
+    env.advance(10 * MINUTE);
+    block_on(a.acquire_lease()).unwrap(); // the lease lapsed meanwhile (nothing renewed it): a fresh one
+    assert_eq!(asked(&env), 2);
+    assert_eq!(last_key_id(&env), "K2");
+}
+
+#[test]
+fn a_renewal_never_waits_on_the_provider_while_the_keys_work() {
+    let env = MemEnv::new();
+    let expires = now(&env) + 10 * MINUTE;
+    env.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let a = provided(&env);
+    block_on(a.acquire_lease()).unwrap();
+    // Into the refresh window by renewing every few seconds, as the renewal loop would.
+    while now(&env) < expires - 4 * MINUTE {
+        env.advance(3_000);
+        block_on(a.renew_lease()).unwrap();
+    }
+    assert_eq!(asked(&env), 1, "renewals used the keys that still work");
+    assert_eq!(last_key_id(&env), "K1");
+    // Keys about to expire are not used even by a renewal: it waits for fresh ones.
+    env.0.borrow_mut().provided.push_back(keys("K2", Some(expires + 10 * MINUTE)));
+    while now(&env) < expires - 5_000 {
+        env.advance(3_000);
+        block_on(a.renew_lease()).unwrap();
+    }
+    assert_eq!(asked(&env), 2);
+    assert_eq!(last_key_id(&env), "K2");
+    assert!(a.lease_valid());
+}
+
+#[test]
+fn a_failed_refresh_keeps_the_lease_and_claims_and_is_auth_only_without_usable_keys() {
+    let env = MemEnv::new();
+    let expires = now(&env) + 10 * MINUTE;
+    env.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let a = provided(&env);
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(applied(block_on(a.claim("c")).unwrap()), 1);
+    // Keep the lease alive up to the refresh window.
+    while now(&env) < expires - 5 * MINUTE + 1_000 {
+        env.advance(3_000);
+        block_on(a.renew_lease()).unwrap();
+    }
+    // The provider is down (nothing queued): a request in the window still goes out with K1.
+    assert!(block_on(a.verify("c", 1)).unwrap());
+    assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
+    // Past the point where K1 may be used: the failure is an auth error naming the provider's words.
+    while now(&env) < expires - 9_000 {
+        env.advance(3_000);
+        let _ = block_on(a.renew_lease());
+    }
+    let err = block_on(a.verify("c", 1)).unwrap_err();
+    assert_eq!(err.code(), "auth", "{err}");
+    assert!(err.message().contains("provider offline"), "{err}");
+    assert!(a.lease_valid(), "the lease is kept");
+    assert_eq!(a.authority("c").unwrap().0, 1, "and the claim");
+    // The provider is back: the same instance carries on, lease and claim intact.
+    env.0.borrow_mut().provided.push_back(keys("K2", Some(expires + 10 * MINUTE)));
+    assert!(block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(last_key_id(&env), "K2");
+}
+
+#[test]
+fn keys_without_expiry_are_asked_for_once_and_bad_keys_are_refused() {
+    let env = MemEnv::new();
+    env.0.borrow_mut().provided.push_back(Ok(Credentials { access_key_id: String::new(), secret_access_key: "s".into(), session_token: None, expires_ms: None }));
+    env.0.borrow_mut().provided.push_back(keys("K1", None));
+    let a = provided(&env);
+    let err = block_on(a.acquire_lease()).unwrap_err();
+    assert_eq!(err.code(), "auth", "{err}");
+    assert!(err.message().contains("non-empty"), "{err}");
+    // With no usable keys at all, the next request asks again.
+    env.advance(1_000);
+    block_on(a.acquire_lease()).unwrap();
+    env.advance(365 * 24 * 60 * MINUTE);
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(asked(&env), 2);
+}
