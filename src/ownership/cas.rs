@@ -12,6 +12,7 @@ use core::cell::{Cell, RefCell};
 use crate::env::{Env, Event};
 use crate::error::{msg, Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
+use crate::ownership::Config;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::sigv4::encode::push_hex;
@@ -129,6 +130,23 @@ impl<E: Env> Store<E> {
                 renewal_timeout_ms(remaining_ms(mono, self.env.mono_ms(), wall, self.env.wall_ms()))
             }
         }
+    }
+
+    /// The store `config` names (endpoint, bucket, region, path style, keys or a credentials provider), for
+    /// `S3Ownership` and `Inspector` alike. Validates; sends nothing.
+    pub fn for_config(config: &Config, env: E) -> Result<Self> {
+        let (key_id, secret) = config.signing_keys();
+        let bucket = Bucket::new(
+            &config.endpoint,
+            &config.bucket,
+            &config.region,
+            config.path_style,
+            key_id,
+            secret,
+            config.session_token.as_deref(),
+        )?;
+        let store = Store::new(env, bucket);
+        Ok(if config.credentials_provider { store.with_credentials_provider() } else { store })
     }
 
     /// Signs with the keys of the host's credentials provider (`Env::credentials`), asked for before the

@@ -36,7 +36,7 @@ use crate::ownership::records::{
     awaits_recovery, decode_lease, decode_owner, encode_lease, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord,
     MAX_EPOCH,
 };
-use crate::s3::{Bucket, PutAnswer};
+use crate::s3::PutAnswer;
 use core::future::Future;
 
 /// Everything `new S3Ownership({...})` takes (SPEC §4), minus `fetch` (that is the `Env`).
@@ -288,20 +288,9 @@ impl<E: Env> S3Ownership<E> {
         if config.addr.chars().any(char::is_control) {
             return Err(Error::invalid("addr contains a control character"));
         }
-        let (key_id, secret) = config.signing_keys();
-        let bucket = Bucket::new(
-            &config.endpoint,
-            &config.bucket,
-            &config.region,
-            config.path_style,
-            key_id,
-            secret,
-            config.session_token.as_deref(),
-        )?;
+        let store = Store::for_config(&config, env)?;
         let (state, qualification) = (RefCell::new(State::default()), Qualification::default());
         let closing = Flight::new();
-        let store = Store::new(env, bucket);
-        let store = if config.credentials_provider { store.with_credentials_provider() } else { store };
         Ok(S3Ownership { store, config, state, qualification, fleet: FleetMarker::default(), closing })
     }
 

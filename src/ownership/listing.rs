@@ -23,7 +23,6 @@ use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
 use crate::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
 use crate::s3::list::Listed;
-use crate::s3::Bucket;
 
 /// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
 /// connection pool (a Worker has six simultaneous connections).
@@ -163,19 +162,8 @@ impl<E: Env> Inspector<E> {
         if config.request_timeout_ms == 0 {
             return Err(Error::invalid("requestTimeoutMs must be positive"));
         }
-        let (key_id, secret) = config.signing_keys();
-        let bucket = Bucket::new(
-            &config.endpoint,
-            &config.bucket,
-            &config.region,
-            config.path_style,
-            key_id,
-            secret,
-            config.session_token.as_deref(),
-        )?;
-        let store = Store::new(env, bucket);
         Ok(Inspector {
-            store: if config.credentials_provider { store.with_credentials_provider() } else { store },
+            store: Store::for_config(config, env)?,
             endpoint: config.endpoint.trim_end_matches('/').to_owned(),
             bucket: config.bucket.clone(),
             prefix: config.prefix.clone(),
