@@ -138,3 +138,22 @@ fn keys_without_expiry_are_asked_for_once_and_bad_keys_are_refused() {
     block_on(a.acquire_lease()).unwrap();
     assert_eq!(asked(&env), 2);
 }
+
+#[test]
+fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() {
+    let env = MemEnv::new();
+    env.0.borrow_mut().provider_hangs = true;
+    let a = provided(&env);
+    let (before, timeout) = (now(&env), u64::from(a.config().request_timeout_ms));
+    let err = block_on(a.acquire_lease()).unwrap_err();
+    assert_eq!(err.code(), "auth", "{err}");
+    assert!(err.message().contains("did not answer within"), "{err}");
+    assert_eq!(now(&env) - before, timeout, "it waited exactly one request's timeout");
+    assert!(env.0.borrow().sent.is_empty(), "nothing was sent unsigned or with placeholder keys");
+    // The provider answers again: the next request asks it and goes out.
+    env.0.borrow_mut().provider_hangs = false;
+    env.0.borrow_mut().provided.push_back(keys("K1", None));
+    env.advance(1_000);
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
+}

@@ -160,12 +160,13 @@ impl<E: Env> Store<E> {
     /// lease's authority, never wait on the provider while the keys held still work.
     async fn signable(&self, key: &str, budget: Budget) -> Result<()> {
         let can_wait = matches!(budget, Budget::PerRequest(_));
-        self.rotation.ready(&self.env, &self.bucket, key, can_wait).await
+        self.rotation.ready(&self.env, &self.bucket, key, can_wait, self.timeout(budget)).await
     }
 
-    /// Refreshes the keys now if a refresh is due (the renewal loop's quiet moments).
-    pub async fn refresh_due_credentials(&self) -> Result<()> {
-        self.rotation.ready(&self.env, &self.bucket, "credentials", true).await
+    /// Refreshes the keys now if a refresh is due (the renewal loop's quiet moments), waiting for the
+    /// provider at most as long as for one request.
+    pub async fn refresh_due_credentials(&self, budget: Budget) -> Result<()> {
+        self.rotation.ready(&self.env, &self.bucket, "credentials", true, self.timeout(budget)).await
     }
 
     /// A 128-bit random hex nonce.

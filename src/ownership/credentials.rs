@@ -9,8 +9,8 @@ use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{Error, Refusal, Result};
-use crate::ownership::join::{Flight, Lead};
+use crate::error::{msg, Error, Refusal, Result};
+use crate::ownership::join::{first, Either, Flight, Lead};
 use crate::s3::Bucket;
 
 /// Ask again at most this long before the keys expire...
@@ -95,13 +95,14 @@ impl Rotation {
 
     /// Before signing a request for `key`: refreshes when the keys are unusable, or when a refresh is due
     /// and `can_wait` (lease renewals cannot: they use the keys that still work). Concurrent callers share
-    /// one refresh. A failed refresh is an `auth` error only when no usable keys are left.
-    pub async fn ready<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, key: &str, can_wait: bool) -> Result<()> {
+    /// one refresh. A failed refresh, or a provider that has not answered within `timeout_ms`, is an `auth`
+    /// error only when no usable keys are left.
+    pub async fn ready<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, key: &str, can_wait: bool, timeout_ms: u32) -> Result<()> {
         let need = self.need(env.wall_ms());
         if need == Need::Nothing || (need == Need::Refresh && !can_wait) {
             return Ok(());
         }
-        let outcome = self.refresh(env, bucket).await;
+        let outcome = self.refresh(env, bucket, timeout_ms).await;
         match outcome {
             Err(_) if self.need(env.wall_ms()) != Need::Keys => Ok(()),
             Err(detail) => Err(Error::Auth(Box::new(Refusal {
@@ -114,8 +115,10 @@ impl Rotation {
         }
     }
 
-    /// Joins the refresh in flight, or leads one; `Err` carries what the provider threw.
-    async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>) -> Refreshed {
+    /// Joins the refresh in flight, or leads one; `Err` carries what the provider threw, or that it did not
+    /// answer within `timeout_ms` (a provider that hangs must not hang every request; its late answer is
+    /// dropped, and the next refresh asks again).
+    async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, timeout_ms: u32) -> Refreshed {
         loop {
             let in_flight = self.flight.borrow().clone();
             if let Some(flight) = in_flight {
@@ -128,7 +131,10 @@ impl Rotation {
             *self.flight.borrow_mut() = Some(flight.clone());
             let lead = Lead::new(flight, || *self.flight.borrow_mut() = None);
             let started = env.mono_ms();
-            let answer = env.credentials().await;
+            let answer = match first(env.credentials(), env.sleep(timeout_ms)).await {
+                Either::Left(answer) => answer,
+                Either::Right(()) => Err(msg!("the credentials function did not answer within ", timeout_ms, " ms")),
+            };
             let now = env.wall_ms();
             let outcome = answer.and_then(|c| {
                 bucket.borrow_mut().set_credentials(&c.access_key_id, &c.secret_access_key, c.session_token.as_deref()).map_err(|e| e.message())?;

@@ -837,7 +837,7 @@ impl<E: Env> S3Ownership<E> {
                 Ok(()) => {
                     wait = renew_interval_ms(ttl);
                     // Right after a renewal: a slow provider delays nothing that is due.
-                    if let Err(e) = self.store.refresh_due_credentials().await {
+                    if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
                         on_error(&e);
                     }
                 }

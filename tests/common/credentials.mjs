@@ -92,6 +92,14 @@ export function credentialsChecks({ api, env, runtime }) {
     if (calls.length < 3) fail(`asked ${calls.length} times`);
   });
 
+  check("a provider that never answers is auth after requestTimeoutMs, not a hang; the next request asks again", async ({ calls, provider, make }) => {
+    const own = make(provider(() => new Promise(() => {}), { ...good }), { requestTimeoutMs: 300 });
+    const err = await rejection(own.acquireLease());
+    eq([err.code, err.message.includes("did not answer within 300 ms")], ["auth", true], `the hang (${err.message})`);
+    await own.acquireLease();
+    eq([calls.length, own.leaseValid()], [2, true], "asked again, and its keys sign");
+  });
+
   check("keys the store refuses are asked for again", async ({ calls, provider, make }) => {
     const own = make(provider({ ...good, secretAccessKey: "wrong" }, { ...good }));
     const err = await rejection(own.acquireLease());

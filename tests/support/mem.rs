@@ -48,6 +48,8 @@ pub struct Mem {
     pub lost: Vec<(String, u64, Lost, usize)>,
     /// What the credentials provider answers next, one per call (none left: it fails).
     pub provided: VecDeque<Result<Credentials, String>>,
+    /// The credentials provider never answers (a hung token service).
+    pub provider_hangs: bool,
     /// How often the credentials provider was called.
     pub asked: usize,
     /// The access key id of every request sent, in order.
@@ -76,6 +78,7 @@ impl MemEnv {
             if_match_missing: 404,
             lost: Vec::new(),
             provided: VecDeque::new(),
+            provider_hangs: false,
             asked: 0,
             key_ids: Vec::new(),
         })))
@@ -234,9 +237,15 @@ impl Env for MemEnv {
         self.advance(u64::from(ms));
     }
     async fn credentials(&self) -> Result<Credentials, String> {
-        let mut m = self.0.borrow_mut();
-        m.asked += 1;
-        m.provided.pop_front().unwrap_or_else(|| Err("provider offline".into()))
+        let hangs = {
+            let mut m = self.0.borrow_mut();
+            m.asked += 1;
+            m.provider_hangs
+        };
+        if hangs {
+            std::future::pending::<()>().await;
+        }
+        self.0.borrow_mut().provided.pop_front().unwrap_or_else(|| Err("provider offline".into()))
     }
     fn observe(&self, event: Event<'_>) {
         if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
