@@ -6,17 +6,7 @@
 // (bounded only so that a broken build fails instead of hanging) and asserts order and cause.
 
 import { atomicStore } from "./ownership.mjs";
-
-function fail(message) {
-  throw new Error(message);
-}
-
-function eq(actual, expected, what) {
-  const [a, e] = [JSON.stringify(actual), JSON.stringify(expected)];
-  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
-}
-
-const unique = () => Math.random().toString(36).slice(2, 10);
+import { eq, fail, unique } from "./checks.mjs";
 
 /** Resolves when `signal` aborts; fails after `ms` (far beyond any deadline used here). */
 function aborted(signal, ms, what) {

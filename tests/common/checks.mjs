@@ -24,3 +24,19 @@ export async function asSubtests(t, results, where) {
     });
   }
 }
+
+/** Fails the check with `message`. */
+export function fail(message) {
+  throw new Error(message);
+}
+
+/** Fails unless `actual` and `expected` are the same JSON. */
+export function eq(actual, expected, what) {
+  const [a, e] = [JSON.stringify(actual), JSON.stringify(expected)];
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+/** A short random name part, so that checks never share keys. */
+export const unique = () => Math.random().toString(36).slice(2, 10);
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

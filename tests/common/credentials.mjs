@@ -5,18 +5,7 @@
 // Runtime-neutral: no fs, no node: imports. No timing assertions: waits only outlast the keys' lifetime.
 
 import { ownershipServers } from "./ownership.mjs";
-
-function fail(message) {
-  throw new Error(message);
-}
-
-function eq(actual, expected, what) {
-  const [a, e] = [JSON.stringify(actual), JSON.stringify(expected)];
-  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
-}
-
-const unique = () => Math.random().toString(36).slice(2, 10);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+import { eq, fail, sleep, unique } from "./checks.mjs";
 
 async function rejection(promise) {
   try {

@@ -3,16 +3,7 @@
 // under a fresh prefix with S3Ownership. Runtime-neutral (no fs, no node: imports): each harness supplies
 // the package's API and the server coordinates (tests/common/ownership.mjs, `ownershipServers`) and wraps
 // each [name, fn] pair in its own test runner.
-
-function fail(message) {
-  throw new Error(message);
-}
-
-function eq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
-}
+import { eq, fail, sleep, unique } from "./checks.mjs";
 
 function ok(cond, what) {
   if (!cond) fail(what);
@@ -44,9 +35,6 @@ async function rejectsCode(p, code, mention, what) {
   }
   fail(`${what}: expected a ${code} error`);
 }
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const unique = () => Math.random().toString(36).slice(2, 10);
 
 /** The keys of every entry, in the order js/ownership.d.ts declares them. */
 const CELL_KEYS = ["cell", "key", "status", "node", "epoch", "etag", "released", "modifiedMs", "lease", "leaseExpiresMs",

@@ -3,10 +3,7 @@
 // harness supplies the package's API and the server coordinates, and wraps each [name, fn] pair in its own
 // test runner. `server.atomic` marks a server whose conditional writes are atomic (ministack); the
 // signature-strict one (moto in auth mode) gets the sequential paths plus the credential checks.
-
-function fail(message) {
-  throw new Error(message);
-}
+import { fail, sleep, unique } from "./checks.mjs";
 
 /** JSON with object keys sorted, so comparisons ignore key order. */
 function canonical(v) {
@@ -30,9 +27,6 @@ async function rejectsWith(promise, code, what, mention) {
   }
   fail(`${what}: expected a ${code} error, but it succeeded`);
 }
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const unique = () => Math.random().toString(36).slice(2, 10);
 
 /** The atomic server (ministack) as S3Ownership options, from the environment scripts/test exports. */
 export function atomicStore(env) {

@@ -3,13 +3,7 @@
 // `testTrap` is the glue's test-only `__celldTestTrap` export of the very instance `api` runs on (import
 // both through the same glue module). `uncaught()` answers what the harness saw reach the runtime's
 // uncaught-error/unhandled-rejection handling since the check started. Runtime-neutral on purpose.
-
-function fail(message) {
-  throw new Error(message);
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const unique = () => Math.random().toString(36).slice(2, 10);
+import { fail, sleep, unique } from "./checks.mjs";
 
 async function rejection(promise, what) {
   try {
