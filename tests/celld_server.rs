@@ -15,7 +15,7 @@ use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
 use celld_edge::ownership::records::CasGuard;
 use celld_edge::ownership::{ClaimOutcome, Config, S3Ownership};
 use celld_edge::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
-use http::HttpEnv;
+use http::{block_on, HttpEnv};
 
 struct Server {
     endpoint: String,
@@ -28,15 +28,6 @@ fn server(kind: &str) -> Option<Server> {
     let var = |name: &str| std::env::var(format!("CELLD_TEST_{kind}_{name}")).ok();
     let found = Server { endpoint: var("ENDPOINT")?, bucket: var("BUCKET")?, key_id: var("KEY_ID")?, secret: var("SECRET")? };
     Some(found)
-}
-
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(out) => out,
-        std::task::Poll::Pending => panic!("the blocking HttpEnv never pends"),
-    }
 }
 
 /// A fresh prefix per test run, so runs never see each other's records.

@@ -14,16 +14,7 @@ use celld_edge::env::{Env, HttpRequest, HttpResponse, TransportError};
 use celld_edge::ownership::{Config, Inspector, ProbePolicy, S3Ownership};
 use celld_edge::s3::{classify_put, Bucket, PutAnswer};
 use celld_edge::ownership::records::CasGuard;
-use http::HttpEnv;
-
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(out) => out,
-        std::task::Poll::Pending => panic!("the blocking HttpEnv never pends"),
-    }
-}
+use http::{block_on, HttpEnv};
 
 /// The shared HttpEnv, noting the query of every listing GET it sends.
 struct Noting(HttpEnv, RefCell<Vec<String>>);

@@ -21,6 +21,16 @@ impl HttpEnv {
     }
 }
 
+/// Runs a future over `HttpEnv` to its end: every request it sends blocks, so it never pends.
+pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => panic!("the blocking HttpEnv never pends"),
+    }
+}
+
 fn exchange(req: &HttpRequest, timeout: Duration) -> std::io::Result<HttpResponse> {
     let rest = req.url.strip_prefix("http://").expect("a loopback http:// URL");
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
