@@ -389,6 +389,18 @@ impl Life {
         }
     }
 
+    /// What this node believes after a claim of `cell` answered `r`: the epoch it holds, or that its lease
+    /// is gone.
+    fn believe(&self, cell: &str, r: &Result<ClaimOutcome, Error>) {
+        match r {
+            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
+                self.beliefs.borrow_mut().insert(cell.to_owned(), *epoch);
+            }
+            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
+            _ => {}
+        }
+    }
+
     async fn claim(&self, cell: &str, options: ClaimOptions) {
         let kind = OpKind::Claim(cell.to_owned());
         let r = self
@@ -416,13 +428,7 @@ impl Life {
                 },
             )
             .await;
-        match r {
-            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
-                self.beliefs.borrow_mut().insert(cell.to_owned(), epoch);
-            }
-            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
-            _ => {}
-        }
+        self.believe(cell, &r);
     }
 
     /// Waits for the cell (`claim_waiting`), giving up after `patience` ms (the cancel future).
@@ -445,13 +451,7 @@ impl Life {
                 Err(e) => failed(e),
             })
             .await;
-        match r {
-            Ok(ClaimOutcome::Applied { epoch, .. }) if !self.releasing.borrow().contains_key(cell) => {
-                self.beliefs.borrow_mut().insert(cell.to_owned(), epoch);
-            }
-            Err(Error::Fenced(_) | Error::NotLeased(_)) => self.leased.set(false),
-            _ => {}
-        }
+        self.believe(cell, &r);
     }
 
     /// `close()`, then the process lingers a while (still polled and watched: it must not act) and exits;
