@@ -88,7 +88,7 @@ export type OwnershipEvent =
   | { type: "read-retried"; key: string; attempt: number; backoffMs: number; detail: string }
   | { type: "authority-lost"; cell: string; epoch: number; reason: AuthorityLost; detail: string }
   /** One request to the store and how it went (`status` 0: no answer); `ms` from sending to the answer. */
-  | { type: "request"; key: string; op: "read" | "write" | "delete"; record: "owner" | "lease" | "fleet" | "probe" | "other"; outcome: RequestOutcome; status: number; ms: number }
+  | { type: "request"; key: string; op: "read" | "write" | "delete" | "list"; record: "owner" | "lease" | "fleet" | "probe" | "other"; outcome: RequestOutcome; status: number; ms: number }
   | { type: "credentials-refreshed"; expiresMs: number; ms: number }
   | { type: "credentials-failed"; detail: string };
 

@@ -153,14 +153,11 @@ impl WasmInspector {
         Ok(WasmInspector { inspector: Rc::new(inspector), hooks })
     }
 
-    /// One operation as a Promise, [`Guarded`] like every `WasmOwnership` operation.
     fn run<F>(&self, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
     where
         F: Future<Output = Result<JsValue, Error>> + 'static,
     {
-        let op: Pin<Box<dyn Future<Output = Result<JsValue, Error>>>> = Box::pin(op(self.inspector.clone()));
-        let guarded = Guarded::new(self.hooks.clone(), op);
-        future_to_promise(async move { guarded.await?.map_err(js_error) })
+        run_on(&self.hooks, self.inspector.clone(), op)
     }
 
     #[wasm_bindgen(js_name = listCells)]
@@ -178,25 +175,54 @@ impl WasmInspector {
     }
 }
 
-/// An inspector over an `S3Ownership`'s configuration and fetch: an `Inspector<WebEnv>` like
+/// One listing operation as a Promise, [`Guarded`] like every `WasmOwnership` operation; an `auth` error
+/// from the inspector's credentials function keeps what it threw as `cause`.
+fn run_on<F>(hooks: &Hooks, inspector: Rc<Inspector<WebEnv>>, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
+where
+    F: Future<Output = Result<JsValue, Error>> + 'static,
+{
+    let op: Pin<Box<dyn Future<Output = Result<JsValue, Error>>>> = Box::pin(op(inspector.clone()));
+    let guarded = Guarded::new(hooks.clone(), op);
+    future_to_promise(async move { guarded.await?.map_err(|e| super::credentials::with_cause(inspector.env(), e)) })
+}
+
+/// The inspector over an `S3Ownership`'s configuration and fetch, made at its first listing and kept (so a
+/// credentials function is asked when its keys need it, not at every listing): an `Inspector<WebEnv>` like
 /// `S3Inspector`'s (not the core's `S3Ownership::list_cells`, whose `Inspector<&WebEnv>` would put a
 /// second copy of the listing in the wasm).
-fn inspector_of(c: &Core) -> Result<Inspector<WebEnv>, Error> {
+fn inspector_of(c: &Core) -> Result<Rc<Inspector<WebEnv>>, Error> {
+    if let Some(kept) = c.inspector.borrow().clone() {
+        return Ok(kept);
+    }
     let env = c.ownership.env();
     let mut own = WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone());
     own.provider = env.provider.clone();
-    Inspector::new(c.ownership.config(), own)
+    let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?);
+    *c.inspector.borrow_mut() = Some(inspector.clone());
+    Ok(inspector)
+}
+
+impl WasmOwnership {
+    fn run_listing<F>(&self, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
+    where
+        F: Future<Output = Result<JsValue, Error>> + 'static,
+    {
+        match inspector_of(&self.core) {
+            Ok(inspector) => run_on(&self.hooks, inspector, op),
+            Err(e) => Promise::reject(&js_error(e)),
+        }
+    }
 }
 
 #[wasm_bindgen]
 impl WasmOwnership {
     #[wasm_bindgen(js_name = listCells)]
     pub fn list_cells(&self) -> Promise {
-        self.run(|c| async move { cells_out(inspector_of(&c)?.list_cells().await?) })
+        self.run_listing(|i| async move { cells_out(i.list_cells().await?) })
     }
 
     #[wasm_bindgen(js_name = listNodes)]
     pub fn list_nodes(&self) -> Promise {
-        self.run(|c| async move { nodes_out(inspector_of(&c)?.list_nodes().await?) })
+        self.run_listing(|i| async move { nodes_out(i.list_nodes().await?) })
     }
 }

@@ -3,7 +3,7 @@
 //! runtimes. js/ownership.js is the public class around it. Arguments are checked in `convert`; no
 //! protocol logic here, and no panics.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -17,7 +17,7 @@ use super::js_error;
 use super::trap::{Guarded, Hooks};
 use super::web::WebEnv;
 use crate::error::Error;
-use crate::ownership::S3Ownership;
+use crate::ownership::{Inspector, S3Ownership};
 
 /// The protocol and this instance's renewal loop.
 pub(super) struct Core {
@@ -25,13 +25,15 @@ pub(super) struct Core {
     /// The running renewal loop's id (0: none); a loop finishing after a newer one started leaves it.
     renewing: Cell<u32>,
     last_loop: Cell<u32>,
+    /// `listCells` / `listNodes`' inspector, made at the first listing (bindings/listing.rs).
+    pub(super) inspector: RefCell<Option<Rc<Inspector<WebEnv>>>>,
 }
 
 /// The wasm half of `S3Ownership`.
 #[wasm_bindgen]
 pub struct WasmOwnership {
     pub(super) core: Rc<Core>,
-    hooks: Hooks,
+    pub(super) hooks: Hooks,
 }
 
 #[wasm_bindgen]
@@ -44,7 +46,7 @@ impl WasmOwnership {
         let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         env.provider = o.credentials;
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;
-        Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0) }), hooks })
+        Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0), inspector: RefCell::default() }), hooks })
     }
 
     /// Runs one operation as a Promise: `Ok` resolves, a `crate::Error` rejects with its code, a trap

@@ -211,10 +211,21 @@ impl<E: Env> Store<E> {
     pub async fn list(&self, prefix: &str, token: Option<&str>, max_keys: Option<u32>, budget: Budget) -> Result<ListPage> {
         let mut attempt = 0;
         loop {
+            self.signable(prefix, budget).await?;
             let req = self.bucket.borrow_mut().list(prefix, token, max_keys, self.env.wall_ms())?;
-            match classify_list(prefix, self.env.send(req, Some(self.timeout(budget))).await) {
+            let started = self.env.mono_ms();
+            let answer = self.env.send(req, Some(self.timeout(budget))).await;
+            let status = answer.as_ref().map_or(0, |r| r.status);
+            let answer = classify_list(prefix, answer);
+            let outcome = match &answer {
+                ListAnswer::Page(_) => "found",
+                ListAnswer::Retryable(_) => "retryable",
+                ListAnswer::Refused(_) => "refused",
+            };
+            self.answered(prefix, "list", outcome, status, started);
+            match answer {
                 ListAnswer::Page(page) => return Ok(page),
-                ListAnswer::Refused(e) => return Err(e),
+                ListAnswer::Refused(e) => return Err(self.refused(e)),
                 ListAnswer::Retryable(fault) => {
                     attempt += 1;
                     self.pause_before_retry(prefix, attempt, fault).await?;

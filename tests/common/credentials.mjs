@@ -20,7 +20,7 @@ async function rejection(promise) {
 const LIFE_MS = 2_000;
 
 export function credentialsChecks({ api, env, runtime }) {
-  const { S3Ownership } = api;
+  const { S3Ownership, S3Inspector } = api;
   const strict = ownershipServers(env).find((s) => !s.atomic);
   const { endpoint, bucket } = strict;
   const good = { accessKeyId: strict.accessKeyId, secretAccessKey: strict.secretAccessKey };
@@ -87,6 +87,21 @@ export function credentialsChecks({ api, env, runtime }) {
     eq([err.code, err.message.includes("did not answer within 300 ms")], ["auth", true], `the hang (${err.message})`);
     await own.acquireLease();
     eq([calls.length, own.leaseValid()], [2, true], "asked again, and its keys sign");
+  });
+
+  check("listings keep the provider's keys and its thrown cause (S3Inspector, own.listCells)", async ({ calls, provider, make }) => {
+    const down = new Error("sts is down");
+    const inspector = new S3Inspector({ endpoint, bucket, region: "us-east-1", prefix: `t-${runtime}-cred-${unique()}/`, credentials: provider(() => { throw down; }) });
+    const err = await rejection(inspector.listCells());
+    eq([err.code, err.cause === down], ["auth", true], `the inspector's failure (${err.message})`);
+    const own = make(async () => {
+      calls.push(Date.now());
+      return { ...good, expiration: Date.now() + 3_600_000 };
+    });
+    const before = calls.length;
+    await own.listCells();
+    await own.listNodes();
+    eq(calls.length - before, 1, "asked once for the owner's listings, not at each");
   });
 
   check("keys the store refuses are asked for again", async ({ calls, provider, make }) => {
