@@ -384,11 +384,12 @@ struct OwnerInfoOut<'a> {
     addr: &'a str,
     live: bool,
     awaiting_recovery: bool,
+    held: bool,
 }
 
 impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
     fn from(o: &'a OwnerInfo) -> Self {
-        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery }
+        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery, held: o.held }
     }
 }
 
