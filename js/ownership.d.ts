@@ -142,7 +142,7 @@ export interface Scope {
   signal: AbortSignal;
   /** The injected fetch with `signal` threaded into every request (combined with the request's own);
    * rejects without sending once authority has ended. */
-  fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). */
   key: (name?: string) => string;
 }
