@@ -42,7 +42,7 @@ test("bad arguments exit 2 with a message naming the problem", async () => {
     [["list"], CREDS, 'unknown command "list"'],
     [["inspect", ...base, "--bogus"], CREDS, "unknown option --bogus (--help lists them)"],
     [["inspect", ...base, "--bukcet", "b"], CREDS, "unknown option --bukcet: did you mean --bucket?"],
-    [["inspect", ...base, "--endpiont=x"], CREDS, "unknown option --endpiont=x: did you mean --endpoint?"],
+    [["inspect", ...base, "--endpiont=x"], CREDS, "unknown option --endpiont: did you mean --endpoint?"],
     [["probe", ...base, "--jsno"], CREDS, "did you mean --json?"],
     [["inspect", ...base, "extra"], CREDS, 'unexpected argument "extra"'],
     [["inspect", "--endpoint", "http://127.0.0.1:9"], CREDS, "--bucket is required"],
