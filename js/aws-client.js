@@ -109,6 +109,7 @@ const SIGNING_NAMES = {
   "portal.sso": "awsssoportal",
   "participant.connect": "execute-api",
   "data.iotevents": "ioteventsdata",
+  eventsv2: "events",
 };
 
 /**
