@@ -58,7 +58,9 @@ export async function corsFront(upstreamPort, rule = null) {
     const up = http.request(
       { host: "127.0.0.1", port: upstreamPort, method: req.method, path: req.url, headers: req.headers },
       (upRes) => {
-        res.writeHead(upRes.statusCode, { ...upRes.headers, ...cors });
+        // The rule alone decides (some servers, ministack among them, add CORS headers of their own).
+        const headers = rule ? Object.fromEntries(Object.entries(upRes.headers).filter(([k]) => !k.startsWith("access-control-"))) : upRes.headers;
+        res.writeHead(upRes.statusCode, { ...headers, ...cors });
         upRes.pipe(res);
       },
     );
