@@ -6,7 +6,7 @@ use crate::prelude::*;
 use crate::env::HttpRequest;
 use crate::error::{msg, Error, Result};
 use crate::ownership::CasGuard;
-use crate::sigv4::{split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
+use crate::sigv4::{shown_url, split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
 /// Where the bucket lives and how to sign for it.
 pub struct Bucket {
@@ -51,11 +51,13 @@ impl Bucket {
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
+        // Messages show the endpoint without userinfo or query (a password, a token), whichever check fails.
+        let shown = shown_url(endpoint);
         let (scheme, rest) = split_once_str(endpoint, "://")
             .filter(|(s, _)| *s == "http" || *s == "https")
-            .ok_or_else(|| Error::invalid_value("endpoint ", endpoint, " must start with http:// or https://"))?;
+            .ok_or_else(|| Error::invalid_value("endpoint ", &shown, " must start with http:// or https://"))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::invalid_value("endpoint ", endpoint, " must be a plain origin with an optional path"));
+            return Err(Error::invalid_value("endpoint ", &shown, " must be a plain origin with an optional path (no user:password@, query or fragment)"));
         }
         // `split_at_checked`, not slicing: the same split without a panic path (and its formatting code)
         // in the wasm.
@@ -188,6 +190,21 @@ mod tests {
 
     fn bucket(endpoint: &str, path_style: bool) -> Result<Bucket> {
         Bucket::new(endpoint, "cells", "auto", path_style, "AKID", "secret", None)
+    }
+
+    #[test]
+    fn a_refused_endpoint_never_shows_its_password_or_query() {
+        for endpoint in [
+            "ftp://user:hunter2@h?X-Amz-Security-Token=tok3n",
+            "user:hunter2@h/?tok3n",
+            "https://user:hunter2@h/\u{1b}]52;c;eA==\u{7}?tok3n",
+            "https://user:hunter2@h/?tok3n",
+        ] {
+            let err = bucket(endpoint, true).err().expect(endpoint);
+            assert_eq!(err.code(), "invalid-input", "{endpoint}");
+            let shown = err.message();
+            assert!(!shown.contains("hunter2") && !shown.contains("tok3n") && !shown.contains('\u{1b}'), "{endpoint}: {shown}");
+        }
     }
 
     #[test]

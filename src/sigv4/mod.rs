@@ -22,6 +22,7 @@ mod query;
 mod url;
 
 pub use date::AmzDate;
+pub(crate) use url::shown as shown_url;
 pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 
 use canonical::{Parts, UNSIGNED_PAYLOAD};
@@ -103,29 +104,38 @@ pub struct Signer {
 }
 
 /// Checks shared by `sign` and `presign`.
-pub(crate) fn check_common(
-    method: &str,
+/// Returns the method as it is sent (`check::method`).
+pub(crate) fn check_common<'m>(
+    method: &'m str,
     region: &str,
     service: &str,
     credentials: &Credentials<'_>,
-) -> Result<()> {
-    check::method(method)?;
+) -> Result<&'m str> {
+    let method = check::method(method)?;
     check::scope_part("region", region)?;
     check::scope_part("service", service)?;
-    check::credentials(credentials)
+    check::credentials(credentials)?;
+    Ok(method)
 }
 
 /// Writes the canonical path into `canonical` (cleared first) and returns the path to send when it differs
 /// (S3: never; other services: the wire path is the one given, since the canonical one is encoded once
 /// more).
-pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Option<&'r str> {
+pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Result<Option<&'r str>> {
     canonical.clear();
     if s3 {
+        // fetch resolves `.` and `..` segments (also written `%2E`, `%2e%2E`...) before sending: the
+        // request would reach another key than the one signed.
+        if raw.split('/').any(|segment| path::dot_segment(segment).is_some()) {
+            return Err(Error::invalid(
+                "url path has a '.' or '..' segment (or one written %2E), which fetch resolves before sending: an S3 key with such a segment cannot be addressed",
+            ));
+        }
         path::push_s3(canonical, raw);
-        None
+        Ok(None)
     } else {
         path::push_generic(canonical, raw);
-        Some(if raw.is_empty() { "/" } else { raw })
+        Ok(Some(if raw.is_empty() { "/" } else { raw }))
     }
 }
 
@@ -217,7 +227,7 @@ impl Signer {
             self;
         request.clear();
         string_to_sign.clear();
-        check_common(input.method, input.region, input.service, input.credentials)?;
+        let method = check_common(input.method, input.region, input.service, input.credentials)?;
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
         headers.fill(input.headers)?;
@@ -229,14 +239,14 @@ impl Signer {
         }
         headers.finish();
 
-        let wire_path = paths(path, url.path, s3);
+        let wire_path = paths(path, url.path, s3)?;
         let params = query::parse(url.query);
         names.clear();
         headers.push_names(names, &url.host);
         canonical::write_request(
             request,
             &Parts {
-                method: input.method,
+                method,
                 path,
                 params: &params,
                 headers,
