@@ -240,7 +240,6 @@ fn ipv6(bracketed: &str) -> Option<String> {
             *pieces.get_mut(at)? = (value >> 16) as u16;
             *pieces.get_mut(at + 1)? = value as u16;
             at += 2;
-            rest = "";
             break;
         }
         if len == 0 || len > 4 {
