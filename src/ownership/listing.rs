@@ -28,6 +28,9 @@ use crate::s3::list::Listed;
 /// connection pool (a Worker has six simultaneous connections).
 const READS_IN_FLIGHT: usize = 6;
 
+/// Keys under `cells/` that hold this are a cell's data (`scope().key()`), never records.
+const DATA_DELIMITER: &str = "/data/";
+
 /// What a peer would conclude from a node's lease right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseView {
@@ -190,12 +193,13 @@ impl<E: Env> Inspector<E> {
         Ok(self)
     }
 
-    /// Every key under `dir`, page by page.
-    async fn list(&self, dir: &str) -> Result<Vec<Listed>> {
+    /// Every key under `dir`, page by page, except those holding `delimiter` past `dir` (rolled up by
+    /// the store into common prefixes, which are not records).
+    async fn list(&self, dir: &str, delimiter: Option<&str>) -> Result<Vec<Listed>> {
         let mut all = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let page = self.store.list(dir, token.as_deref(), self.page_size, self.budget()).await?;
+            let page = self.store.list(dir, delimiter, token.as_deref(), self.page_size, self.budget()).await?;
             all.extend(page.objects);
             match page.next {
                 None => return Ok(all),
@@ -263,7 +267,7 @@ impl<E: Env> Inspector<E> {
     /// Every node lease under `<prefix>nodes/`, in key order. A lease deleted while listing is left out.
     pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
         let dir = msg!(self.prefix, "nodes/");
-        let leases: Vec<Listed> = self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
+        let leases: Vec<Listed> = self.list(&dir, None).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
         let keys: Vec<String> = leases.iter().map(|l| l.key.clone()).collect();
         let now = self.store.env.wall_ms();
         let mut out = Vec::with_capacity(keys.len());
@@ -280,8 +284,10 @@ impl<E: Env> Inspector<E> {
     /// per owner). A record deleted while listing is left out.
     pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
         let dir = msg!(self.prefix, "cells/");
+        // The application's data (`cells/<cell>/data/…`, any number of keys) comes back as one common
+        // prefix per cell: the listing stays as long as the cells are many, whatever the data.
         let records: Vec<Listed> =
-            self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, "/own.json").is_some()).collect();
+            self.list(&dir, Some(DATA_DELIMITER)).await?.into_iter().filter(|l| id_in(&l.key, &dir, "/own.json").is_some()).collect();
         let keys: Vec<String> = records.iter().map(|l| l.key.clone()).collect();
         let mut cells = Vec::with_capacity(keys.len());
         for (l, read) in records.into_iter().zip(self.read_all(&keys, decode_owner).await?) {
@@ -299,7 +305,7 @@ impl<E: Env> Inspector<E> {
         // lease is not listed is read anyway (it may have been written since), and is `missing` only if
         // absent. Plain vectors and linear finds: owners are few.
         let node_dir = msg!(self.prefix, "nodes/");
-        let listed_leases = self.list(&node_dir).await?;
+        let listed_leases = self.list(&node_dir, None).await?;
         let mut owners: Vec<&str> = Vec::new();
         for cell in &cells {
             if let Ok(CellOwner { node: Some(node), .. }) = &cell.record {
