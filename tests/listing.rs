@@ -524,3 +524,18 @@ fn probe_qualifies_without_a_node_and_records_the_verdict() {
     let record = env.mem.body("p/probe/qualified.json").unwrap();
     assert!(record.contains(r#""verdict":"refused""#), "{record}");
 }
+
+#[test]
+fn a_record_naming_a_node_outside_the_id_set_is_corrupt() {
+    let env = ListEnv::new();
+    let forged = "\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}";
+    env.mem.put_raw("cells/c1/own.json", &format!(r#"{{"node":"{}","epoch":2}}"#, forged.replace('\u{1b}', "\\u001b").replace('\u{7}', "\\u0007")));
+    env.mem.put_raw("nodes/n1.json", r#"{"node":"n\u001b[2J","expires_ms":1}"#);
+    let listed = cells(&env, "");
+    assert_eq!(listed.len(), 1);
+    let err = listed[0].record.as_ref().err().expect("a corrupt record");
+    assert_eq!(err.code(), "corrupt-record");
+    assert!(!err.to_string().contains('\u{1b}'), "{err}");
+    let nodes = nodes(&env, "");
+    assert_eq!(nodes[0].lease.name(), "corrupt");
+}

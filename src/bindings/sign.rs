@@ -214,7 +214,7 @@ impl SignerIo {
             let payload = match (payload, hashed.as_deref()) {
                 (PAYLOAD_BODY, _) => Payload::Bytes(body),
                 (PAYLOAD_UNSIGNED, _) => Payload::Unsigned,
-                (PAYLOAD_HASHED, Some(hash)) => Payload::Hash(hash),
+                (PAYLOAD_HASHED, Some(hash)) => Payload::BodyHash(hash),
                 _ => return Err(Error::invalid("payload mode without its body")),
             };
             sign(signer, &fields, headers, payload, unix_ms, answer)

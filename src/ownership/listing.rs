@@ -16,12 +16,12 @@ use crate::error::{msg, Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::decide::awaiting_recovery;
 use crate::ownership::driver::{Config, S3Ownership};
-use crate::ownership::ids::check_prefix;
+use crate::ownership::ids::{check_node, check_prefix, IdSet};
 use crate::ownership::join::join_all;
 use crate::ownership::lease::peer_dead;
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
-use crate::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
+use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
 use crate::s3::list::Listed;
 
 /// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
@@ -154,6 +154,9 @@ pub struct Inspector<E: Env> {
     max_clock_skew_ms: u64,
     timeout_ms: u32,
     page_size: Option<u32>,
+    /// The fleet's id set: a record naming a node outside it is `corrupt-record` (anyone who can write a
+    /// record could otherwise put anything, terminal escapes included, into an operator's listing).
+    ids: IdSet,
 }
 
 impl<E: Env> Inspector<E> {
@@ -173,6 +176,7 @@ impl<E: Env> Inspector<E> {
             max_clock_skew_ms: config.max_clock_skew_ms,
             timeout_ms: config.request_timeout_ms,
             page_size: None,
+            ids: config.ids,
         })
     }
 
@@ -234,6 +238,12 @@ impl<E: Env> Inspector<E> {
         Ok(out)
     }
 
+    /// A lease record read from `key`, unless it names a node outside the id set (`corrupt-record`).
+    fn named(&self, key: &str, record: NodeLeaseRecord) -> Result<NodeLeaseRecord> {
+        check_node(self.ids, &record.node).map_err(|e| corrupt(key, msg!("its node is not a node id: ", e)))?;
+        Ok(record)
+    }
+
     /// A lease as read (`None`: absent), judged by the peer rule at wall time `now`.
     fn lease_entry(&self, node: &str, key: String, modified_ms: Option<u64>, read: Option<Result<NodeLeaseRecord>>, now: u64) -> NodeEntry {
         let mut entry = NodeEntry {
@@ -274,6 +284,7 @@ impl<E: Env> Inspector<E> {
         for (l, read) in leases.iter().zip(self.read_all(&keys, decode_lease).await?) {
             if read.is_some() {
                 let node = id_in(&l.key, &dir, ".json").unwrap_or_default();
+                let read = read.map(|r| r.and_then(|record| self.named(&l.key, record)));
                 out.push(self.lease_entry(node, l.key.clone(), l.last_modified_ms, read, now));
             }
         }
@@ -292,6 +303,12 @@ impl<E: Env> Inspector<E> {
         let mut cells = Vec::with_capacity(keys.len());
         for (l, read) in records.into_iter().zip(self.read_all(&keys, decode_owner).await?) {
             let Some(record) = read else { continue };
+            let record = record.and_then(|r: OwnerRecord| {
+                if !r.is_released() {
+                    check_node(self.ids, &r.node).map_err(|e| corrupt(&l.key, msg!("its node is not a node id: ", e)))?;
+                }
+                Ok(r)
+            });
             let record = record.map(|r: OwnerRecord| CellOwner {
                 node: (!r.is_released()).then_some(r.node),
                 epoch: r.epoch,
@@ -318,6 +335,7 @@ impl<E: Env> Inspector<E> {
         let now = self.store.env.wall_ms();
         let mut leases = Vec::with_capacity(keys.len());
         for ((node, key), read) in owners.iter().zip(&keys).zip(self.read_all(&keys, decode_lease).await?) {
+            let read = read.map(|r| r.and_then(|record| self.named(key, record)));
             let modified = listed_leases.iter().find(|l| l.key == *key).and_then(|l| l.last_modified_ms);
             leases.push(self.lease_entry(node, key.clone(), modified, read, now));
         }

@@ -46,6 +46,9 @@ pub enum Payload<'a> {
     /// A precomputed lower-case hex SHA-256 of the body, or a special value such as
     /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, signed as given.
     Hash(&'a str),
+    /// The body's lower-case hex SHA-256, computed by the caller (a body hashed in pieces): signed
+    /// exactly as `Bytes` of that body would be (no `x-amz-content-sha256` header but for S3).
+    BodyHash(&'a str),
 }
 
 pub struct SignInput<'a> {
@@ -168,14 +171,14 @@ fn payload_line(out: &mut String, headers: &mut Headers, payload: Payload<'_>, s
     match payload {
         Payload::Bytes(body) => canonical::push_payload_sha256(out, body),
         Payload::Unsigned => out.push_str(UNSIGNED_PAYLOAD),
-        Payload::Hash(hash) => {
+        Payload::Hash(hash) | Payload::BodyHash(hash) => {
             check::payload_hash(hash)?;
             out.push_str(hash);
         }
     }
     // S3 always wants it; elsewhere it is needed whenever the value is not the body's SHA-256, or the
     // service would hash the body and disagree.
-    if s3 || !matches!(payload, Payload::Bytes(_)) {
+    if s3 || !matches!(payload, Payload::Bytes(_) | Payload::BodyHash(_)) {
         headers.push_signed("x-amz-content-sha256", out);
     }
     Ok(())
@@ -370,6 +373,22 @@ mod tests {
                 let want = Signer::new().sign(&input).unwrap();
                 assert_eq!((got.url, got.headers), (want.url, want.headers), "request {i}, round {round}");
             }
+        }
+    }
+
+    #[test]
+    fn a_body_hashed_by_the_caller_signs_as_the_body() {
+        let datetime = AmzDate::parse("20150830T123600Z").unwrap();
+        let credentials = Credentials { access_key_id: "AKID", secret_access_key: "secret", session_token: None };
+        let body = b"a body hashed in pieces";
+        let hex = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+        for service in ["s3", "execute-api"] {
+            let sign = |payload| {
+                let input = SignInput { method: "POST", url: "https://h/a", headers: &[], payload, region: "us-east-1", service, credentials: &credentials, datetime: &datetime };
+                let signed = Signer::new().sign(&input).unwrap();
+                (signed.url, signed.headers)
+            };
+            assert_eq!(sign(Payload::BodyHash(&hex)), sign(Payload::Bytes(body)), "{service}");
         }
     }
 
