@@ -414,7 +414,7 @@ export function signingChecks(ctx) {
     }
   });
 
-  check("a URL's password or query token is never echoed, whichever URL check fails (signers and endpoint checks)", () => {
+  check("a URL's password or query token is never echoed, whichever URL check fails (signers and endpoint checks)", async () => {
     const secrets = ["hunter2", "tok3n"];
     const urls = [
       "ftp://user:hunter2@h/b/k?X-Amz-Security-Token=tok3n",
@@ -430,17 +430,19 @@ export function signingChecks(ctx) {
       const store = { endpoint: url, bucket: "fleet", region: "us-east-1", accessKeyId: "a", secretAccessKey: "s" };
       if (api.S3Ownership) refusals.push([`new S3Ownership endpoint ${url}`, () => new api.S3Ownership({ ...store, node: "n1" })]);
       if (api.S3Inspector) refusals.push([`new S3Inspector endpoint ${url}`, () => new api.S3Inspector(store)]);
+      if (api.AwsClient) refusals.push([`AwsClient.sign ${url}`, () => new api.AwsClient({ accessKeyId: "a", secretAccessKey: "s", region: "us-east-1", service: "s3" }).sign(url.replace("h:99999", "h\u0001"))]);
     }
     for (const [what, fn] of refusals) {
       let err;
       try {
-        fn();
+        await fn();
       } catch (e) {
         err = e;
       }
       if (!err) fail(`${what}: accepted`);
       equal(err.code, "invalid-input", `${what}: code (${err.message})`);
-      for (const secret of secrets) if (String(err.message).includes(secret)) fail(`${what}: ${secret} in ${JSON.stringify(err.message)}`);
+      const cause = err.cause === undefined ? "" : `${err.cause?.message} ${err.cause?.stack} ${err.cause?.input}`;
+      for (const secret of secrets) if (`${err.message} ${cause}`.includes(secret)) fail(`${what}: ${secret} in ${JSON.stringify(`${err.message} ${cause}`)}`);
     }
   });
 
