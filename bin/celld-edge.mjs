@@ -66,7 +66,7 @@ class UsageError extends Error {}
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** `text` safe to print: anything in UNSAFE as a visible `\xHH` / `\u{HHHH}` escape. Everything printed
- * from the store, the arguments or an error goes through this (or `json`). */
+ * from the store, the arguments or an error goes through this (or `jsonText`). */
 function clean(text) {
   return String(text).replace(UNSAFE, (c) => {
     const code = c.charCodeAt(0);
@@ -76,7 +76,7 @@ function clean(text) {
 
 /** JSON for scripts, with what JSON.stringify leaves raw (DEL, C1 controls, bidi controls, U+2028/9)
  * escaped as `\uHHHH` too: the same value to a parser, nothing a terminal acts on. */
-function json(value) {
+function jsonText(value) {
   // C0 controls are escaped by JSON.stringify already (and its own newlines are layout).
   return JSON.stringify(value, null, 2).replace(/[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
@@ -178,7 +178,7 @@ async function library() {
 async function inspect(inspector, json, out) {
   const [cells, nodes] = await Promise.all([inspector.listCells(), inspector.listNodes()]);
   if (json) {
-    out(json({ cells, nodes }));
+    out(jsonText({ cells, nodes }));
     return;
   }
   const counts = {};
@@ -197,7 +197,7 @@ async function probe(inspector, options, json, out) {
   const report = await inspector.probe();
   const record = `${options.prefix ?? ""}probe/qualified.json`;
   if (json) {
-    out(json({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, report }));
+    out(jsonText({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, report }));
     return;
   }
   out(`Qualified: ${clean(options.endpoint)} bucket ${clean(options.bucket)}${options.prefix ? ` prefix ${clean(options.prefix)}` : ""} honours conditional writes.`);

@@ -296,7 +296,9 @@ function sign(opts) {
   const given = o.body;
   const body = unsigned || given === null ? undefined : given;
   // The body is hashed: a string or bytes (any view of them); anything else (a stream) only unsigned.
-  const bytes = body === undefined || typeof body === "string" ? undefined : bodyBytes(body);
+  // A caller's x-amz-content-sha256 is the payload hash, so the body is not even looked at.
+  const hashGiven = body !== undefined && names.some((n) => n.length === 20 && n.toLowerCase() === "x-amz-content-sha256");
+  const bytes = body === undefined || hashGiven || typeof body === "string" ? undefined : bodyBytes(body);
   const datetime = o.datetime;
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
@@ -313,11 +315,11 @@ function sign(opts) {
       view.set(bytes, fieldsLen);
       return signed(method, url, names, signer.signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
     }
-  } else if (body !== undefined && body.length * 3 > IO_KEEP) {
+  } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
     hashText(body);
     payload = PAYLOAD_HASHED;
   }
-  const inline = payload === PAYLOAD_BODY && body !== undefined;
+  const inline = payload === PAYLOAD_BODY && body !== undefined && !hashGiven;
   // encodeInto writes at most 3 bytes per UTF-16 code unit.
   const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
