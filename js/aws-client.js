@@ -193,9 +193,19 @@ function scrub(message) {
   return String(message).replace(/\?[^\s)"'<>]*/g, "?…");
 }
 
-/** A runtime's error, as the cause of ours: a copy with `scrub`bed message, stack and causes (Deno's
- * message holds the whole URL; Node's URL errors carry it as `input`), keeping its class, name and code. */
+/** Whether `e` or its causes name a URL query (Deno's messages hold the whole URL) or carry the URL
+ * given (Node's URL errors, as `input`). */
+function leaks(e, depth = 0) {
+  if (typeof e === "string") return scrub(e) !== e;
+  if (!(e instanceof Error)) return e !== null && typeof e === "object";
+  return scrub(e.message) !== String(e.message) || (typeof e.stack === "string" && scrub(e.stack) !== e.stack) ||
+    e.input !== undefined || (depth < 4 && e.cause !== undefined && leaks(e.cause, depth + 1));
+}
+
+/** A runtime's error, as the cause of ours: itself when it `leaks` nothing, else a copy with `scrub`bed
+ * message, stack and causes, keeping its class, name and code. */
 function scrubbed(e, depth = 0) {
+  if (depth === 0 && !leaks(e)) return e;
   if (typeof e === "string") return scrub(e);
   if (!(e instanceof Error)) return e === null || typeof e !== "object" ? e : undefined;
   const cause = depth < 4 && e.cause !== undefined ? { cause: scrubbed(e.cause, depth + 1) } : undefined;
