@@ -28,6 +28,11 @@ use crate::s3::list::Listed;
 /// connection pool (a Worker has six simultaneous connections).
 const READS_IN_FLIGHT: usize = 6;
 
+/// The node ids a record may name to be shown: the widest set (an inspector has no `ids` option, and a
+/// fleet of either set must list), which still refuses control characters and slashes. A record is
+/// anyone's to write: its `node` must not carry terminal escapes into an operator's view.
+const NODE_IDS: IdSet = IdSet::Utf8;
+
 /// Keys under `cells/` that hold this are a cell's data (`scope().key()`), never records.
 const DATA_DELIMITER: &str = "/data/";
 
@@ -154,9 +159,6 @@ pub struct Inspector<E: Env> {
     max_clock_skew_ms: u64,
     timeout_ms: u32,
     page_size: Option<u32>,
-    /// The fleet's id set: a record naming a node outside it is `corrupt-record` (anyone who can write a
-    /// record could otherwise put anything, terminal escapes included, into an operator's listing).
-    ids: IdSet,
 }
 
 impl<E: Env> Inspector<E> {
@@ -176,7 +178,6 @@ impl<E: Env> Inspector<E> {
             max_clock_skew_ms: config.max_clock_skew_ms,
             timeout_ms: config.request_timeout_ms,
             page_size: None,
-            ids: config.ids,
         })
     }
 
@@ -238,9 +239,9 @@ impl<E: Env> Inspector<E> {
         Ok(out)
     }
 
-    /// A lease record read from `key`, unless it names a node outside the id set (`corrupt-record`).
+    /// A lease record read from `key`, unless it names no node id (`NODE_IDS`): `corrupt-record`.
     fn named(&self, key: &str, record: NodeLeaseRecord) -> Result<NodeLeaseRecord> {
-        check_node(self.ids, &record.node).map_err(|e| corrupt(key, msg!("its node is not a node id: ", e)))?;
+        check_node(NODE_IDS, &record.node).map_err(|e| corrupt(key, msg!("its node is not a node id: ", e)))?;
         Ok(record)
     }
 
@@ -305,7 +306,7 @@ impl<E: Env> Inspector<E> {
             let Some(record) = read else { continue };
             let record = record.and_then(|r: OwnerRecord| {
                 if !r.is_released() {
-                    check_node(self.ids, &r.node).map_err(|e| corrupt(&l.key, msg!("its node is not a node id: ", e)))?;
+                    check_node(NODE_IDS, &r.node).map_err(|e| corrupt(&l.key, msg!("its node is not a node id: ", e)))?;
                 }
                 Ok(r)
             });
