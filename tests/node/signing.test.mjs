@@ -50,3 +50,16 @@ test("a body of 2 GiB or more never traps, and a large body is hashed in pieces 
   if (textSigned.headers["x-amz-content-sha256"] !== createHash("sha256").update(text).digest("hex")) throw new Error("a 40 MiB text body's hash");
   if (memory.buffer.byteLength - before > 8 * 1024 * 1024) throw new Error("wasm memory grew for a 40 MiB text body");
 });
+
+test("a URL and headers too large for the signer's buffer are invalid-input, never a trap, and signing goes on", () => {
+  const opts = { url: "https://h.test/b/k", region: "us-east-1", accessKeyId: "a", secretAccessKey: "s", datetime: "20150830T123600Z" };
+  const want = api.signRequest(opts).headers.authorization;
+  let err;
+  try {
+    api.signRequest({ ...opts, headers: { "x-amz-meta-big": "x".repeat(23 * 1024 * 1024) } });
+  } catch (e) {
+    err = e;
+  }
+  if (!(err instanceof api.CelldEdgeError) || err.code !== "invalid-input" || !err.message.includes("too large")) throw new Error(`got ${err?.code} ${err?.message}`);
+  if (api.signRequest(opts).headers.authorization !== want) throw new Error("signing after a refused large request");
+});
