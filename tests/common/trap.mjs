@@ -3,7 +3,7 @@
 // `testTrap` is the glue's test-only `__celldTestTrap` export of the very instance `api` runs on (import
 // both through the same glue module). `uncaught()` answers what the harness saw reach the runtime's
 // uncaught-error/unhandled-rejection handling since the check started. Runtime-neutral on purpose.
-import { fail, sleep, unique } from "./checks.mjs";
+import { eq, fail, sleep, unique } from "./checks.mjs";
 
 async function rejection(promise, what) {
   try {
@@ -63,5 +63,52 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
       if (seen.length > 0) fail(`errors reached the runtime: ${seen.map(String).join("; ")}`);
     }]);
   }
+  checks.push(["after a trap: callbacks hear of it once the instance is marked replaced, a refused close() changed nothing, and the trapped core's cells are released once the fresh core holds a lease", async () => {
+    const before = uncaught().length;
+    const base = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, prefix: `t-trap-${runtime}-${unique()}/`, probe: false, leaseTtlMs: 1200, maxClockSkewMs: 200 };
+    const a = new S3Ownership({ ...base, node: `${runtime}-orphan-a` });
+    const peer = new S3Ownership({ ...base, node: `${runtime}-orphan-b` });
+    await a.acquireLease();
+    await peer.acquireLease();
+    const cell = `kept-${unique()}`;
+    eq((await a.claim(cell)).outcome, "applied", "a's claim");
+    // Recovery code as users write it: the renewal loop restarted on `internal`, a signal asked for again
+    // by its abort listener. Each is capped, so that a loop shows as a count instead of a hang.
+    const heard = [];
+    let during;
+    const onError = (e) => {
+      heard.push(e.code);
+      if (e.code !== "internal" || heard.length > 5) return;
+      during ??= [a.leaseValid(), a.claimed().length, a.metrics(), a.signal(cell).reason?.code];
+      a.startRenewing(onError);
+    };
+    a.startRenewing(onError);
+    // A close() refused for its options changes nothing: the loop's trap report stays hooked.
+    const refused = await rejection(a.close({ relase: true }), "close with a misspelt option");
+    eq(refused.code, "invalid-input", `the refused close (${refused.message})`);
+    eq([a.leaseValid(), a.claimed().length], [true, 1], "the instance after a refused close()");
+    let listened = 0;
+    const listen = () => {
+      if (++listened < 5) a.signal(cell).addEventListener("abort", listen);
+    };
+    a.signal(cell).addEventListener("abort", listen);
+    testTrap("panic");
+    const trapped = await rejection(a.owner("y"), "the trapping operation");
+    eq(trapped.code, "internal", "the trapping operation");
+    eq([heard.filter((c) => c === "internal").length, listened], [1, 1], "callbacks heard of the trap once each, and registered nothing on the dying instance");
+    eq(during, [false, 0, undefined, "internal"], "what the instance answers while it is being replaced");
+    // The old lease must lapse before the fresh cores may take the node ids' leases (ttl + skew).
+    await sleep(1500);
+    await a.acquireLease(); // a closed instance would refuse this forever
+    await peer.acquireLease();
+    eq((await peer.readOwner(cell)).node, null, "the trapped core's cell, released by the fresh core's acquireLease()");
+    const taken = await peer.claim(cell);
+    eq([taken.outcome, taken.epoch], ["applied", 2], "a peer claims it at once, without waiting on a lease the fresh core renews");
+    eq((await a.claim(`${cell}-new`)).outcome, "applied", "the fresh core claims");
+    a.stopRenewing();
+    await sleep(300);
+    const seen = uncaught().slice(before);
+    if (seen.length > 0) fail(`errors reached the runtime: ${seen.map(String).join("; ")}`);
+  }]);
   return checks;
 }
