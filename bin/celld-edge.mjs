@@ -31,7 +31,8 @@ Options:
                      (default 1000, the library's)
   --path-style       address the bucket as <endpoint>/<bucket>/... (the default)
   --virtual-hosted   address the bucket as <bucket>.<host>/... instead
-  --json             print JSON for scripts instead of tables
+  --json             print JSON for scripts instead of tables; errors too, on stdout, as
+                     { "error": { "code", "message", ... } } (with the same exit status)
   -h, --help         show this text
   --version          print the package version
 
@@ -61,6 +62,28 @@ const OPTIONS = {
 
 class UsageError extends Error {}
 
+/** Levenshtein distance, for suggesting the option a mistyped one was meant to be. */
+function edits(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 0; i < a.length; i++) {
+    const next = [i + 1];
+    for (let j = 0; j < b.length; j++) next.push(Math.min(row[j] + (a[i] === b[j] ? 0 : 1), row[j + 1] + 1, next[j] + 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/** parseArgs's refusal in this tool's words: an unknown option is named with the closest known one
+ * (Node's own text talks about positional arguments, which this tool does not take). */
+function usageError(e) {
+  const name = /'([^']+)'/.exec(e.message)?.[1];
+  if (e.code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || name === undefined) return new UsageError(e.message);
+  const bare = name.replace(/^-+/, "").split("=")[0].toLowerCase();
+  const [best] = Object.keys(OPTIONS).map((o) => [edits(bare, o), o]).sort((x, y) => x[0] - y[0]);
+  const hint = best && best[0] <= Math.max(2, Math.floor(best[1].length / 3)) ? `: did you mean --${best[1]}?` : "";
+  return new UsageError(`unknown option ${name}${hint} (--help lists them)`);
+}
+
 /** Characters a terminal acts on (C0 and C1 controls, DEL: escape sequences, OSC 52 clipboard writes)
  * or that reorder or break a line (bidi overrides and isolates, line/paragraph separators). */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
@@ -87,7 +110,7 @@ function parse(argv, env) {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UsageError(e.message);
+    throw usageError(e);
   }
   const { values, positionals } = parsed;
   if (values.help || values.version) return { command: values.version && !values.help ? "version" : "help" };
@@ -193,16 +216,48 @@ async function inspect(inspector, json, out) {
   if (bad.length > 0) out(["", "Records that do not decode:", ...bad].join("\n"));
 }
 
-async function probe(inspector, options, json, out) {
-  const report = await inspector.probe();
+/** The verdict recorded at `record` before this probe, as `{ verdict, atMs }`, or null when there is none
+ * or it cannot be read (the probe itself then says what is wrong with the store). */
+async function recordedVerdict({ signRequest }, options, record) {
+  const base = new URL(options.endpoint);
+  const key = record.split("/").map(encodeURIComponent).join("/");
+  const url = options.pathStyle
+    ? `${base.origin}${base.pathname.replace(/\/$/, "")}/${encodeURIComponent(options.bucket)}/${key}`
+    : `${base.protocol}//${options.bucket}.${base.host}${base.pathname.replace(/\/$/, "")}/${key}`;
+  try {
+    const { accessKeyId, secretAccessKey, sessionToken, region } = options;
+    const get = signRequest({ accessKeyId, secretAccessKey, sessionToken, region, url });
+    const res = await fetch(get.url, { headers: get.headers });
+    if (!res.ok) return null;
+    const { verdict, at_ms: atMs } = await res.json();
+    return typeof verdict === "string" && Number.isSafeInteger(atMs) ? { verdict, atMs } : null;
+  } catch {
+    return null;
+  }
+}
+
+async function probe(lib, inspector, options, json, out) {
   const record = `${options.prefix ?? ""}probe/qualified.json`;
+  const before = await recordedVerdict(lib, options, record);
+  const report = await inspector.probe();
+  const previous = before && { verdict: before.verdict, at: new Date(before.atMs).toISOString(), agoMs: Math.max(0, Date.now() - before.atMs) };
   if (json) {
-    out(jsonText({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, report }));
+    out(jsonText({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, previous, report }));
     return;
   }
   out(`Qualified: ${clean(options.endpoint)} bucket ${clean(options.bucket)}${options.prefix ? ` prefix ${clean(options.prefix)}` : ""} honours conditional writes.`);
+  if (previous) {
+    const was = previous.verdict === "qualified" ? "qualified" : `recorded as ${clean(previous.verdict)}`;
+    out(`It was already ${was} at ${previous.at} (${duration(previous.agoMs)} ago): this probe qualified it again and replaced that record.`);
+  }
   out(`Recorded at ${clean(record)}: instances trust it for their probeTrustMs (default 7 days) instead of probing.`);
   for (const [k, v] of Object.entries(report)) out(`  ${clean(k)}: ${clean(v)}`);
+}
+
+/** An error as the JSON object `--json` prints: `{ error: { code, message, key, status, s3Code } }`. */
+function jsonError(code, e) {
+  const { key, status, s3Code } = e ?? {};
+  return jsonText({ error: { code, message: e?.message ?? String(e), key, status, s3Code, cause: e?.cause?.message } });
 }
 
 /** Runs the command line; resolves to the exit status. `io` is { out, err } line writers. */
@@ -212,6 +267,10 @@ async function main(argv, env, io) {
     args = parse(argv, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
+    if (argv.includes("--json")) {
+      io.out(jsonError("usage", e));
+      return 2;
+    }
     io.err(`celld-edge: ${clean(e.message)}`);
     io.err("Try 'celld-edge --help'.");
     return 2;
@@ -226,13 +285,17 @@ async function main(argv, env, io) {
     return 0;
   }
   try {
-    const { S3Inspector } = await library();
-    const inspector = new S3Inspector(args.options);
+    const lib = await library();
+    const inspector = new lib.S3Inspector(args.options);
     if (args.command === "inspect") await inspect(inspector, args.json, io.out);
-    else await probe(inspector, args.options, args.json, io.out);
+    else await probe(lib, inspector, args.options, args.json, io.out);
     return 0;
   } catch (e) {
     const code = e?.code ?? "error";
+    if (args.json) {
+      io.out(jsonError(code, e));
+      return code === "invalid-input" ? 2 : 1;
+    }
     io.err(`celld-edge: ${clean(code)}: ${clean(e?.message ?? e)}`);
     if (e?.cause && e.cause !== e) io.err(`  cause: ${clean(e.cause?.message ?? e.cause)}`);
     return code === "invalid-input" ? 2 : 1;

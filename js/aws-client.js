@@ -76,7 +76,8 @@ function optBoolean(v, name) {
 
 /** The well-known hosts' AWS partition regions look like this (us-east-1, us-gov-west-1, cn-north-1...). */
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
-/** Endpoint prefixes that sign under another service name. */
+/** Endpoint prefixes (the host's labels before the region, or its service label) that sign under another
+ * service name (botocore's signing names). */
 const SIGNING_NAMES = {
   appstream2: "appstream",
   cloudhsmv2: "cloudhsm",
@@ -91,23 +92,46 @@ const SIGNING_NAMES = {
   "bedrock-runtime": "bedrock",
   "bedrock-agent-runtime": "bedrock",
   "bedrock-agent": "bedrock",
+  "agreement-marketplace": "aws-marketplace",
+  "entitlement-marketplace": "aws-marketplace",
+  appconfigdata: "appconfig",
+  "contact-lens": "connect",
+  forecastquery: "forecast",
+  "identity-chime": "chime",
+  "media-pipelines-chime": "chime",
+  "meetings-chime": "chime",
+  "messaging-chime": "chime",
+  "voice-chime": "chime",
+  ivsrealtime: "ivs",
+  "memory-db": "memorydb",
+  "models-v2-lex": "lex",
+  "runtime-v2-lex": "lex",
+  oidc: "sso-oauth",
+  "servicecatalog-appregistry": "servicecatalog",
+  "s3-control": "s3",
+  importexport: "IngestionService",
+  "portal.sso": "awsssoportal",
+  "participant.connect": "execute-api",
+  "data.iotevents": "ioteventsdata",
+  eventsv2: "events",
 };
 
 /**
  * `[service, region]` for a well-known host (either may be undefined when the host does not say):
  * AWS regional and global endpoints (virtual-hosted and path-style S3, dual-stack, FIPS, access points,
- * Lambda function URLs), Cloudflare R2 (`auto`) and Backblaze B2.
+ * Lambda function URLs, IoT by host and path), Cloudflare R2 (`auto`) and Backblaze B2.
  */
-function guessServiceRegion(hostname) {
+function guessServiceRegion(hostname, pathname) {
   const host = hostname.toLowerCase();
   if (host === "r2.cloudflarestorage.com" || host.endsWith(".r2.cloudflarestorage.com")) return ["s3", "auto"];
   let m = /(?:^|\.)s3\.([a-z0-9-]+)\.backblazeb2\.com$/.exec(host);
   if (m) return ["s3", m[1]];
   m = /^([a-z0-9-]+\.)*lambda-url\.([a-z0-9-]+)\.on\.aws$/.exec(host);
   if (m) return ["lambda", m[2]];
-  m = /^(.+)\.amazonaws\.com(\.cn)?$/.exec(host);
+  // api.aws and api.amazonwebservices.com.cn: the dual-stack-only hosts.
+  m = /^(.+)\.(?:amazonaws\.com(\.cn)?|api\.aws|api\.amazonwebservices\.com(\.cn))$/.exec(host);
   if (!m) return [undefined, undefined];
-  const china = m[2] !== undefined;
+  const china = m[2] !== undefined || m[3] !== undefined;
   const labels = m[1].split(".").filter((l) => l !== "dualstack");
   if (labels.at(-1) === "vpce") labels.pop(); // PrivateLink: <endpoint>.s3.<region>.vpce.amazonaws.com
   let region;
@@ -122,11 +146,31 @@ function guessServiceRegion(hostname) {
   if (name === "s3" || name === "s3-accelerate" || name === "s3-accesspoint" || name === "s3-control" || name === "s3-fips" || name === "s3-external-1") {
     return ["s3", region ?? "us-east-1"];
   }
-  if (name.startsWith("s3-") && REGION.test(name.slice(3))) return ["s3", name.slice(3)]; // legacy s3-<region>
+  m = /^s3-(?:fips-)?(.+)$/.exec(name); // legacy s3-<region> and s3-fips-<region> (botocore: us-gov-west-1)
+  if (m && REGION.test(m[1])) return ["s3", m[1]];
   if (REGION.test(name) && region === undefined) return [undefined, name];
   if (name.endsWith("-fips")) name = name.slice(0, -5);
-  // Global endpoints (iam, sts, route53, cloudfront...) sign in their partition's first region.
-  return [SIGNING_NAMES[name] ?? name, region ?? (china ? "cn-north-1" : "us-east-1")];
+  if (name === "iot" && region !== undefined) return [iotSigningName(labels.slice(0, -2).join("."), pathname), region];
+  // Global endpoints (iam, sts, route53, cloudfront...) sign in their partition's global region (botocore:
+  // route53, budgets and health in China sign in cn-northwest-1).
+  const endpointPrefix = labels.slice(0, labels.lastIndexOf(region ?? "")).join("."); // portal.sso, ...
+  return [SIGNING_NAMES[endpointPrefix] ?? SIGNING_NAMES[name] ?? name, region ?? (china ? "cn-northwest-1" : "us-east-1")];
+}
+
+/**
+ * AWS IoT's hosts sign under botocore's signing names: the control plane `iot.<region>` (and
+ * `iot-fips.<region>`) as `iot`; `data.jobs.iot.<region>` as `iot-jobs-data` (and secure tunneling's and
+ * Greengrass's hosts under their names); any other `*.iot.<region>`
+ * (`data.iot`, `data-ats.iot`, an account's `<id>-ats.iot`) is the data plane, `iotdata`, except MQTT over
+ * WebSocket (`/mqtt`), which AWS signs as `iotdevicegateway`. aws4fetch signs the control plane as
+ * `execute-api`; botocore and AWS say `iot`.
+ */
+function iotSigningName(prefix, pathname) {
+  if (prefix === "") return "iot";
+  if (prefix === "data.jobs") return "iot-jobs-data";
+  if (prefix === "api.tunneling") return "IoTSecuredTunneling";
+  if (prefix === "greengrass" || prefix === "greengrass-ats") return "greengrass";
+  return pathname === "/mqtt" ? "iotdevicegateway" : "iotdata";
 }
 
 /** What a body is, for hashing and resending. */
@@ -464,10 +508,12 @@ export class AwsClient {
     let service = optString(aws.service, "aws.service") ?? this.#service;
     let region = optString(aws.region, "aws.region") ?? this.#region;
     if (service === undefined || region === undefined) {
-      const host = (parsed ?? new URL(url)).hostname;
-      if (host !== this.#guessedHost) {
-        this.#guessed = guessServiceRegion(host);
-        this.#guessedHost = host;
+      const { hostname: host, pathname } = parsed ?? new URL(url);
+      // IoT's data plane signs /mqtt under another name: the path is part of what was guessed from.
+      const guessedFrom = `${host}${pathname === "/mqtt" ? "/mqtt" : ""}`;
+      if (guessedFrom !== this.#guessedHost) {
+        this.#guessed = guessServiceRegion(host, pathname);
+        this.#guessedHost = guessedFrom;
       }
       service ??= this.#guessed[0];
       region ??= this.#guessed[1];

@@ -142,7 +142,7 @@ export interface Scope {
   signal: AbortSignal;
   /** Calls the injected fetch with one `Request` whose signal is `signal` combined with the request's own;
    * rejects without sending once authority has ended. */
-  fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). Throws
    * `invalid-input` for a `name` that could resolve elsewhere once placed in a URL: empty, an empty, `.` or
    * `..` segment (also %-encoded), or `?`, `#`, `\`, a control character (also %-encoded) or a %-encoded `/`. */
@@ -176,6 +176,10 @@ export interface OwnerInfo {
   live: boolean;
   /** The owner is a dead celld node whose node log is not sealed: not claimable until celld recovers it. */
   awaitingRecovery: boolean;
+  /** This instance holds the cell now (it claimed it at `epoch` under its current lease). A record naming
+   * this node with `held: false` is a void claim from a lapsed lease (a Worker after an idle gap): claim
+   * it again. Always `false` in a rejected claim's `owner`. */
+  held: boolean;
 }
 
 /** Options of `claim`. */
@@ -278,7 +282,8 @@ export declare class S3Ownership {
   claim(cell: string, options?: ClaimOptions): Promise<ClaimResult>;
   /** Releases a cell this node claimed, at its epoch. */
   release(cell: string): Promise<CasOutcome>;
-  /** Who owns the cell and whether that owner's lease is live; `null` when the record is absent. */
+  /** Who owns the cell, whether that owner's lease is live and whether this instance holds it (`held`);
+   * `null` when the record is absent. */
   owner(cell: string): Promise<OwnerInfo | null>;
   /** The ack gate: true iff this node claimed `cell` at `epoch` under its current, valid lease and the record still says so. */
   verify(cell: string, epoch: number): Promise<boolean>;

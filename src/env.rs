@@ -37,6 +37,10 @@ pub enum TransportError {
     TimedOut,
     /// Connection refused/reset, DNS, CORS, or anything else the runtime's fetch threw.
     Network(NetworkError),
+    /// An answer came (`status`), but the runtime hides what the protocol reads from it: a browser shows
+    /// only the headers a cross-origin answer's CORS rule exposes, so a 2xx without a readable `ETag`.
+    /// Trying again cannot change it: never retried. A write answered so may have landed.
+    Unreadable { status: u16, detail: String },
 }
 
 /// What the runtime said when a request got no answer: a description (with the reason the runtime

@@ -68,6 +68,27 @@ fn reclaiming_own_cell_advances_the_epoch() {
     assert!(block_on(a.verify("c", 2)).unwrap());
 }
 
+/// The Workers idle gap: an instance's lease lapses with nobody taking its cells, it acquires a fresh
+/// lease, and the record still names its node, live again. `owner()` must not let it pass for the holder.
+#[test]
+fn owner_says_held_only_for_a_claim_under_the_current_lease() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    let seen = |n: &S3Ownership<MemEnv>| block_on(n.owner("c")).unwrap().map(|o| (o.node, o.epoch, o.live, o.held));
+    assert_eq!(seen(&a), Some(("a".to_owned(), 1, true, true)));
+    assert_eq!(seen(&b), Some(("a".to_owned(), 1, true, false)), "a peer never holds another node's cell");
+    env.advance(TTL);
+    assert!(!a.lease_valid());
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(seen(&a), Some(("a".to_owned(), 1, true, false)), "named and live again, but the claim was void");
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 2);
+    assert_eq!(seen(&a), Some(("a".to_owned(), 2, true, true)));
+    assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied);
+    assert_eq!(seen(&a), Some((String::new(), 2, false, false)));
+}
+
 #[test]
 fn takeover_only_once_the_owner_lease_is_dead_by_the_peer_rule() {
     let env = MemEnv::new();

@@ -1,4 +1,4 @@
-import { S3Ownership } from "celld-edge"; // deno.json: { "imports": { "celld-edge": "npm:celld-edge" } }
+import { S3Ownership } from "celld-edge"; // mapped in deno.json (see Install: npm:, or a tarball in node_modules)
 
 const own = new S3Ownership({
   endpoint: Deno.env.get("S3_ENDPOINT"), bucket: Deno.env.get("S3_BUCKET"), region: Deno.env.get("S3_REGION"),
@@ -9,7 +9,9 @@ await own.acquireLease();
 own.startRenewing((e) => console.error("lease:", e.code)); // fenced: stop acting for the cell
 const claim = await own.claim("cell-1");
 console.log(claim.outcome === "applied" ? `mine at epoch ${claim.epoch}` : `owned by ${claim.owner.node}`);
-Deno.addSignalListener("SIGINT", async () => {
-  await own.close({ release: true }); // the next owner claims it at once instead of waiting out the lease
-  Deno.exit(0);
-});
+for (const signal of ["SIGINT", "SIGTERM"]) { // Ctrl-C, and what service managers and containers send
+  Deno.addSignalListener(signal, async () => {
+    await own.close({ release: true }); // the next owner claims it at once instead of waiting out the lease
+    Deno.exit(0);
+  });
+}

@@ -66,12 +66,10 @@ function keepLease() {
 async function route(cell) {
   await keepLease();
   const owner = await own.owner(cell);
-  if (owner && owner.node !== null) {
-    const self = owner.node === nodeId;
-    // Our own record counts only if this lease claimed it (verify); otherwise claim anew at epoch + 1.
-    if (owner.live && (!self || (await own.verify(cell, owner.epoch)))) {
-      return { cell, owner: owner.node, epoch: owner.epoch, addr: owner.addr, self, live: true };
-    }
+  // A record naming this node counts only if this isolate holds the cell (`held`): after an idle gap the
+  // lease was acquired afresh and the claims made under the old one are void, so claim anew at epoch + 1.
+  if (owner?.held || (owner?.live && owner.node !== nodeId)) {
+    return { cell, owner: owner.node, epoch: owner.epoch, addr: owner.addr, self: owner.held, live: true };
   }
   const claim = await own.claim(cell);
   if (claim.outcome === "applied") return { cell, owner: nodeId, epoch: claim.epoch, self: true, tookOver: claim.tookOver };

@@ -97,6 +97,41 @@ fn unknown_key(object: &JsValue, known: &[&str]) -> Option<String> {
     keys.iter().filter_map(|k| k.as_string()).find(|k| !known.contains(&k.as_str()))
 }
 
+/// Usual names for an option under another spelling (other S3 clients' names, shortenings).
+const OPTION_SYNONYMS: [(&str, &str); 12] = [
+    ("secretkey", "secretAccessKey"), ("secret", "secretAccessKey"), ("accesskey", "accessKeyId"), ("keyid", "accessKeyId"),
+    ("token", "sessionToken"), ("ttl", "leaseTtlMs"), ("leasettl", "leaseTtlMs"), ("url", "endpoint"),
+    ("endpointurl", "endpoint"), ("forcepathstyle", "pathStyle"), ("timeoutms", "requestTimeoutMs"), ("nodeid", "node"),
+];
+
+/// The option an unknown key was probably meant to be: one of `known` differing only in case, a usual
+/// synonym, or at most two edits away (case aside).
+fn suggestion(key: &str, known: &'static [&'static str]) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    let synonym = OPTION_SYNONYMS.iter().find(|(k, _)| *k == lower).map(|(_, v)| *v);
+    known.iter().copied().find(|k| k.eq_ignore_ascii_case(key)).or(synonym.filter(|s| known.contains(s))).or_else(|| {
+        known.iter().copied().map(|k| (edits(&lower, &k.to_ascii_lowercase()), k)).filter(|(d, _)| *d <= 2).min_by_key(|(d, _)| *d).map(|(_, k)| k)
+    })
+}
+
+/// Levenshtein distance between two short ASCII names (by bytes).
+fn edits(a: &str, b: &str) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, y) in b.bytes().enumerate() {
+            let next = (diagonal + usize::from(x != y)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The options that are durations.
+const MS_OPTIONS: [&str; 4] = ["leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "probeTrustMs"];
+
 /// The fields that carry keys. serde's type error quotes the value it got (`{ SecretString: "..." }` from a
 /// secrets manager, `["..."]`), so these are checked before serde sees them, and named with the value's
 /// type only.
@@ -123,6 +158,14 @@ fn name_mistyped(class: Class, options: &JsValue, e: serde_wasm_bindgen::Error) 
                     // A getter that answered differently the second time: still never quote it.
                     return invalid_option(class, format!("{name} must be a string, got {}", describe(&value)));
                 }
+                if MS_OPTIONS.contains(&name) {
+                    // A string of digits is named with the number to pass; other values by their type only.
+                    let got = match value.as_string().filter(|v| v.parse::<u64>().is_ok()) {
+                        Some(digits) => format!("the string \"{digits}\" (pass the number {digits})"),
+                        None => describe(&value),
+                    };
+                    return invalid_option(class, format!("{name} must be a whole number of milliseconds, got {got}"));
+                }
                 return invalid_option(class, format!("{name}: {e}"));
             }
         }
@@ -142,7 +185,11 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
         return Err(Error::invalid(format!("new {}() needs an options object", class.name)));
     }
     if let Some(k) = unknown_key(&js, class.options) {
-        let why = if OPTION_NAMES.contains(&k.as_str()) { " (an S3Ownership option: an inspector has no node or lease)" } else { "" };
+        let why = match suggestion(&k, class.options) {
+            _ if OPTION_NAMES.contains(&k.as_str()) => " (an S3Ownership option: an inspector has no node or lease)".to_owned(),
+            Some(meant) => format!(": did you mean {meant}?"),
+            None => String::new(),
+        };
         return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
     }
     if let Some(why) = mistyped_secret(&js) {
@@ -164,7 +211,12 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     }
     let (access_key_id, secret_access_key) = match credentials {
         Some(_) => (String::new(), String::new()),
-        None => (required(o.access_key_id, "accessKeyId")?, required(o.secret_access_key, "secretAccessKey")?),
+        None => {
+            let keys = |v: Option<String>, name: &str| {
+                v.ok_or_else(|| invalid_option(format!("{name} is required (or give credentials: an async function returning short-lived keys)")))
+            };
+            (keys(o.access_key_id, "accessKeyId")?, keys(o.secret_access_key, "secretAccessKey")?)
+        }
     };
     let node = if class.options.contains(&"node") { required(o.node, "node")? } else { String::new() };
     let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
@@ -409,11 +461,12 @@ struct OwnerInfoOut<'a> {
     addr: &'a str,
     live: bool,
     awaiting_recovery: bool,
+    held: bool,
 }
 
 impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
     fn from(o: &'a OwnerInfo) -> Self {
-        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery }
+        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery, held: o.held }
     }
 }
 

@@ -101,6 +101,38 @@ fn describe_failure(e: &JsValue) -> String {
     out
 }
 
+/// JS `v[name]` as a string, if it is one.
+fn string_at(v: &JsValue, name: &str) -> Option<String> {
+    js_sys::Reflect::get(v, &JsValue::from_str(name)).ok().and_then(|s| s.as_string())
+}
+
+/// The page's origin when `url` is another origin's: a browser (a page or a web worker), where a request
+/// goes through CORS. Node, Deno (without `--location`) and workerd have no `location`.
+fn cross_origin_page(url: &str) -> Option<String> {
+    let page = string_at(&js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("location")).ok()?, "origin")?;
+    // The request's origin: scheme and authority of the URL the signer built, without a default port.
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?.to_ascii_lowercase();
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    let target = msg!(scheme, "://", authority.strip_suffix(default_port).unwrap_or(&authority));
+    (page != target).then_some(page)
+}
+
+/// A 2xx that should carry an `ETag` (a record read or a write; not a listing, not a DELETE) that a
+/// browser gave without one: the bucket's CORS rule does not expose it, and no retry can change that.
+fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str>) -> Option<TransportError> {
+    let needs_etag = req.method == "PUT" || (req.method == "GET" && !req.url.contains('?'));
+    let hidden = response_type == Some("cors") && (200..300).contains(&res.status) && res.etag.is_none() && needs_etag;
+    hidden.then(|| TransportError::Unreadable {
+        status: res.status,
+        detail: msg!(
+            res.status,
+            " without a readable ETag: the browser hides it because the bucket's CORS rule does not expose it; add ",
+            "ETag to the rule's ExposeHeaders"
+        ),
+    })
+}
+
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
         WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), metrics: RefCell::default(), watcher: RefCell::default() }
@@ -134,7 +166,8 @@ impl WebEnv {
         Request::new_with_str_and_init(&req.url, init)
     }
 
-    async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<HttpResponse, JsValue> {
+    /// The answer, and its `Response.type` (`"cors"` for a cross-origin answer in a browser).
+    async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
         let headers = Headers::new()?;
         for (name, value) in &req.headers {
             headers.append(name, value)?;
@@ -153,8 +186,9 @@ impl WebEnv {
         let res = self.wait(&Promise::resolve(&sent)).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
+        let response_type = string_at(&res, "type");
         let body = self.wait(&res.array_buffer()?).await?;
-        Ok(HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() })
+        Ok((HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() }, response_type))
     }
 }
 
@@ -172,12 +206,28 @@ impl Env for WebEnv {
             clear_timeout(timer);
         }
         match answer {
-            Ok(res) if (100..=599).contains(&res.status) => Ok(res),
-            Ok(res) => Err(TransportError::Network(format!("fetch answered status {}", res.status).into())),
+            Ok((res, kind)) if (100..=599).contains(&res.status) => match hidden_etag(&req, &res, kind.as_deref()) {
+                Some(hidden) => Err(hidden),
+                None => Ok(res),
+            },
+            Ok((res, _)) => Err(TransportError::Network(format!("fetch answered status {}", res.status).into())),
             // Only our timer aborts this controller.
             Err(_) if ctrl.signal().aborted() => Err(TransportError::TimedOut),
             // The runtime's error itself travels on, as the caller's error's `cause`.
-            Err(e) => Err(TransportError::Network(NetworkError { detail: describe_failure(&e), source: Some(Source::new(e)) })),
+            Err(e) => {
+                let mut detail = describe_failure(&e);
+                // A browser says only "Failed to fetch" when the preflight is refused; a conditional write
+                // is the request whose preflight asks for if-match / if-none-match.
+                let conditional = req.header("if-match").is_some() || req.header("if-none-match").is_some();
+                if let Some(page) = cross_origin_page(&req.url).filter(|_| conditional) {
+                    detail = msg!(
+                        detail, "; no answer came to a conditional write from ", page, ": most likely the bucket's CORS rule ",
+                        "refused its preflight (it must allow this origin, the method ", req.method,
+                        " and the headers if-match and if-none-match, besides authorization, content-type and x-amz-*)"
+                    );
+                }
+                Err(TransportError::Network(NetworkError { detail, source: Some(Source::new(e)) }))
+            }
         }
     }
 

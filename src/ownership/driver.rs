@@ -130,6 +130,9 @@ pub struct OwnerInfo {
     /// The owner is dead but its celld node log is not sealed: nobody may claim the cell until celld
     /// recovers that log (SPEC §2).
     pub awaiting_recovery: bool,
+    /// This instance holds the cell now: it claimed it at `epoch` under its current, valid lease. A record
+    /// naming this node is not enough: claims made under a lapsed lease are void (the Workers idle gap).
+    pub held: bool,
 }
 
 /// How `claim_with` starts.
@@ -1087,7 +1090,7 @@ impl<E: Env> S3Ownership<E> {
                 if unread_round {
                     continue; // read it now
                 }
-                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false };
+                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false, held: false };
                 let wake = Wake::Mono(self.state.borrow().inherited_until);
                 return Ok((self.claim_rejected(cell, owner, started), wake));
             }
@@ -1114,7 +1117,7 @@ impl<E: Env> S3Ownership<E> {
                             let wake = self.holder_wake(found, awaiting_recovery);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
-                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery };
+                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery, held: false };
                             return Ok((self.claim_rejected(cell, owner, started), wake));
                         }
                     }
@@ -1144,17 +1147,17 @@ impl<E: Env> S3Ownership<E> {
                 }
                 Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false };
                     return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 Settled::Rejected if armed!(self.store, ConflictMeansOwned) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false };
                     return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
-                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false });
+                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false });
                 }
             }
         }
@@ -1227,18 +1230,19 @@ impl<E: Env> S3Ownership<E> {
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
         if rec.is_released() {
-            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false }));
+            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false, held: false }));
         }
         if rec.node == self.config.node {
             let live = self.lease_valid();
-            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false }));
+            let held = live && self.state.borrow().claims.get(cell).is_some_and(|(e, _)| *e == rec.epoch);
+            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false, held }));
         }
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
         let live = !holder_dead(self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now));
         let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
         let addr = lease.map(|l| l.addr).unwrap_or_default();
-        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery }))
+        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery, held: false }))
     }
 
     /// The ack gate: true iff this node claimed `cell` at `epoch` under its current lease, the lease is

@@ -127,6 +127,7 @@ fn transport_fault(e: TransportError) -> Fault {
     match e {
         TransportError::TimedOut => Fault::new("timed out (aborted)"),
         TransportError::Network(n) => Fault { detail: msg!("network error: ", n.detail), source: n.source, ..Fault::default() },
+        TransportError::Unreadable { status, detail } => Fault { detail, status, ..Fault::default() },
     }
 }
 
@@ -167,6 +168,9 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
 pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> GetAnswer {
     let resp = match answer {
         Ok(resp) => resp,
+        Err(TransportError::Unreadable { status, detail }) => {
+            return GetAnswer::Refused(Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message: detail })));
+        }
         Err(e) => return GetAnswer::Retryable(transport_fault(e)),
     };
     match resp.status {
@@ -270,6 +274,13 @@ mod tests {
         assert!(matches!(classify_get("k", resp(200, None, "{}")), GetAnswer::Retryable(_)));
         assert!(matches!(classify_get("k", resp(503, None, "")), GetAnswer::Retryable(_)));
         assert!(matches!(classify_get("k", Err(TransportError::TimedOut)), GetAnswer::Retryable(_)));
+        // A browser hid the ETag (CORS): refused at once, never retried; a write so answered may have landed.
+        let hidden = || Err(TransportError::Unreadable { status: 200, detail: "no readable ETag".into() });
+        match classify_get("k", hidden()) {
+            GetAnswer::Refused(e) => assert_eq!((e.code(), e.fault().status), ("request", 200)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(classify_put("k", hidden()), PutAnswer::Ambiguous(f) if f.status == 200));
         match classify_get("k", resp(403, None, "<html>denied</html>")) {
             GetAnswer::Refused(e) => assert_eq!(e.code(), "auth"),
             other => panic!("{other:?}"),

@@ -315,6 +315,23 @@ export function awsClientChecks(ctx) {
       ["https://bedrock-runtime.us-west-2.amazonaws.com/model/x/invoke", "bedrock", "us-west-2"],
       ["https://abc123.execute-api.ap-northeast-1.amazonaws.com/prod", "execute-api", "ap-northeast-1"],
       ["https://abcdefg.lambda-url.us-east-1.on.aws/", "lambda", "us-east-1"],
+      // The legacy FIPS host (botocore: fips-us-gov-west-1 signs s3 in us-gov-west-1).
+      ["https://s3-fips-us-gov-west-1.amazonaws.com/b/k", "s3", "us-gov-west-1"],
+      ["https://bucket.s3-fips.dualstack.us-east-1.amazonaws.com/k", "s3", "us-east-1"],
+      // AWS IoT: botocore's signing names (iot, iotdata, iot-jobs-data) and AWS's for MQTT over WebSocket;
+      // aws4fetch signs the control plane as execute-api, botocore and AWS as iot.
+      ["https://iot.us-east-1.amazonaws.com/things", "iot", "us-east-1"],
+      ["https://iot-fips.us-east-2.amazonaws.com/things", "iot", "us-east-2"],
+      ["https://data.iot.eu-west-1.amazonaws.com/topics/a%2Fb", "iotdata", "eu-west-1"],
+      ["https://data-ats.iot.eu-west-1.amazonaws.com/things/t1/shadow", "iotdata", "eu-west-1"],
+      ["https://a1b2c3d4e5f6g7-ats.iot.us-west-2.amazonaws.com/topics/t", "iotdata", "us-west-2"],
+      ["https://a1b2c3d4e5f6g7-ats.iot.us-west-2.amazonaws.com/things/t1/shadow", "iotdata", "us-west-2"],
+      ["https://a1b2c3d4e5f6g7-ats.iot.us-west-2.amazonaws.com/mqtt", "iotdevicegateway", "us-west-2"],
+      ["https://data.jobs.iot.ap-south-1.amazonaws.com/things/t1/jobs", "iot-jobs-data", "ap-south-1"],
+      ["https://api.tunneling.iot.eu-central-1.amazonaws.com/tunnels", "IoTSecuredTunneling", "eu-central-1"],
+      ["https://portal.sso.eu-west-1.amazonaws.com/federation/credentials", "awsssoportal", "eu-west-1"],
+      ["https://route53.amazonaws.com.cn/", "route53", "cn-northwest-1"],
+      ["https://eks-auth.us-east-1.api.aws/", "eks-auth", "us-east-1"],
       ["https://0123456789abcdef.r2.cloudflarestorage.com/b/k", "s3", "auto"],
       ["https://bucket.0123456789abcdef.eu.r2.cloudflarestorage.com/k", "s3", "auto"],
       ["https://s3.us-west-004.backblazeb2.com/b/k", "s3", "us-west-004"],
@@ -323,6 +340,11 @@ export function awsClientChecks(ctx) {
     for (const [url, service, region] of table) {
       const scope = scopeOf((await client.sign(url)).headers.get("authorization"));
       equal(`${scope.service}/${scope.region}`, `${service}/${region}`, `guessed from ${url}`);
+    }
+    // One client, one IoT host: the /mqtt path and the others sign under different names, in either order.
+    const iot = "https://a1b2c3d4e5f6g7-ats.iot.us-west-2.amazonaws.com";
+    for (const [path, service] of [["/topics/t", "iotdata"], ["/mqtt", "iotdevicegateway"], ["/topics/t", "iotdata"]]) {
+      equal(scopeOf((await client.sign(iot + path)).headers.get("authorization")).service, service, `${path} after another path of the host`);
     }
     const given = scopeOf((await new AwsClient({ accessKeyId: "AKID", secretAccessKey: "secret", service: "s3" }).sign("https://sqs.eu-west-1.amazonaws.com/")).headers.get("authorization"));
     equal(`${given.service}/${given.region}`, "s3/eu-west-1", "a given service, the guessed region");

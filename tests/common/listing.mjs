@@ -118,7 +118,11 @@ export function listingChecks({ api, server, runtime }) {
     throwsCode(() => new S3Inspector({ ...store, node: "x" }), "invalid-input", '"node"', "node");
     throwsCode(() => new S3Inspector({ ...store, leaseTtlMs: 5 }), "invalid-input", "an inspector has no node or lease", "leaseTtlMs");
     throwsCode(() => new S3Inspector({ ...store, bogus: 1 }), "invalid-input", '"bogus"', "unknown");
-    throwsCode(() => new S3Inspector({ ...store, maxClockSkewMs: "1" }), "invalid-input", "maxClockSkewMs", "mistyped");
+    throwsCode(() => new S3Inspector({ ...store, maxClockSkewMs: "1" }), "invalid-input", "maxClockSkewMs must be a whole number of milliseconds", "mistyped");
+    throwsCode(() => new S3Inspector({ ...store, endPoint: store.endpoint }), "invalid-input", '"endPoint": did you mean endpoint?', "a name in the wrong case");
+    const { secretAccessKey, ...noSecret } = store;
+    throwsCode(() => new S3Inspector({ ...noSecret, secretKey: secretAccessKey }), "invalid-input", '"secretKey": did you mean secretAccessKey?', "another client's name");
+    throwsCode(() => new S3Inspector(noSecret), "invalid-input", "give credentials", "missing keys point at the credentials option");
     throwsCode(() => new S3Inspector({ ...store, bucket: undefined }), "invalid-input", "bucket is required", "no bucket");
     throwsCode(() => new S3Inspector({ ...store, prefix: "no-slash" }), "invalid-input", "prefix", "prefix");
     throwsCode(() => new S3Inspector(), "invalid-input", "S3Inspector", "no options");

@@ -220,6 +220,31 @@ export function ownershipChecks({ api, server, runtime }) {
     eq((await a.claim(cell("still-works"))).outcome, "applied", "claim after bad input");
   });
 
+  check("a mistyped option name gets a suggestion, a duration given as a string says milliseconds, missing keys name credentials", async ({ base }) => {
+    const { secretAccessKey, ...noSecret } = base;
+    for (const [opts, says, what] of [
+      [{ ...base, node: "n", endPoint: base.endpoint }, '"endPoint": did you mean endpoint?', "case"],
+      [{ ...base, node: "n", leaseTTLMs: 5000 }, '"leaseTTLMs": did you mean leaseTtlMs?', "case"],
+      [{ ...noSecret, node: "n", secretKey: secretAccessKey }, '"secretKey": did you mean secretAccessKey?', "another client's name"],
+      [{ ...base, node: "n", endpiont: base.endpoint }, '"endpiont": did you mean endpoint?', "a transposition"],
+      [{ ...base, node: "n", bogus: 1 }, 'unknown option "bogus"', "nothing close"],
+      [{ ...base, node: "n", leaseTtlMs: "5000" }, 'leaseTtlMs must be a whole number of milliseconds, got the string "5000" (pass the number 5000)', "a string of digits"],
+      [{ ...base, node: "n", requestTimeoutMs: true }, "requestTimeoutMs must be a whole number of milliseconds, got boolean", "a boolean"],
+      [{ ...noSecret, node: "n" }, "secretAccessKey is required (or give credentials: an async function", "no secret"],
+    ]) {
+      let threw;
+      try {
+        new S3Ownership(opts);
+      } catch (e) {
+        threw = e;
+      }
+      if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
+      if (!threw.message.includes(says)) fail(`${what}: expected the message to say ${says}: ${threw.message}`);
+      if (threw.message.includes(secretAccessKey)) fail(`${what}: the secret leaked into the message`);
+    }
+    if (new S3Ownership({ ...base, node: "n" }).leaseValid()) fail("the options without a typo are taken");
+  });
+
   check("corrupt records are corrupt-record naming the key, and are left alone", async ({ base, make, leased, cell, plant, raw }) => {
     const a = await leased("corrupt");
     const c = `corrupt-${unique()}`;

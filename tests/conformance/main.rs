@@ -146,6 +146,7 @@ impl Env for Net {
         let detached = |e| match e {
             TransportError::TimedOut => None,
             TransportError::Network(n) => Some(n.detail),
+            TransportError::Unreadable { detail, .. } => Some(detail),
         };
         let answer = on_thread(move || exchange(&req, timeout).map_err(detached)).await;
         answer.map_err(|e| e.map_or(TransportError::TimedOut, |detail| TransportError::Network(detail.into())))

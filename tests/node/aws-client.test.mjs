@@ -7,7 +7,7 @@ import * as api from "celld-edge";
 import { AwsClient as Aws4fetchClient } from "aws4fetch";
 import { AWS_CLIENT_VECTOR_CASES, awsClientChecks } from "../common/aws-client.mjs";
 import { loadVectorCases } from "../common/vectors-fs.mjs";
-import { loadBotocoreCases } from "../botocore/cases.mjs";
+import { loadBotocoreCases, loadBotocoreHosts } from "../botocore/cases.mjs";
 import { proxyFront } from "./fault-proxy.mjs";
 
 const vectors = loadVectorCases((p) => readFileSync(p, "utf8"), process.env, AWS_CLIENT_VECTOR_CASES);
@@ -16,6 +16,41 @@ const { cases: botocore, skip: botocoreSkip } = loadBotocoreCases();
 for (const [name, fn] of awsClientChecks({ api, vectors, botocore, botocoreSkip, env: process.env, runtime: "node", front: proxyFront, streamUploads: true })) {
   test(name, fn);
 }
+
+/** botocore endpoints whose service or region cannot be told from the host, with the reason. */
+const BOTOCORE_HOSTS_NOT_GUESSED = {
+  "https://localhost:8000/": "DynamoDB Local: not an AWS host, service and region must be given",
+  "https://codecatalyst.global.api.aws/": "bearer-token service; its region is botocore's pseudo-region aws-global",
+  "https://mturk-requester-sandbox.us-east-1.amazonaws.com/": "botocore signs it in its pseudo-region sandbox",
+};
+
+test("service and region guessed from every host in botocore's endpoint data agree with botocore's signing name and region", async (t) => {
+  const { hosts, skip } = loadBotocoreHosts();
+  if (hosts === null) {
+    if (process.env.CELLD_EDGE_REQUIRE_BOTOCORE === "1") throw new Error(`botocore endpoints unavailable: ${skip}`);
+    t.skip(skip);
+    return;
+  }
+  const client = new api.AwsClient({ accessKeyId: "AKID", secretAccessKey: "secret" });
+  const differ = [];
+  const excused = new Set();
+  for (const [url, service, region, key] of hosts) {
+    let got;
+    try {
+      const [, scope] = /Credential=[^/]+\/\d{8}\/([^,]+)\/aws4_request/.exec((await client.sign(url)).headers.get("authorization"));
+      got = scope;
+    } catch (e) {
+      got = e.code;
+    }
+    if (got === `${region}/${service}`) continue;
+    if (url in BOTOCORE_HOSTS_NOT_GUESSED) excused.add(url);
+    else differ.push(`${url} (${key}): guessed ${got}, botocore ${region}/${service}`);
+  }
+  t.diagnostic(`${hosts.length} botocore endpoints checked`);
+  if (differ.length > 0) throw new Error(`${differ.length} hosts guessed unlike botocore:\n${differ.slice(0, 40).join("\n")}`);
+  const stale = Object.keys(BOTOCORE_HOSTS_NOT_GUESSED).filter((u) => !excused.has(u));
+  if (stale.length > 0) throw new Error(`excused but now guessed right (or gone from botocore): ${stale.join(", ")}`);
+});
 
 test("signatures agree with aws4fetch's where both sign the same headers and payload", async () => {
   const creds = { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", sessionToken: "tok/en+=" };

@@ -40,7 +40,10 @@ test("bad arguments exit 2 with a message naming the problem", async () => {
   const cases = [
     [[], CREDS, "no command given"],
     [["list"], CREDS, 'unknown command "list"'],
-    [["inspect", ...base, "--bogus"], CREDS, "--bogus"],
+    [["inspect", ...base, "--bogus"], CREDS, "unknown option --bogus (--help lists them)"],
+    [["inspect", ...base, "--bukcet", "b"], CREDS, "unknown option --bukcet: did you mean --bucket?"],
+    [["inspect", ...base, "--endpiont=x"], CREDS, "unknown option --endpiont: did you mean --endpoint?"],
+    [["probe", ...base, "--jsno"], CREDS, "did you mean --json?"],
     [["inspect", ...base, "extra"], CREDS, 'unexpected argument "extra"'],
     [["inspect", "--endpoint", "http://127.0.0.1:9"], CREDS, "--bucket is required"],
     [["inspect", "--bucket", "b"], CREDS, "--endpoint is required"],
@@ -57,7 +60,22 @@ test("bad arguments exit 2 with a message naming the problem", async () => {
     assert.ok(r.stderr.startsWith("celld-edge: "), r.stderr);
     assert.ok(r.stderr.includes(want), `${args.join(" ")}: ${r.stderr}`);
     assert.ok(!/\n\s+at /.test(r.stderr), `no stack trace: ${r.stderr}`);
+    assert.ok(!r.stderr.includes("positional"), `Node's parseArgs text about positional arguments: ${r.stderr}`);
     assert.equal(r.stdout, "");
+  }
+});
+
+test("with --json, bad arguments are a JSON error object on stdout, exit 2", async () => {
+  for (const [args, env, message] of [
+    [["inspect", "--json", "--endpoint", "http://127.0.0.1:9", "--bukcet", "b"], CREDS, "unknown option --bukcet: did you mean --bucket?"],
+    [["inspect", "--json", "--endpoint", "http://127.0.0.1:9", "--bucket", "b"], {}, "AWS_ACCESS_KEY_ID"],
+  ]) {
+    const r = await run(args, env);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.equal(r.stderr, "");
+    const { error } = JSON.parse(r.stdout);
+    assert.equal(error.code, "usage");
+    assert.ok(error.message.includes(message), error.message);
   }
 });
 
@@ -213,10 +231,17 @@ test("inspect reports store refusals with their code, exit 1", async (t) => {
   const r = await run(["inspect", "--endpoint", "http://127.0.0.1:9", "--bucket", bucket], storeEnv());
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /^celld-edge: transport: /);
-  // A missing bucket.
+  // A missing bucket, with --json: the error as a JSON object on stdout.
   const nb = await run(["inspect", "--endpoint", ATOMIC, "--bucket", "no-such-bucket-here", "--json"], storeEnv());
-  assert.equal(nb.code, 1, nb.stderr);
-  assert.match(nb.stderr, /NoSuchBucket/);
+  assert.equal(nb.code, 1, nb.stdout + nb.stderr);
+  assert.equal(nb.stderr, "");
+  const { error } = JSON.parse(nb.stdout);
+  assert.deepEqual([error.code, error.status, error.s3Code], ["request", 404, "NoSuchBucket"]);
+  assert.match(error.message, /NoSuchBucket/);
+  // No answer at all, with --json: transport, its cause named.
+  const down = await run(["inspect", "--endpoint", "http://127.0.0.1:9", "--bucket", bucket, "--json"], storeEnv());
+  assert.equal(down.code, 1, down.stdout + down.stderr);
+  assert.equal(JSON.parse(down.stdout).error.code, "transport");
   // A malformed endpoint is a bad argument.
   const bad = await run(["inspect", "--endpoint", "ftp://x", "--bucket", bucket], storeEnv());
   assert.equal(bad.code, 2, bad.stderr);
@@ -233,10 +258,17 @@ test("probe qualifies ministack once, text and --json; a store that ignores cond
   assert.equal(out.qualified, true);
   assert.equal(out.prefix, prefix);
   assert.equal(out.record, `${prefix}probe/qualified.json`);
+  assert.equal(out.previous, null, "a fresh prefix had no verdict");
   assert.deepEqual(Object.keys(out.report), ["ifMatchMissingStatus", "conditionalDelete", "etagQuoted"]);
+  // Probing an already qualified bucket says when it was qualified, and that it qualified it again.
   const text = await run(args, storeEnv());
   assert.equal(text.code, 0, text.stderr);
-  assert.match(text.stdout, /^Qualified: .* honours conditional writes\.\nRecorded at t-cli-probe-.*\/probe\/qualified\.json/);
+  const [, at] = /^Qualified: .* honours conditional writes\.\nIt was already qualified at (\S+) \(\S+ ago\): this probe qualified it again and replaced that record\.\nRecorded at t-cli-probe-.*\/probe\/qualified\.json/.exec(text.stdout) ?? [];
+  assert.ok(at, text.stdout);
+  assert.ok(Math.abs(Date.parse(at) - Date.now()) < 120_000, `qualified at ${at}, by the first run`);
+  const again = JSON.parse((await run([...args, "--json"], storeEnv())).stdout);
+  assert.equal(again.previous.verdict, "qualified");
+  assert.ok(Date.parse(again.previous.at) >= Date.parse(at), `${again.previous.at}: the second run's record`);
   // The verdict is in the bucket: a new instance reads it and runs no probe of its own.
   const sent = [];
   const store = { endpoint: ATOMIC, bucket: process.env.CELLD_TEST_ATOMIC_BUCKET, region: "us-east-1", accessKeyId: process.env.CELLD_TEST_ATOMIC_KEY_ID, secretAccessKey: process.env.CELLD_TEST_ATOMIC_SECRET };

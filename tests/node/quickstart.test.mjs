@@ -1,5 +1,5 @@
-// The README's snippets are files under examples/, and this runs them: every ```js/```html block in
-// README.md that follows a `<!-- file: PATH -->` marker must equal that file byte for byte, and the Node
+// The README's snippets are files under examples/, and this runs them: every ```js/```html/```toml block
+// in README.md that follows a `<!-- file: PATH -->` marker must equal that file byte for byte, and the Node
 // files run here as users would run them (node FILE) against ministack (ownership) and s3s-fs (signing,
 // strict signatures and presigned URLs), each on a fresh bucket, checked against the store. The Deno,
 // Workers and browser quick starts run in their runtimes' suites (tests/{deno,workerd,browser}/quickstart*).
@@ -24,14 +24,15 @@ const run = async (file, server) => {
 const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", node: "observer", probe: false });
 
 /** The tested files the README must show verbatim. */
-const SHOWN = ["node.mjs", "deno.js", "worker.js", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`);
+const SHOWN = ["node.mjs", "deno.js", "worker.js", "wrangler.toml", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`)
+  .concat(["examples/browser/cors.json"]);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
   const blocks = [...readme.matchAll(/(?:<!-- file: (\S+) -->\n)?```(\w*)\n([\s\S]*?)```/g)];
   const shown = new Set();
   for (const [, file, lang, code] of blocks) {
-    if (lang === "sh" || lang === "toml") continue; // commands and config, not programs
+    if (!file && (lang === "sh" || lang === "toml")) continue; // commands and config, not programs (unless marked)
     if (!file) throw new Error(`a \`\`\`${lang} block without a <!-- file: --> marker: ${code.slice(0, 80)}`);
     equal(code, readFileSync(join(root, file), "utf8"), `README's copy of ${file} differs from the file`);
     shown.add(file);

@@ -142,6 +142,9 @@ async function lowLevel(cell: string): Promise<void> {
   if (written.outcome === "applied") console.log(written.etag);
   await own.renewLease();
   console.log(probe.ifMatchMissingStatus, probe.conditionalDelete, probe.etagQuoted, applied, await own.releaseOwner(cell, 1), await own.owner(cell));
+  // A record naming this node that this instance does not hold (a lapsed lease's void claim): claim it again.
+  const info: OwnerInfo | null = await own.owner(cell);
+  if (info !== null && !info.held && info.live) await own.claim(cell);
 }
 
 /** Stopping cleanly, waiting for a cell, cleaning up (issue 17). */

@@ -70,12 +70,19 @@ for bundler in esbuild-iife esbuild-esm vite webpack; do
 done
 check "TypeScript (strict) type-checks a program against the shipped declarations" \
   "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module nodenext --moduleResolution nodenext "$tmp/app/app.ts"
+# A Node-only setup as @tsconfig/node* writes it ("lib": ["es2022"], no DOM; fetch, Request, Response and
+# AbortSignal come from @types/node) with skipLibCheck off: the declarations must name no DOM-only type.
+node_lib=(--strict --noEmit --skipLibCheck false --lib es2022 --types node --typeRoots "$root/node_modules/@types" --target es2022)
+check "TypeScript with a Node-only lib (es2022 + @types/node, no DOM, skipLibCheck false) type-checks the shipped declarations" \
+  "$root/node_modules/.bin/tsc" "${node_lib[@]}" --module nodenext --moduleResolution nodenext "$tmp/app/app.ts"
 mkdir "$tmp/cjs-app"
 cp "$here/app-cjs.ts" "$tmp/cjs-app/"
 ln -s "$tmp/app/node_modules" "$tmp/cjs-app/node_modules"
 echo '{ "name": "cjs-app", "type": "commonjs" }' >"$tmp/cjs-app/package.json"
 check "TypeScript in a CommonJS project (--module node16) type-checks against the require declarations" \
   "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
+check "TypeScript in a CommonJS project with a Node-only lib (no DOM) type-checks against pkg/index.d.cts" \
+  "$root/node_modules/.bin/tsc" "${node_lib[@]}" --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
 
 # The command line as a user runs it from the project: `npx celld-edge` (the package's "bin").
 cli() {
@@ -88,8 +95,16 @@ cli() {
   out=$(cd "$tmp/app" && AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b npx --no-install celld-edge inspect --endpoint ftp://x --bucket bkt 2>&1)
   rc=$?
   ((rc == 2)) && grep -q 'invalid-input' <<<"$out" || { echo "the library did not load or check the endpoint: exit $rc, $out"; return 1; }
+  out=$(cd "$tmp/app" && npx --no-install celld-edge inspect --endpoint http://127.0.0.1:9 --bukcet bkt 2>&1)
+  rc=$?
+  ((rc == 2)) && grep -q 'unknown option --bukcet: did you mean --bucket?' <<<"$out" && ! grep -q positional <<<"$out" ||
+    { echo "a mistyped option: exit $rc, $out"; return 1; }
+  out=$(cd "$tmp/app" && AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b npx --no-install celld-edge inspect --endpoint ftp://x --bucket bkt --json 2>/dev/null)
+  rc=$?
+  ((rc == 2)) && node -e 'const { error } = JSON.parse(process.argv[1]); if (error.code !== "invalid-input") process.exit(1)' "$out" ||
+    { echo "--json error: exit $rc, $out"; return 1; }
 }
-check "npx celld-edge runs the packaged CLI (help, bad arguments, the library loads)" cli
+check "npx celld-edge runs the packaged CLI (help, bad and mistyped arguments, --json errors, the library loads)" cli
 
 # npx celld-edge against ministack: a node of the installed package claims a cell, probe qualifies the
 # prefix, inspect shows the cell, its owner and epoch.
@@ -100,6 +115,8 @@ cli_store() {
   local args=(--endpoint "$CELLD_TEST_ATOMIC_ENDPOINT" --bucket "$CELLD_TEST_ATOMIC_BUCKET" --prefix "$prefix")
   out=$(cd "$tmp/app" && npx --no-install celld-edge probe "${args[@]}" 2>&1) || { echo "probe: $out"; return 1; }
   grep -q "^Qualified: .* honours conditional writes" <<<"$out" || { echo "probe said: $out"; return 1; }
+  out=$(cd "$tmp/app" && npx --no-install celld-edge probe "${args[@]}" 2>&1) || { echo "probe again: $out"; return 1; }
+  grep -q "^It was already qualified at .*: this probe qualified it again" <<<"$out" || { echo "probe again said: $out"; return 1; }
   (cd "$tmp/app" && PREFIX=$prefix node --input-type=module -e '
     import { S3Ownership } from "celld-edge";
     const e = process.env;

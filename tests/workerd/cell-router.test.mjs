@@ -152,3 +152,24 @@ test("cell-router Worker without secrets answers 500 and names the missing setti
   ok(/accessKeyId/.test(body.message), body.message);
   await stopWorker(mf);
 });
+
+test("cell-router Worker after an idle gap longer than its lease, with nobody taking over: claims its cells again", async () => {
+  const bundle = rootBundle();
+  const a = await startBundle(bundle, bindings("edge-idle-a"));
+  const b = await startBundle(bundle, bindings("edge-idle-b"));
+  const cell = "idle:1";
+  deepEqual([(await ask(a, cell)).owner, (await ask(a, cell)).self], ["edge-idle-a", true]);
+  deepEqual([(await ask(b, cell)).owner, (await ask(b, cell)).epoch], ["edge-idle-a", 1], "edge-idle-b routes to the holder");
+  // No request reaches edge-idle-a for longer than its lease is valid (ttl - skew), less than its peers'
+  // bound (ttl + skew): its next request acquires a fresh lease, under which the claim at epoch 1 is void.
+  await sleep(TTL - SKEW + 200);
+  const again = await ask(a, cell);
+  deepEqual([again.owner, again.epoch, again.self, again.tookOver], ["edge-idle-a", 2, true, false], "claimed again, not answered from the void claim");
+  const rec = await observer.readOwner(cell);
+  deepEqual([rec.node, rec.epoch], ["edge-idle-a", 2], "in the store");
+  deepEqual([(await ask(a, cell)).epoch, (await ask(a, cell)).self], [2, true], "then held");
+  const hint = await ask(b, cell);
+  deepEqual([hint.owner, hint.epoch, hint.self], ["edge-idle-a", 2, false], "edge-idle-b routes to the new epoch");
+  await stopWorker(a);
+  await stopWorker(b);
+});
