@@ -116,6 +116,10 @@ pub struct Ledger {
     pub expect_new: BTreeSet<u64>,
     /// Claims that waited for the holder's lease to run out (`claim_waiting`).
     pub waiting: BTreeSet<u64>,
+    /// Writes a life sent after it called `close()`: (process, incarnation, operation, `METHOD url`, when).
+    pub sent_after_close: Vec<(usize, u32, u64, String, u64)>,
+    /// `close()` operations begun by a user callback in the middle of another operation (re-entrant).
+    pub reentrant_closes: BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -176,6 +180,8 @@ pub struct Coverage {
     pub waits_took_over: u64,
     /// Dead leases another edge process removed.
     pub leases_removed: u64,
+    /// `close()` calls made by a user callback in the middle of another operation.
+    pub reentrant_closes: u64,
 }
 
 struct OwnerVersion<'a> {
@@ -427,6 +433,16 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     format!("{} (life {}) closed over {key} written by {:?}", name(op.node), op.incarnation, over.map(|o| o.writer)),
                 );
             }
+        }
+    }
+
+    // No write leaves a life after it called close() (a user callback may call it mid-operation), except
+    // close()'s own: its releases, the retirement, the delete.
+    cov.reentrant_closes = ledger.reentrant_closes.len() as u64;
+    for (n, inc, op, what, at) in &ledger.sent_after_close {
+        let closing = ledger.ops.get(op).is_some_and(|o| o.kind == OpKind::Close && (o.node, o.incarnation) == (*n, *inc));
+        if !closing {
+            bad("write-after-close", format!("{} (life {inc}) sent {what} at t={at} (op {op}) after calling close()", name(*n)));
         }
     }
 
