@@ -1464,6 +1464,12 @@ mod issue21 {
         assert_eq!(err.code(), "unsupported-backend", "{err}");
         assert_eq!(wire, ["GET fleet/control.json"]);
         assert!(env.0.borrow().writes.is_empty());
+        // The inspector's probe (`npx celld-edge probe`) too.
+        let inspector = celld_edge::ownership::Inspector::new(&qualified(""), env.clone()).unwrap();
+        let (out, wire) = wire_of(&env, inspector.probe());
+        assert_eq!(out.unwrap_err().code(), "unsupported-backend");
+        assert_eq!(wire, ["GET fleet/control.json"]);
+        assert!(env.0.borrow().writes.is_empty());
     }
 
     /// F: a configuration whose renewal has no time for its round trip is refused, saying why.

@@ -546,10 +546,13 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     let close_op: Rc<Cell<Option<u64>>> = Rc::default();
     let me: Rc<RefCell<Weak<S3Ownership<SimEnv>>>> = Rc::default();
     // In some lives a user callback closes the instance in the middle of an operation: an abort listener
-    // of `signal(cell)` when a claim's authority ends (a re-claim about to write, a release, a fence), or
-    // an `onEvent` handler now and then when a request is answered (between a write and its resend).
+    // of `signal(cell)` when a re-claim ends the claim it replaces (just before the re-claim's write), or
+    // an `onEvent` handler when a write is answered (mostly one not applied: between it and its resend).
+    // Only in seeds without a second process of a node id: those keep their histories as they were, since
+    // F9's situation there is rare (its tooth, TrustOwnNodeId, is caught on about 1 seed in 200).
     let mut reentrant_rng = Rng::new(seed ^ 0x4ee47);
-    let reentrant = reentrant_rng.chance(0.15).then(|| RefCell::new(reentrant_rng));
+    let twin = (1..ctx.names.len()).any(|i| ctx.names[..i].contains(&ctx.names[i]));
+    let reentrant = (!twin && reentrant_rng.chance(0.15)).then(|| RefCell::new(reentrant_rng));
     // What the driver installed, as it reports it: the checker's record of every lease's authority.
     let hook = {
         let (weak, beliefs, gen): (Weak<Ctx>, _, _) = (Rc::downgrade(&ctx), beliefs.clone(), gen.clone());
@@ -558,8 +561,10 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             let Some(ctx) = weak.upgrade() else { return };
             if let Some(rng) = &reentrant {
                 let closes = match *event {
-                    Event::AuthorityLost { lost, .. } => lost != Lost::Closed,
-                    Event::Request { .. } => rng.borrow_mut().chance(0.01),
+                    Event::AuthorityLost { lost: Lost::Reclaimed, .. } => rng.borrow_mut().chance(0.5),
+                    Event::Request { op: "write", outcome, .. } => {
+                        rng.borrow_mut().chance(if outcome == "applied" { 0.02 } else { 0.3 })
+                    }
                     _ => false,
                 };
                 let own = me.borrow().upgrade();
