@@ -596,13 +596,18 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             ctx.ledger.borrow_mut().installs.entry((node, gen.get())).or_default().push((expires, now));
         })
     };
-    // Every write this life sends once it has called close(): the checker allows only close()'s own.
+    // The lease generation each write is sent in, and every write this life sends once it has called
+    // close() (the checker allows only close()'s own).
     let watch = {
-        let (weak, close_op): (Weak<Ctx>, _) = (Rc::downgrade(&ctx), close_op.clone());
+        let (weak, close_op, gen): (Weak<Ctx>, _, _) = (Rc::downgrade(&ctx), close_op.clone(), gen.clone());
         Rc::new(move |op: u64, what: String| {
-            let (Some(ctx), Some(_)) = (weak.upgrade(), close_op.get()) else { return };
+            let Some(ctx) = weak.upgrade() else { return };
             let now = ctx.world.now();
-            ctx.ledger.borrow_mut().sent_after_close.push((node, incarnation, op, what, now));
+            let mut ledger = ctx.ledger.borrow_mut();
+            ledger.write_gens.insert((node, incarnation, op, now), gen.get());
+            if close_op.get().is_some() {
+                ledger.sent_after_close.push((node, incarnation, op, what, now));
+            }
         })
     };
     let env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook).with_write_watch(watch);
