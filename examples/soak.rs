@@ -7,7 +7,8 @@
 //! beyond counting what the checker reports.
 //!
 //! `cargo run --profile sim --example soak -- [--seeds N] [--from S] [--teeth-seeds M] [--jobs J]`
-//! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace.
+//! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace;
+//! `--tooth NAME` without `--seed` runs only that tooth.
 
 #[path = "../tests/sim/celld.rs"]
 mod celld;
@@ -196,7 +197,9 @@ fn main() -> ExitCode {
         .collect();
     let mut caught = 0;
     println!("teeth ({} seeds each):", args.teeth_seeds);
-    for tooth in Tooth::ALL {
+    // `--tooth NAME` without `--seed`: that tooth only.
+    let teeth: Vec<Tooth> = args.tooth.map_or(Tooth::ALL.to_vec(), |t| vec![t]);
+    for &tooth in &teeth {
         let armed = Params { tooth: Some(tooth), ..Params::default() };
         let hits = Mutex::new(BTreeMap::<u64, &'static str>::new());
         run_parallel(&teeth_seeds, &armed, args.jobs, |r| {
@@ -225,8 +228,8 @@ fn main() -> ExitCode {
         }
     }
     println!("took {:.1?}", started.elapsed());
-    println!("{} ops, {} seeds, {violations} violations, {caught}/{} teeth caught", t.ops, t.seeds, Tooth::ALL.len());
-    if violations == 0 && caught == Tooth::ALL.len() {
+    println!("{} ops, {} seeds, {violations} violations, {caught}/{} teeth caught", t.ops, t.seeds, teeth.len());
+    if violations == 0 && caught == teeth.len() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -38,7 +38,10 @@ export interface S3OwnershipOptions {
   prefix?: string;
   /** Default 10000. */
   leaseTtlMs?: number;
-  /** Assumed bound between nodes' wall clocks. Default 1000; must be below `leaseTtlMs`. */
+  /**
+   * Assumed bound between nodes' wall clocks. Default 1000; must leave a renewal 250 ms for its round
+   * trip: `leaseTtlMs - maxClockSkewMs - leaseTtlMs / 3 >= 250` (else `invalid-input`).
+   */
   maxClockSkewMs?: number;
   /** Timeout of each request other than renewals. Default 10000. */
   requestTimeoutMs?: number;

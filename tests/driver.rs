@@ -1342,3 +1342,169 @@ mod lifecycle {
         assert!(errors.is_empty());
     }
 }
+
+// ---- issue 21: close keeps what a record may need, no write after close, honest rejections ----
+
+mod issue21 {
+    use super::*;
+    use celld_edge::env::Lost;
+    use celld_edge::ownership::CloseOptions;
+    use std::rc::Rc;
+    use support::gate::{poll, GateEnv};
+
+    /// A node on a store whose probe showed that it honours a conditional DELETE (so close may delete).
+    fn qualified(id: &str) -> Config {
+        let mut config = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+        config.lease_ttl_ms = TTL;
+        config.max_clock_skew_ms = SKEW;
+        config.probe = ProbePolicy::Recorded;
+        config
+    }
+
+    /// C (c1): a release that ended ambiguous without landing leaves the record naming the node: the
+    /// retired lease stays (a peer takes the cell at once), however `close` is asked to clean up.
+    #[test]
+    fn close_keeps_the_lease_a_record_left_by_an_unsettled_release_names() {
+        let env = MemEnv::new();
+        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        block_on(a.claim("c")).unwrap();
+        env.push(Fault::Drop(Err(TransportError::TimedOut))); // the release never lands...
+        for _ in 0..4 {
+            env.push(Fault::Drop(Err(TransportError::TimedOut))); // ...and its readback fails
+        }
+        assert_eq!(block_on(a.release("c")).unwrap_err().code(), "ambiguous");
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+        let closed = block_on(a.close(CloseOptions { release: true })).unwrap();
+        assert!(closed.retired && !closed.deleted, "{closed:?}");
+        let b = leased(&env, "b");
+        assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { epoch: 2, took_over: true, .. }));
+    }
+
+    /// C (c3): a claim that landed but was voided because the lease lapsed names the node; after a fresh
+    /// lease, `close({ release })` must keep the retired lease.
+    #[test]
+    fn close_keeps_the_lease_a_claim_voided_by_a_lapse_still_needs() {
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let a = S3Ownership::new(qualified("a"), gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut claim = Box::pin(a.claim("c"));
+        assert!(poll(&mut claim).is_none());
+        let put = gate.waiting()[0].0;
+        gate.land(put);
+        env.advance(TTL); // the answer comes after the lease lapsed
+        gate.deliver(put);
+        assert_eq!(poll(&mut claim).unwrap().unwrap_err().code(), "fenced");
+        gate.hold(|_, _| false);
+        block_on(a.acquire_lease()).unwrap();
+        assert_eq!(owner_body(&env, "c")["node"], "a", "the voided claim's record names a");
+        let closed = block_on(a.close(CloseOptions { release: true })).unwrap();
+        assert!(closed.retired && !closed.deleted, "{closed:?}");
+        assert!(env.body("nodes/a.json").is_some());
+    }
+
+    /// C (c2): a release in flight when `close()` is called is waited for, and nothing it would send
+    /// after that goes out (here: its resend after an answer lost on the way).
+    #[test]
+    fn close_waits_for_a_release_in_flight_and_nothing_is_sent_after_close() {
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let a = S3Ownership::new(qualified("a"), gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        block_on(a.claim("c")).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut release = Box::pin(a.release("c"));
+        assert!(poll(&mut release).is_none());
+        let put = gate.waiting()[0].0;
+        let from = env.sent_count();
+        let mut close = Box::pin(a.close(CloseOptions { release: true }));
+        assert!(poll(&mut close).is_none(), "close waits for the release in flight");
+        assert_eq!(env.sent_count(), from, "nothing retired while the release is unsettled");
+        gate.fail(put, TransportError::TimedOut); // lost before it landed: the release reads back, would resend
+        let err = poll(&mut release).unwrap().unwrap_err();
+        assert_eq!(err.code(), "ambiguous", "{err}");
+        let closed = poll(&mut close).unwrap().unwrap();
+        assert!(closed.retired && !closed.deleted, "the record still names a: {closed:?}");
+        let wire = env.wire_since(from);
+        assert!(!wire.iter().any(|w| w.starts_with("PUT cells/")), "no release write after close(): {wire:?}");
+        assert!(gate.waiting().is_empty());
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+    }
+
+    /// H: a user callback that closes the instance when a cell is re-claimed (an `AbortSignal` listener
+    /// of `signal(cell)`) runs before the re-claim's write is sent: that write must not go out.
+    #[test]
+    fn a_callback_that_closes_during_a_re_claim_stops_its_write() {
+        let env = MemEnv::new();
+        let a = Rc::new(leased(&env, "a"));
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let weak = Rc::downgrade(&a);
+        env.0.borrow_mut().on_lost = Some(Rc::new(move |_cell: &str, lost: Lost| {
+            if lost == Lost::Reclaimed {
+                weak.upgrade().unwrap().shut();
+            }
+        }));
+        let from = env.sent_count();
+        let err = block_on(a.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "not-leased", "{err}");
+        assert_eq!(env.wire_since(from), Vec::<String>::new(), "closed before the write was sent: nothing sent");
+        assert_eq!(owner_body(&env, "c")["epoch"], 1);
+        env.0.borrow_mut().on_lost = None;
+        assert!(block_on(a.close(CloseOptions::default())).unwrap().retired);
+    }
+
+    /// G: a claim that lost every round on a cell that was released each time names nobody: it is a
+    /// `transport` error (claim again), never a rejection naming an empty, dead owner.
+    #[test]
+    fn a_claim_that_lost_every_round_on_a_released_cell_is_transport_not_rejected() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        block_on(a.release("c")).unwrap();
+        let b = leased(&env, "b");
+        for _ in 0..4 {
+            env.push(Fault::Slow(0.0)); // the read: released
+            env.push(Fault::Drop(Ok((412, "PreconditionFailed")))); // another claimer won the round
+        }
+        let err = block_on(b.claim("c")).unwrap_err();
+        assert_eq!(err.code(), "transport", "{err}");
+        assert!(err.to_string().contains("contention"), "{err}");
+    }
+
+    /// D: `probe()` writes scratch keys and a verdict: in a fleet whose marker names another backend it
+    /// is refused like every write, with nothing written.
+    #[test]
+    fn probe_refuses_a_fleet_of_another_backend_and_writes_nothing() {
+        let env = MemEnv::new();
+        env.put_raw("fleet/control.json", r#"{"format":1,"backend":"dynamodb","table":"cells"}"#);
+        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap();
+        let (out, wire) = wire_of(&env, a.probe());
+        let err = out.unwrap_err();
+        assert_eq!(err.code(), "unsupported-backend", "{err}");
+        assert_eq!(wire, ["GET fleet/control.json"]);
+        assert!(env.0.borrow().writes.is_empty());
+        // The inspector's probe (`npx celld-edge probe`) too.
+        let inspector = celld_edge::ownership::Inspector::new(&qualified(""), env.clone()).unwrap();
+        let (out, wire) = wire_of(&env, inspector.probe());
+        assert_eq!(out.unwrap_err().code(), "unsupported-backend");
+        assert_eq!(wire, ["GET fleet/control.json"]);
+        assert!(env.0.borrow().writes.is_empty());
+    }
+
+    /// F: a configuration whose renewal has no time for its round trip is refused, saying why.
+    #[test]
+    fn a_configuration_leaving_a_renewal_no_time_is_refused_saying_why() {
+        let env = MemEnv::new();
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        config.lease_ttl_ms = 3_000;
+        config.max_clock_skew_ms = 1_999; // authority 1001 ms, renewed after 1000: 1 ms for the round trip
+        let err = S3Ownership::new(config.clone(), env.clone()).err().unwrap();
+        assert_eq!(err.code(), "invalid-input");
+        let text = err.to_string();
+        assert!(text.contains("1 ms to make its round trip") && text.contains("at least 250 ms"), "{text}");
+        config.max_clock_skew_ms = 1_750; // 250 ms of room: one renewal attempt at its shortest bound
+        assert!(S3Ownership::new(config, env).is_ok());
+    }
+}

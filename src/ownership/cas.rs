@@ -89,6 +89,9 @@ pub enum Budget {
     /// Each request gets half of what remains of the lease's authority (250..=2500 ms): before the
     /// monotonic deadline `mono` and the wall deadline `wall`, whichever comes first.
     Authority { mono: f64, wall: u64 },
+    /// A write of `close()` itself (the close's releases, the retirement, its delete), each request with
+    /// this timeout: the only writes a closed store still sends (`Store::close`).
+    Closing(u32),
 }
 
 pub struct Store<E: Env> {
@@ -96,6 +99,10 @@ pub struct Store<E: Env> {
     bucket: RefCell<Bucket>,
     /// The keys' lifetime when a credentials provider gives them.
     rotation: Rotation,
+    /// Set by `close()`: from then on only `Budget::Closing` writes are sent. Checked at the moment each
+    /// write is sent, so that no operation under way (or a user callback that closes mid-operation) can
+    /// let a write out after close.
+    closed: Cell<bool>,
     #[cfg(feature = "teeth")]
     pub tooth: Option<crate::ownership::teeth::Tooth>,
 }
@@ -118,14 +125,32 @@ impl<E: Env> Store<E> {
             env,
             bucket: RefCell::new(bucket),
             rotation: Rotation::new(false),
+            closed: Cell::new(false),
             #[cfg(feature = "teeth")]
             tooth: None,
         }
     }
 
+    /// From now on, refuse every write other than `close()`'s own (`Budget::Closing`).
+    pub fn close(&self) {
+        if !armed!(self, SendAfterClose) {
+            self.closed.set(true);
+        }
+    }
+
+    /// `not-leased` for a write that a closed store must not send.
+    fn refuse_after_close(&self, budget: Budget) -> Result<()> {
+        if self.closed.get() && !matches!(budget, Budget::Closing(_)) {
+            return Err(Error::not_leased(
+                "this instance was closed (close()) before this write was sent: nothing was sent".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn timeout(&self, budget: Budget) -> u32 {
         match budget {
-            Budget::PerRequest(ms) => ms,
+            Budget::PerRequest(ms) | Budget::Closing(ms) => ms,
             Budget::Authority { mono, wall } => {
                 renewal_timeout_ms(remaining_ms(mono, self.env.mono_ms(), wall, self.env.wall_ms()))
             }
@@ -159,7 +184,7 @@ impl<E: Env> Store<E> {
     /// Usable keys before a request for `key` is signed (`Rotation::ready`): renewals, bounded by the
     /// lease's authority, never wait on the provider while the keys held still work.
     async fn signable(&self, key: &str, budget: Budget) -> Result<()> {
-        let can_wait = matches!(budget, Budget::PerRequest(_));
+        let can_wait = matches!(budget, Budget::PerRequest(_) | Budget::Closing(_));
         self.rotation.ready(&self.env, &self.bucket, key, can_wait, self.timeout(budget)).await
     }
 
@@ -293,6 +318,10 @@ impl<E: Env> Store<E> {
         if let Err(e) = self.signable(key, budget).await {
             return (0, PutAnswer::Refused(e));
         }
+        // After the keys are ready (that may wait): the last moment before the request goes out.
+        if let Err(e) = self.refuse_after_close(budget) {
+            return (0, PutAnswer::Refused(e));
+        }
         let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
@@ -343,6 +372,9 @@ impl<E: Env> Store<E> {
     /// A DELETE (the probe's), classified like a PUT, with its status like `put_cas_status`.
     pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> (u16, PutAnswer) {
         if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
+        if let Err(e) = self.refuse_after_close(budget) {
             return (0, PutAnswer::Refused(e));
         }
         let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {

@@ -86,6 +86,16 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
     })
 }
 
+/// Reads the marker under `prefix` and never writes it (the inspector, which writes nothing of the fleet's):
+/// `Ok` when it is absent or names the bucket backend.
+pub async fn check_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
+    let key = msg!(prefix, MARKER_KEY);
+    match read(store, &key, budget).await? {
+        Some(body) => judge(&key, &body),
+        None => Ok(()),
+    }
+}
+
 /// A GET of the marker; a body that does not decode is read again, as records are (a truncated
 /// transfer looks the same as a corrupt marker, and only the marker stays so).
 async fn read<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Option<Vec<u8>>> {

@@ -27,8 +27,8 @@ use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
 use crate::ownership::join::{first, join_all, Either, Flight, Lead};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{
-    judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline,
-    wall_deadline, RETIRED_EXPIRES_MS,
+    judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, renewal_room_ms,
+    self_deadline, wall_deadline, MIN_RENEWAL_ROOM_MS, RETIRED_EXPIRES_MS,
 };
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Qualification};
@@ -222,6 +222,8 @@ struct State {
     lease_flight: Option<(bool, Shared<()>)>,
     /// The claim in flight per cell, which every concurrent claim of that cell shares.
     claim_flights: Vec<(String, Shared<(ClaimOutcome, Wake)>)>,
+    /// The releases in flight (`release_at`), which `close()` waits for.
+    release_flights: Vec<Rc<Flight<()>>>,
     /// Owner-record versions (by token) whose holder's lease this instance found missing, and since when
     /// (monotonic, sampled after the answer): a missing lease proves death only once it stayed missing.
     missing: VecDeque<(String, f64)>,
@@ -275,11 +277,17 @@ impl<E: Env> S3Ownership<E> {
     pub fn new(config: Config, env: E) -> Result<Self> {
         check_node(config.ids, &config.node)?;
         check_prefix(&config.prefix)?;
-        if !renewable(config.lease_ttl_ms, config.max_clock_skew_ms) || config.lease_ttl_ms > 86_400_000 {
+        if config.lease_ttl_ms > 86_400_000 {
+            return Err(Error::invalid(msg!("leaseTtlMs (", config.lease_ttl_ms, ") must be at most a day")));
+        }
+        if !renewable(config.lease_ttl_ms, config.max_clock_skew_ms) {
+            let (ttl, skew) = (config.lease_ttl_ms, config.max_clock_skew_ms);
             return Err(Error::invalid(msg!(
-                "leaseTtlMs (", config.lease_ttl_ms, ") must be at most a day, and its third (the renewal interval) ",
-                "must be shorter than leaseTtlMs - maxClockSkewMs (", config.max_clock_skew_ms,
-                "), or every renewal would land after the lease it extends had lapsed"
+                "leaseTtlMs (", ttl, ") and maxClockSkewMs (", skew, ") leave a renewal no time to succeed: a lease ",
+                "gives authority for leaseTtlMs - maxClockSkewMs (", ttl.saturating_sub(skew), " ms) and is renewed ",
+                "leaseTtlMs/3 (", renew_interval_ms(ttl), " ms) after it was written, so the renewal has ",
+                renewal_room_ms(ttl, skew), " ms to make its round trip; at least ", MIN_RENEWAL_ROOM_MS,
+                " ms are needed (raise leaseTtlMs or lower maxClockSkewMs)"
             )));
         }
         if config.request_timeout_ms == 0 {
@@ -324,6 +332,11 @@ impl<E: Env> S3Ownership<E> {
         Budget::PerRequest(self.config.request_timeout_ms)
     }
 
+    /// The budget of `close()`'s own writes, the only ones a closed instance sends.
+    fn closing_budget(&self) -> Budget {
+        Budget::Closing(self.config.request_timeout_ms)
+    }
+
     fn skew_for_peers(&self) -> u64 {
         if armed!(self.store, NoPeerSkewMargin) {
             0
@@ -343,27 +356,35 @@ impl<E: Env> S3Ownership<E> {
     /// records the verdict in the bucket for later instances.
     pub async fn probe(&self) -> Result<ProbeReport> {
         self.refuse_if_closed()?;
+        // The probe writes (its scratch keys, the verdict): a fleet of another backend gets none of them.
+        self.fleet_checked(true).await?;
         self.qualified(true).await
     }
 
     /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
-        // celld's fleet marker first: a fleet of another backend is refused before anything is written.
-        if !armed!(self.store, SkipFleetMarker) {
-            if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
-                // A marker that does not decode may be a wrong endpoint's page: the qualification tells
-                // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
-                if e.code() == "corrupt-record" && self.config.probe != ProbePolicy::Off {
-                    self.qualified(false).await?;
-                }
-                return Err(e);
-            }
-        }
+        self.fleet_checked(false).await?;
         if self.config.probe == ProbePolicy::Off {
             return Ok(());
         }
         self.qualified(false).await.map(|_| ())
+    }
+
+    /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
+    async fn fleet_checked(&self, fresh: bool) -> Result<()> {
+        if armed!(self.store, SkipFleetMarker) {
+            return Ok(());
+        }
+        if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
+            // A marker that does not decode may be a wrong endpoint's page: the qualification tells
+            // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
+            if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
+                self.qualified(fresh).await?;
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
@@ -432,8 +453,10 @@ impl<E: Env> S3Ownership<E> {
     fn lose_all(&self, detail: &str) {
         let dropped: Vec<(String, u64)> = {
             let mut state = self.state.borrow_mut();
-            let dropped = state.claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect();
+            let dropped: Vec<(String, u64)> = state.claims.iter().map(|(c, (e, _))| (c.clone(), *e)).collect();
             state.claims.clear();
+            // Their records still name this node: a close must keep the retired lease for their takeover.
+            state.unaccounted |= !dropped.is_empty();
             dropped
         };
         for (cell, epoch) in &dropped {
@@ -536,15 +559,32 @@ impl<E: Env> S3Ownership<E> {
         // no claim is reported applied after the release of its epoch.
         self.wait_for_claim(cell).await;
         self.require_release_lease()?;
+        // `close()` waits for this release; one abandoned before it settled may still land, or not.
+        let (flight, settled_here) = (Flight::new(), core::cell::Cell::new(false));
+        self.state.borrow_mut().release_flights.push(flight.clone());
+        let mine = flight.clone();
+        let lead = Lead::new(flight, || {
+            let mut state = self.state.borrow_mut();
+            state.release_flights.retain(|f| !Rc::ptr_eq(f, &mine));
+            state.unaccounted |= !settled_here.get();
+        });
         // The claim ends as the release begins: once sent, it may land (and a peer claim) at any moment.
         self.lose_claim(cell, Some(epoch), Lost::Released, "");
-        self.ensure_probed().await?;
-        let key = self.owner_key(cell);
-        let reconciles = Reconciles::default();
-        let settled =
-            self.store.cas_settled(&key, &guard, &|n| self.owner_body("", epoch, n), self.budget(), &reconciles).await;
+        let settled = match self.ensure_probed().await {
+            Ok(()) => {
+                let key = self.owner_key(cell);
+                let reconciles = Reconciles::default();
+                let body = |n: &str| self.owner_body("", epoch, n);
+                self.store.cas_settled(&key, &guard, &body, self.budget(), &reconciles).await
+            }
+            Err(e) => Err(e),
+        };
         self.wrote_owner(cell, "", epoch, &settled);
-        settled?.outcome(&key)
+        // Not landed, or maybe not: the record may still name this node, and its claim is gone.
+        self.account(&settled);
+        settled_here.set(true);
+        lead.finish(());
+        settled?.outcome(&self.owner_key(cell))
     }
 
     /// Waits until no claim of `cell` is in flight on this instance.
@@ -912,7 +952,9 @@ impl<E: Env> S3Ownership<E> {
                 if self.within(&l) {
                     Ok(())
                 } else {
-                    // Landed, but our authority ran out meanwhile: a claim we may not act on.
+                    // Landed, but our authority ran out meanwhile: a claim we may not act on, whose record
+                    // names this node.
+                    self.state.borrow_mut().unaccounted = true;
                     Err(self.fence("the lease lapsed while the claim was being written"))
                 }
             }
@@ -1161,11 +1203,14 @@ impl<E: Env> S3Ownership<E> {
                 }
             }
         }
-        // Lost every round to other writers: report who holds it now.
+        // Lost every round to other writers: report who holds it now, when someone does.
         match self.owner(cell).await? {
             // Contention: look again soon; that claim reads the holder's lease and says when.
-            Some(owner) => Ok((self.claim_rejected(cell, owner, started), self.soon())),
-            None => Err(Error::transport(
+            Some(owner) if owner.live || owner.awaiting_recovery => {
+                Ok((self.claim_rejected(cell, owner, started), self.soon()))
+            }
+            // Absent, released, or held by a dead node now: nobody to route to, and claiming again may win.
+            _ => Err(Error::transport(
                 self.owner_key(cell),
                 msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
             )),
@@ -1415,6 +1460,7 @@ impl<E: Env> S3Ownership<E> {
         }
         state.closed = true;
         state.renewer += 1;
+        self.store.close();
         let keep = armed!(self.store, KeepAuthorityAfterClose);
         let lease = if keep { state.lease.clone() } else { state.lease.take() };
         state.retiring = lease.filter(|_| state.fenced.is_none());
@@ -1450,6 +1496,16 @@ impl<E: Env> S3Ownership<E> {
                 None => break,
             }
         }
+        // So do releases in flight (their claims already ended): whether they landed decides the delete.
+        loop {
+            let in_flight = self.state.borrow().release_flights.first().cloned();
+            match in_flight {
+                Some(flight) => {
+                    let _ = flight.wait().await;
+                }
+                None => break,
+            }
+        }
         let held: Vec<(String, Claim)> = {
             let state = self.state.borrow();
             state.closing_claims.iter().map(|(c, claim)| (c.clone(), claim.clone())).collect()
@@ -1478,7 +1534,7 @@ impl<E: Env> S3Ownership<E> {
         if accounted && deletes {
             // Best effort, and safe either way: only this retired version can be deleted.
             let key = self.lease_key(&self.config.node);
-            let (status, _) = self.store.delete(&key, Some(&CasGuard::Match(etag)), self.budget()).await;
+            let (status, _) = self.store.delete(&key, Some(&CasGuard::Match(etag)), self.closing_budget()).await;
             deleted = (200..300).contains(&status);
         }
         let ms = self.store.env.mono_ms() - started;
@@ -1497,7 +1553,7 @@ impl<E: Env> S3Ownership<E> {
         let reconciles = Reconciles::default();
         let guard = CasGuard::Match(token.to_owned());
         let body = |n: &str| self.owner_body("", epoch, n);
-        let settled = self.store.cas_settled(&key, &guard, &body, self.budget(), &reconciles).await;
+        let settled = self.store.cas_settled(&key, &guard, &body, self.closing_budget(), &reconciles).await;
         self.wrote_owner(cell, "", epoch, &settled);
         matches!(settled, Ok(Settled::Applied { .. }))
     }
@@ -1512,7 +1568,7 @@ impl<E: Env> S3Ownership<E> {
         let reconciles = Reconciles::default();
         let mut guard = CasGuard::Match(lease.etag);
         for _ in 0..3 {
-            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.budget(), &reconciles).await? {
+            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.closing_budget(), &reconciles).await? {
                 Settled::Applied { etag } => {
                     self.state.borrow_mut().retiring = None;
                     return Ok(Some(etag));

@@ -15,10 +15,20 @@ pub fn renew_retry_ms(ttl_ms: u64, jitter: u64) -> u64 {
     (100 + jitter % 100).min(renew_interval_ms(ttl_ms).max(1))
 }
 
-/// A configuration the protocol can keep: authority (`ttl - skew`) must outlast a renewal interval with
-/// room to spare, or every renewal lands after the lease it extends has lapsed and fences the node.
+/// The shortest bound of one renewal attempt (`renewal_timeout_ms`).
+pub const MIN_RENEWAL_ROOM_MS: u64 = 250;
+
+/// How long a renewal sent on time (ttl/3 after the lease write was sent) has for its round trip before
+/// the authority of the lease it extends (`ttl - skew`) ends.
+pub fn renewal_room_ms(ttl_ms: u64, max_skew_ms: u64) -> u64 {
+    ttl_ms.saturating_sub(max_skew_ms).saturating_sub(renew_interval_ms(ttl_ms))
+}
+
+/// A configuration the protocol can keep: a renewal sent on time must have room for one attempt at its
+/// shortest bound (250 ms) before the authority it extends ends; with less, every renewal that takes its
+/// round trip's usual time lands after the lease had lapsed, and fences the node.
 pub fn renewable(ttl_ms: u64, max_skew_ms: u64) -> bool {
-    ttl_ms > max_skew_ms && renew_interval_ms(ttl_ms) < ttl_ms - max_skew_ms
+    renewal_room_ms(ttl_ms, max_skew_ms) >= MIN_RENEWAL_ROOM_MS
 }
 
 /// The holder may act while `mono_now < deadline`; `anchor_mono` is sampled **before** the write is sent,
@@ -63,7 +73,7 @@ pub fn judged_dead_at(expires_ms: u64, max_skew_ms: u64) -> u64 {
 
 /// One renewal attempt is aborted after half the remaining authority, clamped to 250..=2500 ms.
 pub fn renewal_timeout_ms(remaining_ms: f64) -> u32 {
-    (remaining_ms / 2.0).max(0.0).clamp(250.0, 2500.0) as u32
+    (remaining_ms / 2.0).max(0.0).clamp(MIN_RENEWAL_ROOM_MS as f64, 2500.0) as u32
 }
 
 #[cfg(test)]
@@ -132,5 +142,9 @@ mod tests {
         // ttl/3 = 1000 >= ttl - skew = 1000: every renewal would land after authority ended.
         assert!(!renewable(3_000, 2_000));
         assert!(!renewable(1_000, 1_000));
+        // Issue 21 F: 1 ms of room for the renewal's round trip.
+        assert!(!renewable(3_000, 1_999));
+        assert!(renewable(3_000, 1_750) && !renewable(3_000, 1_751));
+        assert!(renewable(600, 100), "300 ms of room");
     }
 }

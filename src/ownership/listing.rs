@@ -14,6 +14,7 @@ use crate::prelude::*;
 use crate::env::Env;
 use crate::error::{msg, Error, Result};
 use crate::ownership::cas::{Budget, Store};
+use crate::ownership::control::check_bucket_backend;
 use crate::ownership::decide::awaiting_recovery;
 use crate::ownership::driver::{Config, S3Ownership};
 use crate::ownership::ids::{check_node, check_prefix, IdSet};
@@ -352,12 +353,21 @@ impl<E: Env> Inspector<E> {
     /// later instances, whatever was recorded before: what `S3Ownership::probe` does, without a node.
     /// A store that breaks conditional writes is `store-violation` naming the step (and recorded so).
     pub async fn probe(&self) -> Result<ProbeReport> {
+        // The fleet's backend marker first (read, never created here): a fleet of another backend gets no
+        // write of the probe.
+        let marker = check_bucket_backend(&self.store, &self.prefix, self.budget()).await;
+        // A marker that does not decode may be a wrong endpoint's page: the probe says "not an S3 API".
+        match &marker {
+            Err(e) if e.code() != "corrupt-record" => return Err(e.clone()),
+            _ => {}
+        }
         let here = Here { endpoint: &self.endpoint, bucket: &self.bucket, prefix: &self.prefix };
         // Mode::Explicit ignores what is recorded, so the trust period only dates this instance's copy.
-        match qualify::qualify(&self.store, &here, Mode::Explicit, 0, self.max_clock_skew_ms, self.budget()).await {
-            Outcome::Qualified { report, .. } => Ok(report),
-            Outcome::Refused { error, .. } | Outcome::Failed(error) => Err(error),
-        }
+        let report = match qualify::qualify(&self.store, &here, Mode::Explicit, 0, self.max_clock_skew_ms, self.budget()).await {
+            Outcome::Qualified { report, .. } => report,
+            Outcome::Refused { error, .. } | Outcome::Failed(error) => return Err(error),
+        };
+        marker.map(|()| report)
     }
 }
 

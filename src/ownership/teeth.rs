@@ -47,10 +47,14 @@ pub enum Tooth {
     /// Treat every record naming this node id as this instance's own, without checking that its lease is
     /// still this instance's (another process of the id may have written it).
     TrustOwnNodeId,
+    /// Check `close()` only when an operation starts, not when each of its writes is sent: a user callback
+    /// that closes the instance mid-operation (an `AbortSignal` listener, an event handler) lets the
+    /// operation's write out after close.
+    SendAfterClose,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 19] = [
+    pub const ALL: [Tooth; 20] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -70,5 +74,6 @@ impl Tooth {
         Tooth::KeepAuthorityAfterClose,
         Tooth::RetireUnconditionally,
         Tooth::TrustOwnNodeId,
+        Tooth::SendAfterClose,
     ];
 }

@@ -116,6 +116,22 @@ pub struct Ledger {
     pub expect_new: BTreeSet<u64>,
     /// Claims that waited for the holder's lease to run out (`claim_waiting`).
     pub waiting: BTreeSet<u64>,
+    /// Writes a life sent after it called `close()`: (process, incarnation, operation, `METHOD url`, when).
+    pub sent_after_close: Vec<(usize, u32, u64, String, u64)>,
+    /// `close()` operations begun by a user callback in the middle of another operation (re-entrant).
+    pub reentrant_closes: BTreeSet<u64>,
+    /// The lease generation each edge write was sent in: (process, incarnation, operation, sent) → generation.
+    /// A waiting claim's operation takes the generation it was answered in, but a void attempt of it may
+    /// have been sent under an earlier lease.
+    pub write_gens: BTreeMap<(usize, u32, u64, u64), u64>,
+}
+
+impl Ledger {
+    /// The lease generation the write `tag` was sent in (its operation's, when not recorded).
+    fn gen_of_write(&self, tag: &crate::store::Tag) -> Option<u64> {
+        let recorded = self.write_gens.get(&(tag.node, tag.incarnation, tag.op, tag.sent)).copied();
+        recorded.or_else(|| self.ops.get(&tag.op).map(|o| o.gen))
+    }
 }
 
 impl Ledger {
@@ -176,6 +192,8 @@ pub struct Coverage {
     pub waits_took_over: u64,
     /// Dead leases another edge process removed.
     pub leases_removed: u64,
+    /// `close()` calls made by a user callback in the middle of another operation.
+    pub reentrant_closes: u64,
 }
 
 struct OwnerVersion<'a> {
@@ -427,6 +445,16 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     format!("{} (life {}) closed over {key} written by {:?}", name(op.node), op.incarnation, over.map(|o| o.writer)),
                 );
             }
+        }
+    }
+
+    // No write leaves a life after it called close() (a user callback may call it mid-operation), except
+    // close()'s own: its releases, the retirement, the delete.
+    cov.reentrant_closes = ledger.reentrant_closes.len() as u64;
+    for (n, inc, op, what, at) in &ledger.sent_after_close {
+        let closing = ledger.ops.get(op).is_some_and(|o| o.kind == OpKind::Close && (o.node, o.incarnation) == (*n, *inc));
+        if !closing {
+            bad("write-after-close", format!("{} (life {inc}) sent {what} at t={at} (op {op}) after calling close()", name(*n)));
         }
     }
 
@@ -727,7 +755,7 @@ fn check_recovered(
     let key = facts.lease_key(holder);
     let Some(current) = store.objects.get(&key).and_then(|h| h.iter().rev().find(|v| v.at <= ov.v.at)) else { return };
     let Some(lease) = current.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()) else { return };
-    let Some(gen) = ledger.ops.get(&p.v.writer.op).map(|o| o.gen) else { return };
+    let Some(gen) = ledger.gen_of_write(&p.v.writer) else { return };
     if let Some(log) = lease.log.filter(|l| l.state != "sealed" && l.epoch <= gen) {
         bad(
             "takeover-before-recovery",
@@ -765,9 +793,9 @@ fn check_marker(store: &SimStore, facts: &Facts, bad: &mut impl FnMut(&'static s
     }
 }
 
-/// The lease writes node `n` installed in the lease generation of operation `op`, as store versions.
-fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, op: u64) -> Vec<&'s Version> {
-    let Some(gen) = ledger.ops.get(&op).map(|o| o.gen) else { return Vec::new() };
+/// The lease writes node `n` installed in lease generation `gen`, as store versions.
+fn installed_leases<'s>(store: &'s SimStore, ledger: &Ledger, facts: &Facts, n: usize, gen: Option<u64>) -> Vec<&'s Version> {
+    let Some(gen) = gen else { return Vec::new() };
     let installed: BTreeSet<u64> = ledger
         .ops
         .values()
@@ -814,7 +842,7 @@ fn check_authority(
     what: impl Fn() -> String,
 ) {
     let key = facts.lease_key(&facts.nodes[n]);
-    let installed = installed_leases(store, ledger, facts, n, claim_op);
+    let installed = installed_leases(store, ledger, facts, n, ledger.ops.get(&claim_op).map(|o| o.gen));
     let Some(last) = installed.iter().filter(|v| v.writer.sent <= at).max_by_key(|v| v.writer.sent) else {
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
@@ -876,7 +904,7 @@ fn check_takeover(
     if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at) {
         return;
     }
-    let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
+    let latest = installed_leases(store, ledger, facts, a, ledger.gen_of_write(&p.v.writer))
         .into_iter()
         .filter(|v| v.at <= ov.v.at)
         .filter_map(|v| decode_lease(&key, v.body.as_deref()?, &v.etag).ok())

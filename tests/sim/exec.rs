@@ -613,17 +613,27 @@ impl Future for Completion {
 /// What a node's `Env` hands on of the driver's events (the workload's ledger of installed leases).
 pub type EventHook = Rc<dyn Fn(&DriverEvent<'_>)>;
 
+/// Told of every write (PUT, DELETE) a node's `Env` sends, as it is sent: the operation it is tagged
+/// with, and `METHOD url`.
+pub type WriteWatch = Rc<dyn Fn(u64, String)>;
+
 /// One node incarnation's `Env`: its own clocks and randomness, the shared simulated network and store.
 pub struct SimEnv {
     world: Rc<World>,
     node: usize,
     incarnation: u32,
     hook: Option<EventHook>,
+    writes: Option<WriteWatch>,
 }
 
 impl SimEnv {
     pub fn new(world: Rc<World>, node: usize, incarnation: u32) -> Self {
-        SimEnv { world, node, incarnation, hook: None }
+        SimEnv { world, node, incarnation, hook: None, writes: None }
+    }
+
+    pub fn with_write_watch(mut self, watch: WriteWatch) -> Self {
+        self.writes = Some(watch);
+        self
     }
 
     pub fn with_hook(mut self, hook: EventHook) -> Self {
@@ -640,6 +650,10 @@ impl SimEnv {
 
 impl Env for SimEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        if let Some(watch) = self.writes.as_ref().filter(|_| req.method != "GET") {
+            let op = self.world.inner.borrow().nodes[self.node].op;
+            watch(op, format!("{} {}", req.method, req.url));
+        }
         let id = self.world.submit(self.node, self.incarnation, req, timeout_ms);
         Completion { world: self.world.clone(), id }.await
     }

@@ -53,7 +53,7 @@ fn correct_protocol_survives_1300_seeds() {
     let (mut fresh_starts, mut known_starts, mut unread_then_read) = (0, 0, 0);
     let (mut mixed, mut waits) = (0, 0);
     let (mut closes, mut retirements, mut deleted, mut retired_takeovers, mut waited, mut waited_over) = (0, 0, 0, 0, 0, 0);
-    let mut removed = 0;
+    let (mut removed, mut reentrant) = (0, 0);
     let mut failures = String::new();
     for r in &reports {
         ops += r.ops;
@@ -72,6 +72,7 @@ fn correct_protocol_survives_1300_seeds() {
         waited += r.coverage.waits_applied;
         waited_over += r.coverage.waits_took_over;
         removed += r.coverage.leases_removed;
+        reentrant += r.coverage.reentrant_closes;
         for (f, n) in &r.faults {
             *faults.entry(f.name()).or_default() += n;
         }
@@ -93,7 +94,8 @@ fn correct_protocol_survives_1300_seeds() {
     println!("{mixed} takeovers between edge and celld-like nodes, {waits} claims waited for a log's recovery");
     println!(
         "{closes} closes ({retirements} retired the lease, {deleted} deleted it), {retired_takeovers} takeovers of a \
-         retired lease; {waited} waiting claims applied ({waited_over} took over); {removed} dead leases removed"
+         retired lease; {waited} waiting claims applied ({waited_over} took over); {removed} dead leases removed; \
+         {reentrant} closes from a callback mid-operation"
     );
     println!("faults: {faults:?}");
     println!("operations that ended in an error, by code: {errors:?}");
@@ -113,6 +115,8 @@ fn correct_protocol_survives_1300_seeds() {
         "close/wait/clean-up not exercised: {retirements} retirements, {deleted} deletes, {retired_takeovers} retired \
          takeovers, {waited_over} waits that took over, {removed} dead leases removed"
     );
+    // Issue 21 H: user callbacks that close the instance in the middle of an operation.
+    assert!(reentrant > 200, "re-entrant closes not exercised: {reentrant}");
     for f in [
         "request-lost",
         "response-lost",

@@ -71,6 +71,15 @@ impl GateEnv {
         self.inner.borrow_mut().held[i].delivered = true;
     }
 
+    /// Answers held request `i` with `err` without applying it (lost on its way to the store).
+    pub fn fail(&self, i: usize, err: TransportError) {
+        let mut inner = self.inner.borrow_mut();
+        let held = &mut inner.held[i];
+        held.req = None;
+        held.answer = Some(Err(err));
+        held.delivered = true;
+    }
+
     /// The sleeps asked for so far, in ms.
     pub fn sleeps(&self) -> Vec<u32> {
         self.inner.borrow().sleeps.iter().map(|(ms, _)| *ms).collect()

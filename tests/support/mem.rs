@@ -54,6 +54,9 @@ pub struct Mem {
     pub asked: usize,
     /// The access key id of every request sent, in order.
     pub key_ids: Vec<String>,
+    /// A user callback run on every `AuthorityLost`, after it is recorded (it may call back into the
+    /// instance: `shut()` from an abort listener).
+    pub on_lost: Option<Rc<dyn Fn(&str, Lost)>>,
 }
 
 #[derive(Clone)]
@@ -81,6 +84,7 @@ impl MemEnv {
             provider_hangs: false,
             asked: 0,
             key_ids: Vec::new(),
+            on_lost: None,
         })))
     }
     pub fn advance(&self, ms: u64) {
@@ -249,9 +253,15 @@ impl Env for MemEnv {
     }
     fn observe(&self, event: Event<'_>) {
         if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
-            let mut m = self.0.borrow_mut();
-            let sent = m.sent.len();
-            m.lost.push((cell.to_owned(), epoch, lost, sent));
+            let hook = {
+                let mut m = self.0.borrow_mut();
+                let sent = m.sent.len();
+                m.lost.push((cell.to_owned(), epoch, lost, sent));
+                m.on_lost.clone()
+            };
+            if let Some(hook) = hook {
+                hook(cell, lost);
+            }
         }
     }
 }
