@@ -157,3 +157,30 @@ fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() 
     block_on(a.acquire_lease()).unwrap();
     assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
 }
+
+/// Issue 21 B: the renewal loop refreshes due keys right after a renewal, but a provider that hangs (keys
+/// still valid) delays no renewal: the refresh may take only until the next renewal is due, and that wait
+/// is shortened by what it took. The lease and the claim survive a provider that never answers.
+#[test]
+fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
+    let env = MemEnv::new();
+    // Keys of a 6-minute life: due for a refresh halfway (3 minutes from now), usable until ten seconds
+    // before they expire; the provider hangs from now on.
+    let expires = now(&env) + 6 * MINUTE;
+    env.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let a = provided(&env);
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(applied(block_on(a.claim("c")).unwrap()), 1);
+    env.0.borrow_mut().provider_hangs = true;
+    let asked_before = asked(&env);
+    let until = now(&env) + 5 * MINUTE;
+    let mut errors = Vec::new();
+    let stop = || now(&env) >= until;
+    let ended = block_on(a.renew_until_stopped(&stop, &mut |e| errors.push(e.code())));
+    assert!(ended.is_ok(), "{ended:?}");
+    assert!(asked(&env) > asked_before, "the loop did ask the provider");
+    assert!(errors.is_empty(), "keys that still work: nothing to report ({errors:?})");
+    assert!(a.lease_valid(), "renewed on time all along");
+    assert_eq!(a.authority("c").unwrap().0, 1, "and the claim kept");
+    assert_eq!(last_key_id(&env), "K1");
+}

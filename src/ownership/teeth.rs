@@ -47,10 +47,22 @@ pub enum Tooth {
     /// Treat every record naming this node id as this instance's own, without checking that its lease is
     /// still this instance's (another process of the id may have written it).
     TrustOwnNodeId,
+    /// Remember a missing holder lease under the owner record's ETag alone (shared by every cell whose
+    /// record has the same bytes), never forgotten and never dropped when the lease reappears.
+    MissingByOwnerEtag,
+    /// Adopt any read-back lease record of ours after a rejected renewal, even an older one another writer
+    /// restored (whose earlier `expires_ms` lets peers judge this node dead before its authority ends).
+    AdoptRestoredLease,
+    /// Take a first attempt's 412/404 as a clean rejection, never looking for this write's own nonce (a
+    /// request delivered twice applies once and is answered 412 the second time).
+    TrustFirstRejection,
+    /// The renewal loop awaits a due credentials refresh for as long as any request would (the request
+    /// timeout) before it sleeps until the next renewal: a slow provider delays the renewal.
+    RenewalWaitsOnCredentials,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 19] = [
+    pub const ALL: [Tooth; 23] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -70,5 +82,9 @@ impl Tooth {
         Tooth::KeepAuthorityAfterClose,
         Tooth::RetireUnconditionally,
         Tooth::TrustOwnNodeId,
+        Tooth::MissingByOwnerEtag,
+        Tooth::AdoptRestoredLease,
+        Tooth::TrustFirstRejection,
+        Tooth::RenewalWaitsOnCredentials,
     ];
 }
