@@ -9,8 +9,9 @@
 #[allow(dead_code)]
 mod support;
 
-use celld_edge::env::Credentials;
+use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, TransportError};
 use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
+use support::gate::poll;
 use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
 
 const MINUTE: u64 = 60_000;
@@ -158,29 +159,101 @@ fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() 
     assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
 }
 
-/// Issue 21 B: the renewal loop refreshes due keys right after a renewal, but a provider that hangs (keys
-/// still valid) delays no renewal: the refresh may take only until the next renewal is due, and that wait
-/// is shortened by what it took. The lease and the claim survive a provider that never answers.
+/// An `Env` over the in-memory store whose sleeps end when the test moves the clock past them (requests
+/// are answered at once): timers of different lengths run side by side, as on a real runtime.
+#[derive(Clone)]
+struct Timed {
+    mem: MemEnv,
+}
+
+struct Until {
+    mem: MemEnv,
+    at: f64,
+}
+
+impl std::future::Future for Until {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.mem.0.borrow().mono >= self.at {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+impl Env for Timed {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        self.mem.send(req, timeout_ms).await
+    }
+    fn wall_ms(&self) -> u64 {
+        self.mem.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.mem.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.mem.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        let at = self.mem.mono_ms() + f64::from(ms);
+        self.mem.0.borrow_mut().timers.push(at);
+        Until { mem: self.mem.clone(), at }.await
+    }
+    async fn credentials(&self) -> Result<Credentials, String> {
+        self.mem.credentials().await
+    }
+    fn observe(&self, event: Event<'_>) {
+        self.mem.observe(event)
+    }
+}
+
+/// Issue 21 B: the renewal loop refreshes due keys after a renewal, beside the loop: a provider that hangs
+/// (keys still valid) delays no renewal. Renewals go out every ttl/3 while the refresh waits, and the lease
+/// and the claim survive.
 #[test]
 fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
-    let env = MemEnv::new();
+    let mem = MemEnv::new();
     // Keys of a 6-minute life: due for a refresh halfway (3 minutes from now), usable until ten seconds
-    // before they expire; the provider hangs from now on.
-    let expires = now(&env) + 6 * MINUTE;
-    env.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
-    let a = provided(&env);
-    block_on(a.acquire_lease()).unwrap();
-    assert_eq!(applied(block_on(a.claim("c")).unwrap()), 1);
-    env.0.borrow_mut().provider_hangs = true;
-    let asked_before = asked(&env);
-    let until = now(&env) + 5 * MINUTE;
+    // before they expire; the provider hangs from then on.
+    let expires = mem.0.borrow().wall + 6 * MINUTE;
+    mem.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
+    config.credentials_provider = true;
+    config.probe = ProbePolicy::Off;
+    let a = S3Ownership::new(config, Timed { mem: mem.clone() }).unwrap();
+    let mut acquire = Box::pin(a.acquire_lease());
+    poll(&mut acquire).unwrap().unwrap();
+    let mut claim = Box::pin(a.claim("c"));
+    assert_eq!(applied(poll(&mut claim).unwrap().unwrap()), 1);
+    mem.0.borrow_mut().provider_hangs = true;
+    let until = mem.0.borrow().mono + (5 * MINUTE) as f64;
     let mut errors = Vec::new();
-    let stop = || now(&env) >= until;
-    let ended = block_on(a.renew_until_stopped(&stop, &mut |e| errors.push(e.code())));
-    assert!(ended.is_ok(), "{ended:?}");
-    assert!(asked(&env) > asked_before, "the loop did ask the provider");
-    assert!(errors.is_empty(), "keys that still work: nothing to report ({errors:?})");
+    let stop = || mem.0.borrow().mono >= until;
+    let mut on_error = |e: &celld_edge::Error| errors.push(e.code());
+    let mut renewing = Box::pin(a.renew_until_stopped(&stop, &mut on_error));
+    let mut renewals = Vec::new();
+    loop {
+        let sent = mem.0.borrow().sent.len();
+        if let Some(ended) = poll(&mut renewing) {
+            assert!(ended.is_ok(), "{ended:?}");
+            break;
+        }
+        if mem.0.borrow().sent.len() > sent {
+            renewals.push(mem.0.borrow().mono);
+        }
+        // On to the earliest timer still ahead.
+        let now = mem.0.borrow().mono;
+        let next = mem.0.borrow().timers.iter().copied().filter(|t| *t > now).fold(f64::INFINITY, f64::min);
+        mem.advance((next - now).ceil() as u64);
+    }
+    drop(renewing);
+    drop(on_error);
+    assert!(asked(&mem) >= 2, "the loop did ask the provider again");
+    let longest = renewals.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    assert!(longest <= (10_000 / 3) as f64 + 1.0, "renewals every ttl/3, the longest gap {longest} ms");
     assert!(a.lease_valid(), "renewed on time all along");
     assert_eq!(a.authority("c").unwrap().0, 1, "and the claim kept");
-    assert_eq!(last_key_id(&env), "K1");
+    assert_eq!(last_key_id(&mem), "K1");
+    assert!(errors.is_empty(), "keys that still work: nothing to report ({errors:?})");
 }

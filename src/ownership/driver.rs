@@ -24,7 +24,7 @@ use crate::ownership::decide::{
     after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step, Write,
 };
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
-use crate::ownership::join::{first, join_all, Either, Flight, Lead};
+use crate::ownership::join::{beside, first, join_all, Either, Flight, Lead, Side};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{
     judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, self_deadline,
@@ -861,27 +861,30 @@ impl<E: Env> S3Ownership<E> {
         };
         let ttl = self.config.lease_ttl_ms;
         let mut wait = renew_interval_ms(ttl);
+        // A due credentials refresh runs beside the loop (started after a renewal, bounded by the request
+        // timeout), never in its way: a slow provider delays no renewal while the keys held still work.
+        let mut refreshing: Side<'_, Result<()>> = None;
         loop {
-            self.sleep_unless_closed(wait as u32).await;
+            let (_, refreshed) = beside(self.sleep_unless_closed(wait as u32), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
             if stop() || self.state.borrow().renewer != me || self.state.borrow().closed {
                 return Ok(());
             }
-            match self.renew_lease().await {
+            let (renewed, refreshed) = beside(self.renew_lease(), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
+            match renewed {
                 Ok(()) => {
                     wait = renew_interval_ms(ttl);
-                    // Right after a renewal, a due credentials refresh, bounded by the time until the next
-                    // renewal is due (and that time is slept less): a slow provider never delays a renewal.
-                    let refreshing = self.store.env.mono_ms();
-                    let budget = match armed!(self.store, RenewalWaitsOnCredentials) {
-                        true => self.budget(),
-                        false => Budget::PerRequest(wait as u32),
-                    };
-                    if let Err(e) = self.store.refresh_due_credentials(budget).await {
-                        on_error(&e);
-                    }
-                    if !armed!(self.store, RenewalWaitsOnCredentials) {
-                        let spent = (self.store.env.mono_ms() - refreshing).max(0.0).ceil() as u64;
-                        wait = wait.saturating_sub(spent);
+                    if armed!(self.store, RenewalWaitsOnCredentials) {
+                        if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
+                            on_error(&e);
+                        }
+                    } else if refreshing.is_none() {
+                        refreshing = Some(Box::pin(self.store.refresh_due_credentials(self.budget())));
                     }
                 }
                 Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),

@@ -56,8 +56,9 @@ pub enum Tooth {
     /// Take a first attempt's 412/404 as a clean rejection, never looking for this write's own nonce (a
     /// request delivered twice applies once and is answered 412 the second time).
     TrustFirstRejection,
-    /// The renewal loop awaits a due credentials refresh for as long as any request would (the request
-    /// timeout) before it sleeps until the next renewal: a slow provider delays the renewal.
+    /// The renewal loop awaits a due credentials refresh (for as long as any request would, the request
+    /// timeout) before it sleeps until the next renewal, instead of running it beside: a slow provider
+    /// delays the renewal.
     RenewalWaitsOnCredentials,
 }
 

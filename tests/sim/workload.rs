@@ -28,7 +28,7 @@ use celld_edge::Error;
 
 use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
-use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
+use crate::exec::{self, Both, Chaos, Provider, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
 
 pub const BUCKET: &str = "sim-bucket";
@@ -85,6 +85,8 @@ pub(crate) struct Ctx {
     probe: bool,
     /// Concurrent operation loops per instance.
     workers: usize,
+    /// Edge processes sign with a credentials provider's keys.
+    provider: Option<Provider>,
     gc: Option<usize>,
     ledger: RefCell<Ledger>,
     /// Each process's current instance and the (cell → epoch) it believes it owns.
@@ -190,6 +192,9 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     if let Some((_, at)) = twin {
         world.start_at(n, at);
     }
+    for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc) {
+        world.resends(p);
+    }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
     let path_style = rng.chance(0.5);
     let background_renewal = rng.chance(0.5);
@@ -197,6 +202,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
     let probe = rng.chance(0.25);
     let workers = [1, 2, 3][rng.range(0, 2) as usize];
+    // A third of the seeds sign with short-lived keys from a credentials provider that is slow at times.
+    let provider = rng.chance(0.33).then(|| Provider { slow: 0.2 + rng.unit() * 0.5 });
     if trace {
         world.enable_trace();
     }
@@ -213,6 +220,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         background_renewal,
         probe,
         workers,
+        provider,
         gc,
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..procs.len()).map(|_| None).collect()),
@@ -251,12 +259,17 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         max_clock_skew_ms: params.skew_ms,
         gc,
         celld: &is_celld,
+        run_ms: params.run_ms,
+        provider: provider.is_some(),
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         lines.push(format!(
-            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, celld-like: {:?}), {workers} workers each",
-            (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>()
+            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
+             {background_renewal}, credentials: {provider:?} ({} asked, {} slow)",
+            (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>(),
+            store.credentials_asked,
+            store.credentials_slow
         ));
         for op in ledger.ops.values() {
             lines.push(format!(
@@ -555,10 +568,16 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
                 _ => return,
             };
             let now = ctx.world.now();
-            ctx.ledger.borrow_mut().installs.entry((node, gen.get())).or_default().push((expires, now));
+            let mut ledger = ctx.ledger.borrow_mut();
+            ledger.installs.entry((node, gen.get())).or_default().push((expires, now));
+            ledger.installed.push((node, incarnation, now));
         })
     };
-    let env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook);
+    let mut env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook);
+    if let Some(provider) = ctx.provider {
+        cfg.credentials_provider = true;
+        env = env.with_provider(provider);
+    }
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
         Some(t) => own.with_tooth(t),
@@ -618,7 +637,11 @@ async fn renewals(life: Rc<Life>, mut rng: Rng) {
             let life = life.clone();
             async move {
                 let stop = || life.ctx.world.now() >= run_ms;
-                if let Err(Error::Fenced(_) | Error::NotLeased(_)) = life.own.renew_until_stopped(&stop, &mut |_| {}).await {
+                let me = (life.node, life.incarnation);
+                life.ctx.ledger.borrow_mut().loops.push((me.0, me.1, life.ctx.world.now(), true));
+                let ended = life.own.renew_until_stopped(&stop, &mut |_| {}).await;
+                life.ctx.ledger.borrow_mut().loops.push((me.0, me.1, life.ctx.world.now(), false));
+                if let Err(Error::Fenced(_) | Error::NotLeased(_)) = ended {
                     out.set(false);
                 }
             }
