@@ -147,6 +147,8 @@ pub struct Facts<'a> {
     pub run_ms: u64,
     /// Edge processes sign with a credentials provider's keys (which is slow at times).
     pub provider: bool,
+    /// The process playing a backup tool that puts old versions of edge leases back.
+    pub restorer: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -359,7 +361,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     bad("remove-of-live-lease", format!("{} deleted {key} at t={} over a lease to {over:?} (its wall {wall})", name(v.writer.node), v.at));
                 }
             }
-            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal {
+            let restored = Some(v.writer.node) == facts.restorer;
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal && !restored {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {
@@ -388,7 +391,11 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 format!("{} (life {inc}) acted for {cell}@{epoch} at t={last}", name(*n))
             });
         }
-        if let Some(ov) = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last) {
+        // A holder whose lease another tool put back to an older version cannot know before its next lease
+        // write: peers may take over by the restored lease meanwhile (`restored-lease-adopted` holds it to
+        // stopping then, and `act-beyond-authority` to the authority it had).
+        let superseded = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last);
+        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, op_start(ledger, ov.v), ov.v.at)) {
             bad(
                 "split-brain",
                 format!(
@@ -426,9 +433,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         for (i, _) in hist.iter().enumerate().filter(|(_, v)| v.writer.op == op.id) {
             let over = i.checked_sub(1).map(|j| &hist[j]);
             // celld's clean-up may have fenced the retired lease meanwhile: its copy is the same record.
+            let mine = |o: &Version| (o.writer.node, o.writer.incarnation) == (op.node, op.incarnation);
+            // ...or the restorer's copy of an earlier write of its own.
+            let restored_mine = |o: &Version| {
+                Some(o.writer.node) == facts.restorer && hist[..i].iter().any(|e| mine(e) && e.body == o.body)
+            };
             let other = |o: &Version| {
-                (o.writer.node, o.writer.incarnation) != (op.node, op.incarnation)
-                    && !(Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0))
+                !mine(o) && !(Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0)) && !restored_mine(o)
             };
             if over.is_some_and(other) {
                 bad(
@@ -452,6 +463,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
     }
 
     check_renewal_timing(store, ledger, facts, &mut bad);
+    check_restores(store, ledger, facts, &mut bad);
 
     // Every lease the driver reported installed landed, written by that process.
     for (&(n, gen), installs) in &ledger.installs {
@@ -822,7 +834,8 @@ fn check_marker(store: &SimStore, facts: &Facts, bad: &mut impl FnMut(&'static s
         if *k == key {
             continue;
         }
-        for v in h.iter().filter(|v| !facts.celld[v.writer.node] && Some(v.writer.node) != facts.gc) {
+        let outside = |n: usize| facts.celld[n] || Some(n) == facts.gc || Some(n) == facts.restorer;
+        for v in h.iter().filter(|v| !outside(v.writer.node)) {
             let who = &facts.nodes[v.writer.node];
             if first.is_none_or(|m| m.at > v.at) {
                 bad("backend-marker", format!("{who} wrote {k} at t={} before the fleet's marker existed", v.at));
@@ -908,6 +921,50 @@ fn check_authority(
     }
 }
 
+/// Whether a version of process `n`'s node lease that the restorer put back was current at some instant
+/// of [`from`, `to`] (a peer judging the node then may have read it).
+fn restored_during(store: &SimStore, facts: &Facts, n: usize, from: u64, to: u64) -> bool {
+    let key = facts.lease_key(&facts.nodes[n]);
+    let Some(r) = facts.restorer else { return false };
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    hist.iter().enumerate().any(|(i, v)| {
+        v.writer.node == r && v.at <= to && hist.get(i + 1).is_none_or(|next| next.at >= from)
+    })
+}
+
+/// When the operation that wrote `v` began (its write's send time when the ledger has no such operation).
+fn op_start(ledger: &Ledger, v: &Version) -> u64 {
+    ledger.ops.get(&v.writer.op).map_or(v.writer.sent, |o| o.start)
+}
+
+/// A lease put back to an older version by another tool is never adopted (issue 21 R): no lease write a
+/// process installed lands after a restore of its node's lease in the lease generation that held before
+/// it (a renewal applies only over the restored version, i.e. after adopting it; a new acquisition starts a
+/// new generation).
+fn check_restores(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut impl FnMut(&'static str, String)) {
+    let Some(r) = facts.restorer else { return };
+    for (&(n, gen), installs) in &ledger.installs {
+        let key = facts.lease_key(&facts.nodes[n]);
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let landed: Vec<u64> = installs
+            .iter()
+            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)).map(|v| v.at))
+            .collect();
+        for restore in hist.iter().filter(|v| v.writer.node == r) {
+            let (before, after) = (landed.iter().any(|&t| t < restore.at), landed.iter().find(|&&t| t > restore.at));
+            if let (true, Some(t)) = (before, after) {
+                bad(
+                    "restored-lease-adopted",
+                    format!(
+                        "{} (gen {gen}) renewed at t={t} over its lease put back to an older version at t={}",
+                        facts.nodes[n], restore.at
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// Whether process `n`'s life `incarnation` had a retirement of its lease land by `at` (a lease write of its
 /// `close()` operation).
 fn retired_before(store: &SimStore, ledger: &Ledger, facts: &Facts, n: usize, incarnation: u32, at: u64) -> bool {
@@ -941,7 +998,9 @@ fn check_takeover(
     // The holder's own life retired its lease (`close()`) before the takeover landed: peers may judge it
     // dead at once, which is safe only because it acts no more once close() was called (`act-after-close`
     // holds it to that).
-    if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at) {
+    if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at)
+        || restored_during(store, facts, a, op_start(ledger, ov.v), ov.v.at)
+    {
         return;
     }
     let latest = installed_leases(store, ledger, facts, a, p.v.writer.op)
@@ -1045,6 +1104,7 @@ mod tests {
                 celld: &self.celld,
                 run_ms: 20_000,
                 provider: false,
+                restorer: None,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();

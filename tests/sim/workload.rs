@@ -35,6 +35,8 @@ pub const BUCKET: &str = "sim-bucket";
 pub const ENDPOINT: &str = "http://store.sim";
 /// The name of the process playing celld's dead-node clean-up.
 const GC_NAME: &str = "celld-gc";
+/// The name of the process playing a backup tool that restores old lease versions.
+const RESTORER_NAME: &str = "backup-restore";
 
 /// Knobs of a run that are not drawn from the seed.
 #[derive(Debug, Clone)]
@@ -183,6 +185,11 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         procs.push(GC_NAME.to_owned());
         procs.len() - 1
     });
+    // In a quarter of the seeds another tool restores old versions of edge nodes' leases (a backup).
+    let restorer = rng.chance(0.25).then(|| {
+        procs.push(RESTORER_NAME.to_owned());
+        procs.len() - 1
+    });
     celld_roles.resize(procs.len(), None);
     let is_celld: Vec<bool> = celld_roles.iter().map(Option::is_some).collect();
     let clocks = exec::draw_clocks(&mut rng, procs.len(), params.skew_ms, params.run_ms + 60_000, params.max_drift);
@@ -192,7 +199,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     if let Some((_, at)) = twin {
         world.start_at(n, at);
     }
-    for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc) {
+    for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer) {
         world.resends(p);
     }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
@@ -237,6 +244,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         params.run_ms,
         move |node, incarnation| match (factory_ctx.gc == Some(node), factory_ctx.celld[node]) {
             (true, _) => Box::pin(gc_life(factory_ctx.clone(), node, incarnation)),
+            _ if restorer == Some(node) => Box::pin(restorer_life(factory_ctx.clone(), node, incarnation)),
             (false, Some(backend)) => Box::pin(celld::life(factory_ctx.clone(), node, incarnation, backend)),
             (false, None) => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
         },
@@ -261,11 +269,12 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         celld: &is_celld,
         run_ms: params.run_ms,
         provider: provider.is_some(),
+        restorer,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         lines.push(format!(
-            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
+            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, restorer: {restorer:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
              {background_renewal}, credentials: {provider:?} ({} asked, {} slow)",
             (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>(),
             store.credentials_asked,
@@ -796,6 +805,44 @@ async fn gc_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
                 let Ok(delete) = bucket.delete(&key, None, env.wall_ms()) else { continue };
                 let _ = env.send_held(delete, rng.range(0, p.ttl_ms * 3)).await;
             }
+        }
+    }
+}
+
+/// A backup tool sharing the bucket (a versioned bucket's "restore previous version", a nightly backup put
+/// back): every ttl/3..ttl it reads an edge node's lease, keeping the last bodies it saw, and now and then
+/// puts an older one back over the current version (`If-Match`: it restores what it meant to replace).
+/// The older body is one that node wrote, with an earlier `expires_ms`: peers may judge the node dead by it
+/// before the authority the node holds ends.
+async fn restorer_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
+    let p = &ctx.params;
+    let env = SimEnv::new(ctx.world.clone(), node, incarnation);
+    let mut bucket = Bucket::new(ENDPOINT, BUCKET, "us-east-1", ctx.path_style, "AKIDBACKUP", "backup-secret", None)
+        .expect("the restorer's bucket is valid");
+    let mut rng = Rng::new(ctx.seed ^ 0xbac ^ ((incarnation as u64) << 20));
+    let edge: Vec<String> = (0..ctx.nodes).filter(|&i| ctx.celld[i].is_none()).map(|i| ctx.names[i].clone()).collect();
+    let mut seen: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    while ctx.world.now() < p.run_ms {
+        env.sleep(rng.range(p.ttl_ms / 3, p.ttl_ms) as u32).await;
+        let name = &edge[rng.range(0, edge.len() as u64 - 1) as usize];
+        let key = format!("{}nodes/{name}.json", ctx.prefix);
+        let Ok(get) = bucket.get(&key, env.wall_ms()) else { continue };
+        let Ok(found) = env.send(get, Some(10_000)).await else { continue };
+        let Some(etag) = found.etag.filter(|_| found.status == 200) else { continue };
+        if celld_edge::ownership::records::decode_lease(&key, &found.body, &etag).is_err() {
+            continue; // a garbled transfer: nothing a backup would keep
+        }
+        let bodies = seen.entry(name.clone()).or_default();
+        let older: Vec<&Vec<u8>> = bodies.iter().filter(|b| **b != found.body).collect();
+        if !older.is_empty() && rng.chance(0.3) {
+            let body = older[rng.range(0, older.len() as u64 - 1) as usize].clone();
+            let Ok(put) = bucket.put(&key, &CasGuard::Match(etag), body, env.wall_ms()) else { continue };
+            let _ = env.send(put, Some(10_000)).await;
+            continue;
+        }
+        bodies.push(found.body);
+        if bodies.len() > 4 {
+            bodies.remove(0);
         }
     }
 }
