@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use celld_edge::ownership::control::{judge, MARKER_KEY};
+use celld_edge::ownership::credentials::expired;
 use celld_edge::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord};
 
 use crate::exec::Clock;
@@ -394,8 +395,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         // A holder whose lease another tool put back to an older version cannot know before its next lease
         // write: peers may take over by the restored lease meanwhile (`restored-lease-adopted` holds it to
         // stopping then, and `act-beyond-authority` to the authority it had).
+        let claimed_at = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch).map_or(0, |ov| ov.v.at);
         let superseded = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last);
-        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, op_start(ledger, ov.v), ov.v.at)) {
+        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, claimed_at, ov.v.at)) {
             bad(
                 "split-brain",
                 format!(
@@ -672,9 +674,20 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if !ok {
                     bad("stale-read", format!("{tag}: owner {seen:?}, never the record during the call"));
                 }
-                if let Some((node, _, false)) = seen {
+                if let Some((node, epoch, false)) = seen {
                     if !node.is_empty() && node != me && !lease_dead_during(store, facts, node, op) {
                         bad("owner-liveness", format!("{tag}: reported {node} dead, but no lease of it read then was"));
+                    }
+                    // Nor while that holder acts for that very record after the call (a missing lease too).
+                    let acting = ledger.acts.iter().find(|((n, _, c, e), (_, last))| {
+                        name(*n) == node && c == cell && e == epoch && *last > op.end
+                            && !restored_during(store, facts, *n, op.start, op.end)
+                    });
+                    if let Some(((n, inc, _, _), (_, last))) = acting {
+                        bad(
+                            "owner-liveness",
+                            format!("{tag}: reported {node}@{epoch} dead, but {} (life {inc}) acted for it until t={last}", name(*n)),
+                        );
                     }
                 }
             }
@@ -739,8 +752,13 @@ fn check_renewal_timing(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &
             }
         }
         let down = store.downtime.iter().any(|&(m, a, b)| m == n && a <= deadline && b >= r);
+        // A renewal waits for keys when none are usable (the driver's rule: not in their last quarter or
+        // ten seconds): only keys that work throughout the window oblige it.
+        let keys = store.keys.iter().filter(|k| (k.0, k.1) == (n, inc) && k.2 <= r).last();
+        let wall = facts.clocks[n].wall_ms(deadline);
+        let keyless = facts.provider && keys.is_none_or(|k| expired(k.3, k.4, wall));
         let fenced = ledger.fences.iter().any(|&(m, i, at, _)| (m, i) == (n, inc) && r <= at && at <= deadline);
-        if running <= 0 || changed || down || fenced {
+        if running <= 0 || changed || down || fenced || keyless {
             continue;
         }
         let from = store.lease_sends.partition_point(|t| t.sent <= r);
@@ -932,10 +950,6 @@ fn restored_during(store: &SimStore, facts: &Facts, n: usize, from: u64, to: u64
     })
 }
 
-/// When the operation that wrote `v` began (its write's send time when the ledger has no such operation).
-fn op_start(ledger: &Ledger, v: &Version) -> u64 {
-    ledger.ops.get(&v.writer.op).map_or(v.writer.sent, |o| o.start)
-}
 
 /// A lease put back to an older version by another tool is never adopted (issue 21 R): no lease write a
 /// process installed lands after a restore of its node's lease in the lease generation that held before
@@ -999,7 +1013,7 @@ fn check_takeover(
     // dead at once, which is safe only because it acts no more once close() was called (`act-after-close`
     // holds it to that).
     if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at)
-        || restored_during(store, facts, a, op_start(ledger, ov.v), ov.v.at)
+        || restored_during(store, facts, a, p.v.at, ov.v.at)
     {
         return;
     }

@@ -719,7 +719,9 @@ impl Env for SimEnv {
         };
         self.world.note(|| format!("node {} (life {}) asks its credentials provider: {ms} ms", self.node, self.incarnation));
         self.sleep(ms as u32).await;
-        let expires_ms = Some(self.wall_ms() + life);
+        let (now, wall) = (self.world.now(), self.wall_ms());
+        self.world.inner.borrow_mut().store.keys.push((self.node, self.incarnation, now, wall, wall + life));
+        let expires_ms = Some(wall + life);
         self.world.note(|| format!("node {} (life {}) got keys #{n}, {life} ms to live", self.node, self.incarnation));
         Ok(Credentials { access_key_id: format!("ASIASIM{n}"), secret_access_key: format!("sim-secret-{n}"), session_token: Some(format!("token-{n}")), expires_ms })
     }

@@ -141,6 +141,9 @@ pub struct SimStore {
     /// Credentials provider calls (`Env::credentials`) and how many of them were slow.
     pub credentials_asked: u64,
     pub credentials_slow: u64,
+    /// Keys the provider handed out: (node, life, true time of the answer, the node's wall clock then,
+    /// expires_ms).
+    pub keys: Vec<(usize, u32, u64, u64, u64)>,
 }
 
 fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {

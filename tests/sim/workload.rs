@@ -80,6 +80,8 @@ pub(crate) struct Ctx {
     /// The distinct node ids.
     nodes: usize,
     pub(crate) cells: Vec<String>,
+    /// The last cells, which only celld-like nodes claim.
+    pub(crate) fresh: usize,
     pub(crate) prefix: &'static str,
     pub(crate) path_style: bool,
     /// Renew from the driver's own loop (`renew_until_stopped`) beside the operations, not between them.
@@ -175,6 +177,12 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
             celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
         }
     }
+    // With celld-like nodes, four more cells that only they claim (edge nodes look them up): celld writes
+    // no nonce, so the records it creates there (`{"node":"celld-0","epoch":1}`, ...) repeat byte for byte
+    // across keys, and so do their ETags on an MD5-ETag store.
+    let mut cells = cells;
+    let fresh = if edge < n { 4 } else { 0 };
+    cells.extend((0..fresh).map(|i| format!("f{i}")));
     // Other processes: a second process started with a live edge node's id, and celld's clean-up.
     let mut procs = nodes.clone();
     let twin = rng.chance(0.35).then(|| (rng.range(0, edge as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
@@ -222,6 +230,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         names: procs.clone(),
         nodes: n,
         cells: cells.clone(),
+        fresh,
         prefix,
         path_style,
         background_renewal,
@@ -701,7 +710,7 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
         }
         let believed: Vec<(String, u64)> = beliefs.borrow().iter().map(|(c, &e)| (c.clone(), e)).collect();
         let pick = rng.range(0, 99);
-        let random_cell = ctx.cells[rng.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+        let random_cell = ctx.cells[rng.range(0, (ctx.cells.len() - ctx.fresh) as u64 - 1) as usize].clone();
         let read =
             |o: &Result<Option<(String, u64)>, Error>| o.as_ref().map_or_else(failed, |o| OpResult::Read(o.clone()));
         match pick {
@@ -734,6 +743,11 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                 }
             }
             73..=80 => {
+                // Half of the lookups in seeds with celld-like nodes are of the cells only they claim.
+                let random_cell = match ctx.fresh > 0 && rng.chance(0.5) {
+                    true => ctx.cells[ctx.cells.len() - 1 - rng.range(0, ctx.fresh as u64 - 1) as usize].clone(),
+                    false => random_cell,
+                };
                 let call = async { own.owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch, o.live))) };
                 let _ = life
                     .op(OpKind::Owner(random_cell.clone()), call, |o| {
