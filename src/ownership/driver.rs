@@ -1060,11 +1060,6 @@ impl<E: Env> S3Ownership<E> {
         }
         let now = self.store.env.mono_ms();
         let mut state = self.state.borrow_mut();
-        if armed!(self.store, MissingByOwnerEtag) {
-            if let Some(m) = state.missing.iter().find(|m| m.owner_etag == rec.etag) {
-                return PeerLease::Missing { for_ms: now - m.since };
-            }
-        }
         let forget_after = 2.0 * self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
         let found = state.missing.iter_mut().find(|m| m.holder == rec.node && m.cell == cell);
         if let Some(m) = found.filter(|m| m.owner_etag == rec.etag && now - m.last <= forget_after) {
@@ -1083,9 +1078,7 @@ impl<E: Env> S3Ownership<E> {
     /// A node's lease seen present: every sighting of it missing is void (it may go missing again later,
     /// and must then stay missing from that later sighting on).
     fn lease_present(&self, node: &str) {
-        if !armed!(self.store, MissingByOwnerEtag) {
-            self.state.borrow_mut().missing.retain(|m| m.holder != node);
-        }
+        self.state.borrow_mut().missing.retain(|m| m.holder != node);
     }
 
     // ---- high level ----

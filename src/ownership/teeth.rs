@@ -47,9 +47,6 @@ pub enum Tooth {
     /// Treat every record naming this node id as this instance's own, without checking that its lease is
     /// still this instance's (another process of the id may have written it).
     TrustOwnNodeId,
-    /// Remember a missing holder lease under the owner record's ETag alone (shared by every cell whose
-    /// record has the same bytes), never forgotten and never dropped when the lease reappears.
-    MissingByOwnerEtag,
     /// Adopt any read-back lease record of ours after a rejected renewal, even an older one another writer
     /// restored (whose earlier `expires_ms` lets peers judge this node dead before its authority ends).
     AdoptRestoredLease,
@@ -63,7 +60,7 @@ pub enum Tooth {
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 23] = [
+    pub const ALL: [Tooth; 22] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -83,7 +80,6 @@ impl Tooth {
         Tooth::KeepAuthorityAfterClose,
         Tooth::RetireUnconditionally,
         Tooth::TrustOwnNodeId,
-        Tooth::MissingByOwnerEtag,
         Tooth::AdoptRestoredLease,
         Tooth::TrustFirstRejection,
         Tooth::RenewalWaitsOnCredentials,

@@ -207,7 +207,7 @@ pub async fn life(ctx: Rc<Ctx>, node: usize, incarnation: u32, backend: Backend)
         }
         // Now and then one of the cells only celld-like nodes claim (`Ctx::fresh`).
         let shared = cells.len() - ctx.fresh;
-        let cell = match rng.chance(0.15) {
+        let cell = match rng.chance(0.06) {
             true => cells[shared + rng.range(0, ctx.fresh as u64 - 1) as usize].clone(),
             false => cells[rng.range(0, shared as u64 - 1) as usize].clone(),
         };

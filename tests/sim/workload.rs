@@ -177,11 +177,11 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
             celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
         }
     }
-    // With celld-like nodes, four more cells that only they claim (edge nodes look them up): celld writes
+    // With celld-like nodes, eight more cells that only they claim (edge nodes look them up): celld writes
     // no nonce, so the records it creates there (`{"node":"celld-0","epoch":1}`, ...) repeat byte for byte
     // across keys, and so do their ETags on an MD5-ETag store.
     let mut cells = cells;
-    let fresh = if edge < n { 4 } else { 0 };
+    let fresh = if edge < n { 8 } else { 0 };
     cells.extend((0..fresh).map(|i| format!("f{i}")));
     // Other processes: a second process started with a live edge node's id, and celld's clean-up.
     let mut procs = nodes.clone();
@@ -189,7 +189,9 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     if let Some((of, _)) = twin {
         procs.push(nodes[of].clone());
     }
-    let gc = rng.chance(0.5).then(|| {
+    // celld's clean-up runs in half the seeds, and in every seed with celld-like nodes (whose leases its
+    // late deletes remove after they re-acquired, while their records repeat across keys).
+    let gc = (rng.chance(0.5) || edge < n).then(|| {
         procs.push(GC_NAME.to_owned());
         procs.len() - 1
     });
@@ -204,6 +206,14 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks, mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
+    // celld-like nodes also crash twice more each: the clean-up fences their dead leases, and its delete,
+    // held on its way, can remove the lease they acquire again.
+    for node in edge..n {
+        for _ in 0..2 {
+            let at = rng.range(params.ttl_ms, params.run_ms);
+            world.schedule_chaos(at, Chaos::Crash { node, ms: rng.range(params.ttl_ms, params.ttl_ms * 2) });
+        }
+    }
     if let Some((_, at)) = twin {
         world.start_at(n, at);
     }
