@@ -397,7 +397,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         // stopping then, and `act-beyond-authority` to the authority it had).
         let claimed_at = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch).map_or(0, |ov| ov.v.at);
         let superseded = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last);
-        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, claimed_at, ov.v.at)) {
+        let authority_from = claimed_at.saturating_sub(facts.lease_ttl_ms);
+        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, authority_from, ov.v.at)) {
             bad(
                 "split-brain",
                 format!(
@@ -591,12 +592,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     );
                 }
             }
-            // As for claims: a release whose write landed (a request delivered twice is answered 412) may
-            // report rejected only if another node's record replaced it before the answer.
+            // A release whose write landed (a request delivered twice is answered 412) may report rejected
+            // only if another write (another node's claim, or a claim of its own instance) replaced it
+            // before the answer: the record did not name this node at that epoch then.
             (OpKind::Release(cell), OpResult::ReleaseRejected)
                 if owners[cell.as_str()].iter().enumerate().any(|(i, ov)| {
                     ov.v.writer.op == op.id
-                        && owners[cell.as_str()].get(i + 1).is_none_or(|next| next.v.writer.node == op.node || next.v.at > op.end)
+                        && owners[cell.as_str()].get(i + 1).is_none_or(|next| next.v.writer.op == op.id || next.v.at > op.end)
                 }) =>
             {
                 bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed and stood"));
@@ -680,7 +682,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     }
                     // Nor while that holder acts for that very record after the call (a missing lease too).
                     let acting = ledger.acts.iter().find(|((n, _, c, e), (_, last))| {
-                        name(*n) == node && c == cell && e == epoch && *last > op.end
+                        name(*n) == node && node != me && c == cell && e == epoch && *last > op.end
                             && !restored_during(store, facts, *n, op.start, op.end)
                     });
                     if let Some(((n, inc, _, _), (_, last))) = acting {
@@ -761,7 +763,8 @@ fn check_renewal_timing(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &
         if running <= 0 || changed || down || fenced || keyless {
             continue;
         }
-        let from = store.lease_sends.partition_point(|t| t.sent <= r);
+        // A lease write sent at the install's instant counts (another caller's, starting as that one ended).
+        let from = store.lease_sends.partition_point(|t| t.sent < r);
         let sent = store.lease_sends[from..].iter().take_while(|t| t.sent <= deadline).any(|t| (t.node, t.incarnation) == (n, inc));
         if !sent {
             bad(
@@ -1013,7 +1016,7 @@ fn check_takeover(
     // dead at once, which is safe only because it acts no more once close() was called (`act-after-close`
     // holds it to that).
     if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at)
-        || restored_during(store, facts, a, p.v.at, ov.v.at)
+        || restored_during(store, facts, a, p.v.at.saturating_sub(facts.lease_ttl_ms), ov.v.at)
     {
         return;
     }
