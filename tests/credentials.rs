@@ -164,6 +164,8 @@ fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() 
 #[derive(Clone)]
 struct Timed {
     mem: MemEnv,
+    /// Monotonic instants at which the sleeps asked for end.
+    timers: std::rc::Rc<std::cell::RefCell<Vec<f64>>>,
 }
 
 struct Until {
@@ -197,7 +199,7 @@ impl Env for Timed {
     }
     async fn sleep(&self, ms: u32) {
         let at = self.mem.mono_ms() + f64::from(ms);
-        self.mem.0.borrow_mut().timers.push(at);
+        self.timers.borrow_mut().push(at);
         Until { mem: self.mem.clone(), at }.await
     }
     async fn credentials(&self) -> Result<Credentials, String> {
@@ -221,7 +223,8 @@ fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
     let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
     config.credentials_provider = true;
     config.probe = ProbePolicy::Off;
-    let a = S3Ownership::new(config, Timed { mem: mem.clone() }).unwrap();
+    let timed = Timed { mem: mem.clone(), timers: Default::default() };
+    let a = S3Ownership::new(config, timed.clone()).unwrap();
     let mut acquire = Box::pin(a.acquire_lease());
     poll(&mut acquire).unwrap().unwrap();
     let mut claim = Box::pin(a.claim("c"));
@@ -244,11 +247,10 @@ fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
         }
         // On to the earliest timer still ahead.
         let now = mem.0.borrow().mono;
-        let next = mem.0.borrow().timers.iter().copied().filter(|t| *t > now).fold(f64::INFINITY, f64::min);
+        let next = timed.timers.borrow().iter().copied().filter(|t| *t > now).fold(f64::INFINITY, f64::min);
         mem.advance((next - now).ceil() as u64);
     }
     drop(renewing);
-    drop(on_error);
     assert!(asked(&mem) >= 2, "the loop did ask the provider again");
     let longest = renewals.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
     assert!(longest <= (10_000 / 3) as f64 + 1.0, "renewals every ttl/3, the longest gap {longest} ms");

@@ -442,7 +442,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 Some(o.writer.node) == facts.restorer && hist[..i].iter().any(|e| mine(e) && e.body == o.body)
             };
             let other = |o: &Version| {
-                !mine(o) && !(Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0)) && !restored_mine(o)
+                !(mine(o) || restored_mine(o) || (Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0)))
             };
             if over.is_some_and(other) {
                 bad(
@@ -756,7 +756,7 @@ fn check_renewal_timing(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &
         let down = store.downtime.iter().any(|&(m, a, b)| m == n && a <= deadline && b >= r);
         // A renewal waits for keys when none are usable (the driver's rule: not in their last quarter or
         // ten seconds): only keys that work throughout the window oblige it.
-        let keys = store.keys.iter().filter(|k| (k.0, k.1) == (n, inc) && k.2 <= r).last();
+        let keys = store.keys.iter().rev().find(|k| (k.0, k.1) == (n, inc) && k.2 <= r);
         let wall = facts.clocks[n].wall_ms(deadline);
         let keyless = facts.provider && keys.is_none_or(|k| expired(k.3, k.4, wall));
         let fenced = ledger.fences.iter().any(|&(m, i, at, _)| (m, i) == (n, inc) && r <= at && at <= deadline);

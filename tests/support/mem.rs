@@ -54,8 +54,6 @@ pub struct Mem {
     pub asked: usize,
     /// The access key id of every request sent, in order.
     pub key_ids: Vec<String>,
-    /// Monotonic instants at which timers of an `Env` wrapping this one end (for envs whose sleeps wait).
-    pub timers: Vec<f64>,
 }
 
 #[derive(Clone)]
@@ -83,7 +81,6 @@ impl MemEnv {
             provider_hangs: false,
             asked: 0,
             key_ids: Vec::new(),
-            timers: Vec::new(),
         })))
     }
     pub fn advance(&self, ms: u64) {
