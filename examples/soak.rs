@@ -6,9 +6,9 @@
 //! It reuses the test crate's simulation modules as they are; it must never judge anything itself
 //! beyond counting what the checker reports.
 //!
-//! `cargo run --profile sim --example soak -- [--seeds N] [--from S] [--teeth-seeds M] [--jobs J]`
-//! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace;
-//! `--tooth NAME` without `--seed` runs only that tooth.
+//! `cargo run --profile sim --example soak -- [--seeds N] [--from S] [--teeth-seeds M] [--jobs J] [--tooth NAME]`
+//! (`--tooth` without `--seed`: only that tooth is tried)
+//! `cargo run --profile sim --example soak -- --seed S [--tooth NAME]` replays one seed with its trace.
 
 #[path = "../tests/sim/celld.rs"]
 mod celld;
@@ -197,8 +197,7 @@ fn main() -> ExitCode {
         .collect();
     let mut caught = 0;
     println!("teeth ({} seeds each):", args.teeth_seeds);
-    // `--tooth NAME` without `--seed`: that tooth only.
-    let teeth: Vec<Tooth> = args.tooth.map_or(Tooth::ALL.to_vec(), |t| vec![t]);
+    let teeth: Vec<Tooth> = Tooth::ALL.into_iter().filter(|t| args.tooth.is_none_or(|only| only == *t)).collect();
     for &tooth in &teeth {
         let armed = Params { tooth: Some(tooth), ..Params::default() };
         let hits = Mutex::new(BTreeMap::<u64, &'static str>::new());

@@ -9,8 +9,9 @@
 #[allow(dead_code)]
 mod support;
 
-use celld_edge::env::Credentials;
+use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, TransportError};
 use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
+use support::gate::poll;
 use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
 
 const MINUTE: u64 = 60_000;
@@ -156,4 +157,105 @@ fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() 
     env.advance(1_000);
     block_on(a.acquire_lease()).unwrap();
     assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
+}
+
+/// An `Env` over the in-memory store whose sleeps end when the test moves the clock past them (requests
+/// are answered at once): timers of different lengths run side by side, as on a real runtime.
+#[derive(Clone)]
+struct Timed {
+    mem: MemEnv,
+    /// Monotonic instants at which the sleeps asked for end.
+    timers: std::rc::Rc<std::cell::RefCell<Vec<f64>>>,
+}
+
+struct Until {
+    mem: MemEnv,
+    at: f64,
+}
+
+impl std::future::Future for Until {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.mem.0.borrow().mono >= self.at {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+impl Env for Timed {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        self.mem.send(req, timeout_ms).await
+    }
+    fn wall_ms(&self) -> u64 {
+        self.mem.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.mem.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.mem.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        let at = self.mem.mono_ms() + f64::from(ms);
+        self.timers.borrow_mut().push(at);
+        Until { mem: self.mem.clone(), at }.await
+    }
+    async fn credentials(&self) -> Result<Credentials, String> {
+        self.mem.credentials().await
+    }
+    fn observe(&self, event: Event<'_>) {
+        self.mem.observe(event)
+    }
+}
+
+/// Issue 21 B: the renewal loop refreshes due keys after a renewal, beside the loop: a provider that hangs
+/// (keys still valid) delays no renewal. Renewals go out every ttl/3 while the refresh waits, and the lease
+/// and the claim survive.
+#[test]
+fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
+    let mem = MemEnv::new();
+    // Keys of a 6-minute life: due for a refresh halfway (3 minutes from now), usable until ten seconds
+    // before they expire; the provider hangs from then on.
+    let expires = mem.0.borrow().wall + 6 * MINUTE;
+    mem.0.borrow_mut().provided.push_back(keys("K1", Some(expires)));
+    let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
+    config.credentials_provider = true;
+    config.probe = ProbePolicy::Off;
+    let timed = Timed { mem: mem.clone(), timers: Default::default() };
+    let a = S3Ownership::new(config, timed.clone()).unwrap();
+    let mut acquire = Box::pin(a.acquire_lease());
+    poll(&mut acquire).unwrap().unwrap();
+    let mut claim = Box::pin(a.claim("c"));
+    assert_eq!(applied(poll(&mut claim).unwrap().unwrap()), 1);
+    mem.0.borrow_mut().provider_hangs = true;
+    let until = mem.0.borrow().mono + (5 * MINUTE) as f64;
+    let mut errors = Vec::new();
+    let stop = || mem.0.borrow().mono >= until;
+    let mut on_error = |e: &celld_edge::Error| errors.push(e.code());
+    let mut renewing = Box::pin(a.renew_until_stopped(&stop, &mut on_error));
+    let mut renewals = Vec::new();
+    loop {
+        let sent = mem.0.borrow().sent.len();
+        if let Some(ended) = poll(&mut renewing) {
+            assert!(ended.is_ok(), "{ended:?}");
+            break;
+        }
+        if mem.0.borrow().sent.len() > sent {
+            renewals.push(mem.0.borrow().mono);
+        }
+        // On to the earliest timer still ahead.
+        let now = mem.0.borrow().mono;
+        let next = timed.timers.borrow().iter().copied().filter(|t| *t > now).fold(f64::INFINITY, f64::min);
+        mem.advance((next - now).ceil() as u64);
+    }
+    drop(renewing);
+    assert!(asked(&mem) >= 2, "the loop did ask the provider again");
+    let longest = renewals.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    assert!(longest <= (10_000 / 3) as f64 + 1.0, "renewals every ttl/3, the longest gap {longest} ms");
+    assert!(a.lease_valid(), "renewed on time all along");
+    assert_eq!(a.authority("c").unwrap().0, 1, "and the claim kept");
+    assert_eq!(last_key_id(&mem), "K1");
+    assert!(errors.is_empty(), "keys that still work: nothing to report ({errors:?})");
 }

@@ -1508,3 +1508,133 @@ mod issue21 {
         assert!(S3Ownership::new(config, env).is_ok());
     }
 }
+/// `ms` later, with `node`'s lease renewed along the way (every 3 s, well inside its authority).
+fn pass(env: &MemEnv, node: &S3Ownership<MemEnv>, ms: u64) {
+    let mut left = ms;
+    while left > 0 {
+        let step = left.min(3_000);
+        env.advance(step);
+        left -= step;
+        block_on(node.renew_lease()).unwrap();
+    }
+}
+
+fn rejected(outcome: ClaimOutcome) -> celld_edge::ownership::OwnerInfo {
+    match outcome {
+        ClaimOutcome::Rejected { owner } => owner,
+        other => panic!("expected rejected, got {other:?}"),
+    }
+}
+
+/// Issue 21 A: celld writes owner records without a nonce, so two cells its node holds at one epoch have
+/// the same bytes and, on an MD5-ETag store, the same ETag. A sighting of the holder's lease missing for
+/// cell x says nothing about cell z, which the holder claimed after re-acquiring (and whose fresh lease
+/// celld's late clean-up delete then removed): z waits `ttl + skew` from its own first sighting.
+#[test]
+fn a_missing_lease_seen_for_one_cell_says_nothing_about_another_cell_with_the_same_bytes() {
+    let env = MemEnv::new();
+    let b = leased(&env, "b");
+    let celld_record = r#"{"node":"h","epoch":1}"#;
+    env.put_raw("cells/x/own.json", celld_record);
+    assert!(rejected(block_on(b.claim("x")).unwrap()).live, "h's lease missing: first sight");
+    pass(&env, &b, TTL + SKEW);
+    // h re-acquired, claimed z at epoch 1 (the same bytes as x's record), and a late delete removed its lease.
+    env.put_raw("nodes/h.json", &format!(r#"{{"node":"h","expires_ms":{},"addr":"h:1"}}"#, env.0.borrow().wall + TTL));
+    env.put_raw("cells/z/own.json", celld_record);
+    env.0.borrow_mut().objects.remove("nodes/h.json");
+    let owner = rejected(block_on(b.claim("z")).unwrap());
+    assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("h", 1, true), "z's holder may still act");
+    assert!(block_on(b.owner("z")).unwrap().unwrap().live);
+    // x's own record predates its sighting: h's authority for it ended within ttl - skew of the sighting.
+    assert_eq!(applied_epoch(block_on(b.claim("x")).unwrap()), 2);
+    pass(&env, &b, TTL + SKEW);
+    assert_eq!(applied_epoch(block_on(b.claim("z")).unwrap()), 2, "after ttl + skew of its own");
+}
+
+/// Issue 21 A: a sighting of a missing lease ends when the lease is seen present again, and one not renewed
+/// for `2 × (ttl + skew)` starts over: only a lease that stayed missing (as far as this instance looked)
+/// for `ttl + skew` proves death.
+#[test]
+fn a_missing_lease_sighting_ends_when_the_lease_is_seen_again_or_goes_stale() {
+    let env = MemEnv::new();
+    let b = leased(&env, "b");
+    env.put_raw("cells/x/own.json", r#"{"node":"h","epoch":1}"#);
+    rejected(block_on(b.claim("x")).unwrap());
+    pass(&env, &b, TTL / 2);
+    env.put_raw("nodes/h.json", &format!(r#"{{"node":"h","expires_ms":{},"addr":"h:1"}}"#, env.0.borrow().wall + TTL));
+    assert!(block_on(b.read_node_lease("h")).unwrap().is_some(), "seen present again");
+    env.0.borrow_mut().objects.remove("nodes/h.json");
+    pass(&env, &b, TTL / 2 + SKEW);
+    rejected(block_on(b.claim("x")).unwrap()); // ttl + skew since the first sighting, but not missing since
+    pass(&env, &b, 3 * (TTL + SKEW));
+    rejected(block_on(b.claim("x")).unwrap()); // not looked at for longer than 2 × (ttl + skew): starts over
+    pass(&env, &b, TTL + SKEW);
+    assert_eq!(applied_epoch(block_on(b.claim("x")).unwrap()), 2);
+}
+
+/// Issue 21 R: another tool (a versioned bucket's restore, a backup) puts back an older lease body this
+/// instance wrote, with an earlier `expires_ms`; peers may judge the node dead by it before the authority
+/// this instance holds ends. A renewal's readback (or a read of its own lease) finding it fences, and says
+/// so for every claim, instead of adopting it.
+#[test]
+fn a_lease_restored_to_an_older_version_of_ours_fences_instead_of_being_adopted() {
+    for read_first in [false, true] {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let older = env.body("nodes/a.json").unwrap();
+        pass(&env, &a, 3_000);
+        env.put_raw("nodes/a.json", &older);
+        let lost = env.0.borrow().lost.len();
+        let err = match read_first {
+            false => block_on(a.renew_lease()).unwrap_err(),
+            true => {
+                block_on(a.read_node_lease("a")).unwrap();
+                block_on(a.renew_lease()).unwrap_err()
+            }
+        };
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(err.message().contains("older version"), "{err}");
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+        let after: Vec<(String, u64)> = env.0.borrow().lost[lost..].iter().map(|l| (l.0.clone(), l.1)).collect();
+        assert_eq!(after, [("c".to_owned(), 1)], "authority-lost for the claim");
+        block_on(a.acquire_lease()).unwrap();
+        assert!(a.lease_valid(), "a fresh lease goes over the restored record of ours");
+    }
+}
+
+/// Issue 21 E: a conditional write that reaches the store twice (a connection that died after the request
+/// was in, resent by a runtime or proxy) applies once and is answered 412 the second time. The first
+/// attempt's 412 is read back once: this write's nonce there means it landed.
+#[test]
+fn a_write_delivered_twice_is_recognised_by_its_nonce_not_reported_rejected() {
+    let twice = || Fault::LandThen(Ok((412, "PreconditionFailed")));
+    // release
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    block_on(a.claim("c")).unwrap();
+    env.push(twice());
+    assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied);
+    assert_eq!(owner_body(&env, "c")["node"].as_str(), Some(""));
+    // casOwner
+    env.push(twice());
+    assert_eq!(block_on(a.cas_owner("d", &CasGuard::Absent, 1)).unwrap(), CasOutcome::Applied);
+    assert_eq!(a.claimed(), [("d".to_owned(), 1)]);
+    // claim: recognised by the read its next round makes anyway (no extra request)
+    env.push(twice());
+    let (outcome, wire) = wire_of(&env, a.claim_with("e", NEW));
+    assert_eq!(applied_epoch(outcome.unwrap()), 1, "not claimed again at epoch 2 over its own write");
+    assert_eq!(wire, ["PUT cells/e/own.json if-none-match", "GET cells/e/own.json"]);
+    // acquireLease: the write this process sent, not "another process"
+    let env = MemEnv::new();
+    let b = node(&env, "b");
+    let (_, reads) = wire_of(&env, node(&env, "b2").acquire_lease());
+    assert!(reads.last().is_some_and(|w| w.starts_with("PUT nodes/b2.json")), "{reads:?}");
+    env.0.borrow_mut().objects.remove("nodes/b2.json");
+    for _ in 1..reads.len() {
+        env.push(Fault::Slow(0.0)); // answered plainly: the reads before the lease write
+    }
+    env.push(twice());
+    block_on(b.acquire_lease()).unwrap();
+    assert!(b.lease_valid());
+}

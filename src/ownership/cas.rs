@@ -81,6 +81,15 @@ impl Settled {
     }
 }
 
+/// How `cas_settled` takes a rejection (412/404) of its first attempt.
+pub enum FirstRejection<'a> {
+    /// Read the record back once and look for this write's nonce.
+    ReadBack,
+    /// The caller reads the record next anyway: the rejection is returned as it is, and this write's
+    /// nonces are pushed here for the caller to recognise.
+    CallerReads(&'a RefCell<Vec<String>>),
+}
+
 /// When a settled write must give up: a renewal is bounded by its remaining authority.
 #[derive(Debug, Clone, Copy)]
 pub enum Budget {
@@ -396,7 +405,11 @@ impl<E: Env> Store<E> {
     }
 
     /// A conditional write settled to applied / rejected. `body(nonce)` renders the record with a fresh
-    /// nonce per attempt. An ambiguous answer is settled by reading back: our nonce there → applied;
+    /// nonce per attempt. A first attempt answered 412/404 is read back once (`FirstRejection::ReadBack`):
+    /// a request the network delivered twice applies once and is answered 412 the second time, and only
+    /// this write's nonce in the record tells the two apart. A caller that reads the record next anyway
+    /// recognises the nonce there instead (`FirstRejection::CallerReads`, with `nonces` collecting this
+    /// write's nonces). An ambiguous answer is settled by reading back: our nonce there → applied;
     /// the guard still holding → ours did not land, send again (a fresh nonce; at most one can land);
     /// anything else → rejected, or `Superseded` when an earlier attempt was ambiguous (the guard moved on,
     /// so ours can never land now, but it may have landed before). A readback that does not decode is read
@@ -409,16 +422,40 @@ impl<E: Env> Store<E> {
         budget: Budget,
         reconciles: &Reconciles,
     ) -> Result<Settled> {
+        self.cas_settled_then(key, guard, body, budget, reconciles, FirstRejection::ReadBack).await
+    }
+
+    /// `cas_settled`, taking a first attempt's rejection as `first` says.
+    pub async fn cas_settled_then(
+        &self,
+        key: &str,
+        guard: &CasGuard,
+        body: &dyn Fn(&str) -> Vec<u8>,
+        budget: Budget,
+        reconciles: &Reconciles,
+        first: FirstRejection<'_>,
+    ) -> Result<Settled> {
         let mut nonces: Vec<String> = Vec::new();
         let mut ambiguity: Option<Fault> = None;
         loop {
             let nonce = self.nonce();
             let answer = self.put_cas(key, guard, body(&nonce), budget).await;
+            if let FirstRejection::CallerReads(sent) = &first {
+                sent.borrow_mut().push(nonce.clone());
+            }
             nonces.push(nonce);
             match answer {
                 PutAnswer::Applied { etag } => return Ok(Settled::Applied { etag }),
-                // The first attempt's rejection is clean; a later one may be our own earlier write.
-                PutAnswer::Rejected if nonces.len() == 1 => return Ok(Settled::Rejected),
+                PutAnswer::Rejected if nonces.len() == 1 && armed!(self, TrustFirstRejection) => {
+                    return Ok(Settled::Rejected)
+                }
+                // A first attempt's rejection is read back once (our nonce there: delivered twice); a
+                // later one may be our own earlier write, and is always read back.
+                PutAnswer::Rejected if nonces.len() == 1 => match &first {
+                    FirstRejection::CallerReads(_) => return Ok(Settled::Rejected),
+                    FirstRejection::ReadBack if reconciles.used() >= MAX_RECONCILES => return Ok(Settled::Rejected),
+                    FirstRejection::ReadBack => {}
+                },
                 PutAnswer::Rejected if armed!(self, RetryCasOnAmbiguity) => return Ok(Settled::Rejected),
                 PutAnswer::Rejected => {}
                 PutAnswer::Conflict { .. } if armed!(self, ConflictMeansOwned) => return Ok(Settled::Rejected),

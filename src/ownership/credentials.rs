@@ -122,9 +122,11 @@ impl Rotation {
         loop {
             let in_flight = self.flight.borrow().clone();
             if let Some(flight) = in_flight {
-                match flight.wait().await {
-                    Some(outcome) => return outcome,
-                    None => continue,
+                // A caller joining a refresh waits for it no longer than it would for its own.
+                match first(flight.wait(), env.sleep(timeout_ms)).await {
+                    Either::Left(Some(outcome)) => return outcome,
+                    Either::Left(None) => continue,
+                    Either::Right(()) => return Err(msg!("the credentials function did not answer within ", timeout_ms, " ms")),
                 }
             }
             let flight = Flight::new();

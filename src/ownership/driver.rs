@@ -17,14 +17,14 @@ use alloc::rc::Rc;
 use crate::env::{Env, Event, Lost};
 use crate::error::{msg, Error, Fault, Quoted, Result};
 use crate::ownership::authority::claim_gone;
-use crate::ownership::cas::{armed, Budget, Reconciles, Settled, Store};
+use crate::ownership::cas::{armed, Budget, FirstRejection, Reconciles, Settled, Store};
 use crate::ownership::claims::{Claim, Claims};
 use crate::ownership::control::FleetMarker;
 use crate::ownership::decide::{
     after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, PeerRule, Step, Write,
 };
 use crate::ownership::ids::{check_cell, check_node, check_prefix, IdSet};
-use crate::ownership::join::{first, join_all, Either, Flight, Lead};
+use crate::ownership::join::{beside, first, join_all, Either, Flight, Lead, Side};
 use crate::ownership::known::Known;
 use crate::ownership::lease::{
     judged_dead_at, peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, renewable, renewal_room_ms,
@@ -199,6 +199,8 @@ struct Lease {
     deadline: f64,
     /// ...and while `wall_ms() < wall_deadline` (`expires_ms - maxClockSkewMs` of the record it wrote).
     wall_deadline: u64,
+    /// `expires_ms` of the record its authority comes from: what peers judge this node by.
+    expires_ms: u64,
     /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
     generation: u64,
 }
@@ -224,9 +226,9 @@ struct State {
     claim_flights: Vec<(String, Shared<(ClaimOutcome, Wake)>)>,
     /// The releases in flight (`release_at`), which `close()` waits for.
     release_flights: Vec<Rc<Flight<()>>>,
-    /// Owner-record versions (by token) whose holder's lease this instance found missing, and since when
-    /// (monotonic, sampled after the answer): a missing lease proves death only once it stayed missing.
-    missing: VecDeque<(String, f64)>,
+    /// Holder leases this instance found missing, per (holder, cell): a missing lease proves death only
+    /// once it stayed missing (`MissingLease`).
+    missing: VecDeque<MissingLease>,
     /// The current renewal loop (`renew_until_stopped`); a newer loop retires an older one.
     renewer: u64,
     /// Until this monotonic instant, records naming this node that this instance did not write are not
@@ -254,8 +256,22 @@ struct State {
 /// Owner-record write nonces remembered.
 const OWNER_NONCES: usize = 256;
 
-/// Owner-record versions remembered with a missing holder lease.
+/// Missing holder leases remembered (oldest forgotten first).
 const MISSING_REMEMBERED: usize = 64;
+
+/// A holder's lease found missing when judging the record of one cell that names it. It stands only for
+/// that lease key and that cell's record version (a cell's versions never repeat: epochs only grow; bytes
+/// do repeat across cells, celld writes no nonce), it is dropped when the lease is seen present again, and
+/// a sighting not renewed within `2 × (ttl + skew)` starts over.
+struct MissingLease {
+    holder: String,
+    cell: String,
+    /// The owner-record version of `cell` it was seen missing for.
+    owner_etag: String,
+    /// First and latest sighting (monotonic, each sampled after the answer that showed it).
+    since: f64,
+    last: f64,
+}
 
 /// Claim rounds (read, decide, write) before a claim under constant contention gives up.
 const CLAIM_ROUNDS: usize = 4;
@@ -613,16 +629,22 @@ impl<E: Env> S3Ownership<E> {
     /// dead, and a delete can land late).
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
         check_node(self.config.ids, node)?;
-        let held = (node == self.config.node).then(|| self.state.borrow().lease.as_ref().map(|l| l.generation)).flatten();
+        let held = (node == self.config.node).then(|| self.state.borrow().lease.clone()).flatten();
         let mut read = self.read_decoded(&self.lease_key(node), decode_lease).await?;
         if armed!(self.store, IgnoreNodeLog) {
             read = read.map(|l| NodeLeaseRecord { log: None, ..l });
         }
-        if let Some(generation) = held {
+        if read.is_some() {
+            self.lease_present(node);
+        }
+        if let Some(held) = held {
             let gone = read.as_ref().is_none_or(|rec| !self.is_ours(rec));
-            let same = self.state.borrow().lease.as_ref().is_some_and(|l| l.generation == generation);
+            let older = read.as_ref().is_some_and(|rec| !self.adoptable(rec, &held));
+            let same = self.state.borrow().lease.as_ref().is_some_and(|l| l.generation == held.generation);
             if gone && same {
                 let _ = self.fence("this node's lease record was deleted or replaced by another writer");
+            } else if older && same {
+                let _ = self.fence(RESTORED);
             }
         }
         Ok(read)
@@ -660,6 +682,15 @@ impl<E: Env> S3Ownership<E> {
         let state = self.state.borrow();
         state.lease.as_ref().is_some_and(|l| l.etag == rec.etag)
             || rec.nonce.as_ref().is_some_and(|n| state.lease_nonces.iter().any(|(m, e)| m == n && *e == rec.expires_ms))
+    }
+
+    /// A lease record of ours (`is_ours`) that may stand for the authority of `held`: the held version
+    /// itself, or one that gives peers no earlier death (`expires_ms` no earlier than the held one's). An
+    /// older body of ours put back by another tool (a versioned bucket's restore, a backup) lets peers
+    /// judge this node dead before its authority ends: never adopted.
+    fn adoptable(&self, rec: &NodeLeaseRecord, held: &Lease) -> bool {
+        rec.etag == held.etag
+            || (self.is_ours(rec) && (rec.expires_ms >= held.expires_ms || armed!(self.store, AdoptRestoredLease)))
     }
 
     // ---- leases (SPEC §5) ----
@@ -783,6 +814,7 @@ impl<E: Env> S3Ownership<E> {
             etag,
             deadline: self_deadline(anchor, self.config.lease_ttl_ms, skew),
             wall_deadline: wall_deadline(expires_ms, skew),
+            expires_ms,
             generation,
         }
     }
@@ -844,11 +876,12 @@ impl<E: Env> S3Ownership<E> {
                         Some(_) if late => {
                             return Err(self.fence("the renewal was answered only after the lease had lapsed"))
                         }
-                        Some(rec) if self.is_ours(&rec) => {
+                        Some(rec) if self.adoptable(&rec, &held) => {
                             if let Some(lease) = self.state.borrow_mut().lease.as_mut() {
                                 lease.etag = rec.etag;
                             }
                         }
+                        Some(rec) if self.is_ours(&rec) => return Err(self.fence(RESTORED)),
                         Some(_) => return Err(self.fence("the lease record was replaced by another writer")),
                         None => return Err(self.fence("the lease record was deleted")),
                     }
@@ -871,17 +904,30 @@ impl<E: Env> S3Ownership<E> {
         };
         let ttl = self.config.lease_ttl_ms;
         let mut wait = renew_interval_ms(ttl);
+        // A due credentials refresh runs beside the loop (started after a renewal, bounded by the request
+        // timeout), never in its way: a slow provider delays no renewal while the keys held still work.
+        let mut refreshing: Side<'_, Result<()>> = None;
         loop {
-            self.sleep_unless_closed(wait as u32).await;
+            let (_, refreshed) = beside(self.sleep_unless_closed(wait as u32), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
             if stop() || self.state.borrow().renewer != me || self.state.borrow().closed {
                 return Ok(());
             }
-            match self.renew_lease().await {
+            let (renewed, refreshed) = beside(self.renew_lease(), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
+            match renewed {
                 Ok(()) => {
                     wait = renew_interval_ms(ttl);
-                    // Right after a renewal: a slow provider delays nothing that is due.
-                    if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
-                        on_error(&e);
+                    if armed!(self.store, RenewalWaitsOnCredentials) {
+                        if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
+                            on_error(&e);
+                        }
+                    } else if refreshing.is_none() {
+                        refreshing = Some(Box::pin(self.store.refresh_due_credentials(self.budget())));
                     }
                 }
                 Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
@@ -1048,9 +1094,9 @@ impl<E: Env> S3Ownership<E> {
         PeerRule { lease_ttl_ms: self.config.lease_ttl_ms, max_skew_ms: self.skew_for_peers(), wall_now_ms }
     }
 
-    /// The holder's lease of owner-record version `owner_etag` as read: a missing one is judged by how
-    /// long this instance has seen it missing for that version (first sight: now, after the answer).
-    fn peer_lease<'a>(&self, owner_etag: &str, lease: Option<&'a NodeLeaseRecord>) -> PeerLease<'a> {
+    /// The holder's lease for `cell`'s record `rec` as read: a missing one is judged by how long this
+    /// instance has seen it missing for that record version (first sight: now, after the answer).
+    fn peer_lease<'a>(&self, cell: &str, rec: &OwnerRecord, lease: Option<&'a NodeLeaseRecord>) -> PeerLease<'a> {
         if let Some(l) = lease {
             return PeerLease::Present(l);
         }
@@ -1059,14 +1105,25 @@ impl<E: Env> S3Ownership<E> {
         }
         let now = self.store.env.mono_ms();
         let mut state = self.state.borrow_mut();
-        if let Some((_, since)) = state.missing.iter().find(|(t, _)| t == owner_etag) {
-            return PeerLease::Missing { for_ms: now - since };
+        let forget_after = 2.0 * self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+        let found = state.missing.iter_mut().find(|m| m.holder == rec.node && m.cell == cell);
+        if let Some(m) = found.filter(|m| m.owner_etag == rec.etag && now - m.last <= forget_after) {
+            m.last = now;
+            return PeerLease::Missing { for_ms: now - m.since };
         }
+        state.missing.retain(|m| !(m.holder == rec.node && m.cell == cell));
         if state.missing.len() == MISSING_REMEMBERED {
             state.missing.pop_front();
         }
-        state.missing.push_back((owner_etag.to_owned(), now));
+        let (holder, cell, owner_etag) = (rec.node.clone(), cell.to_owned(), rec.etag.clone());
+        state.missing.push_back(MissingLease { holder, cell, owner_etag, since: now, last: now });
         PeerLease::Missing { for_ms: 0.0 }
+    }
+
+    /// A node's lease seen present: every sighting of it missing is void (it may go missing again later,
+    /// and must then stay missing from that later sighting on).
+    fn lease_present(&self, node: &str) {
+        self.state.borrow_mut().missing.retain(|m| m.holder != node);
     }
 
     // ---- high level ----
@@ -1115,6 +1172,10 @@ impl<E: Env> S3Ownership<E> {
         let reconciles = Reconciles::default();
         let ClaimStart { mut unread, trying, mut untried } = self.claim_start(cell, options);
         let mut last_seen: Option<OwnerInfo> = None;
+        // The last round's write when it was answered 412/404 (with what it wrote over) and its nonces: a
+        // request delivered twice lands and is answered 412; the next read shows our nonce then.
+        let mut refused: Option<(Write, Option<OwnerRecord>)> = None;
+        let sent: RefCell<Vec<String>> = RefCell::default();
         for _ in 0..CLAIM_ROUNDS + usize::from(unread.is_some()) {
             let unread_round = unread.is_some();
             let current = match unread.take() {
@@ -1124,6 +1185,9 @@ impl<E: Env> S3Ownership<E> {
                     if let Some(token) = untried.take() {
                         let hit = token.as_deref() == current.as_ref().map(|r| r.etag.as_str());
                         self.state.borrow_mut().known.scored(hit);
+                    }
+                    if let Some(landed) = self.landed_after_all(&mut refused, &sent, current.as_ref()) {
+                        return self.claim_landed(cell, generation, landed, started);
                     }
                     current
                 }
@@ -1151,7 +1215,7 @@ impl<E: Env> S3Ownership<E> {
                     // while a slow answer may carry a lease the holder has renewed since.
                     let now = self.store.env.wall_ms();
                     let lease = self.read_node_lease(&rec.node).await?;
-                    let found = self.peer_lease(&rec.etag, lease.as_ref());
+                    let found = self.peer_lease(cell, rec, lease.as_ref());
                     match after_peer_lease(rec, found, self.peer_rule(now))? {
                         Some(write) => write,
                         None => {
@@ -1169,11 +1233,13 @@ impl<E: Env> S3Ownership<E> {
             self.require_generation(generation)?;
             self.reclaiming(cell, epoch);
             let node = &self.config.node;
+            sent.borrow_mut().clear();
             // The key only for this write: a string live across every await is dropped on every early exit.
-            let settled = self
-                .store
-                .cas_settled(&self.owner_key(cell), &guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles)
-                .await;
+            let key = self.owner_key(cell);
+            let first = FirstRejection::CallerReads(&sent);
+            let body = |n: &str| self.owner_body(node, epoch, n);
+            let settled = self.store.cas_settled_then(&key, &guard, &body, self.budget(), &reconciles, first).await;
+            drop(key);
             self.wrote_owner(cell, node, epoch, &settled);
             self.account(&settled);
             if let (true, true, Ok(s)) = (unread_round, trying, &settled) {
@@ -1181,11 +1247,7 @@ impl<E: Env> S3Ownership<E> {
             }
             match settled? {
                 Settled::Applied { etag } => {
-                    self.answered_under(generation, "write")?;
-                    self.record_claim(cell, epoch, etag);
-                    let ms = self.store.env.mono_ms() - started;
-                    self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
-                    return Ok((ClaimOutcome::Applied { epoch, took_over, prior: current }, self.soon()));
+                    return self.claim_landed(cell, generation, (Write { guard, epoch, took_over }, current, etag), started);
                 }
                 Settled::Rejected if unread_round && armed!(self.store, AnswerFromKnown) => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
@@ -1199,8 +1261,15 @@ impl<E: Env> S3Ownership<E> {
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
-                    last_seen = current.map(|r| OwnerInfo { node: r.node, epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false });
+                    last_seen = current.as_ref().map(|r| OwnerInfo { node: r.node.clone(), epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false });
+                    refused = Some((Write { guard, epoch, took_over }, current));
                 }
+            }
+        }
+        if refused.is_some() {
+            let current = self.read_owner(cell).await?;
+            if let Some(landed) = self.landed_after_all(&mut refused, &sent, current.as_ref()) {
+                return self.claim_landed(cell, generation, landed, started);
             }
         }
         // Lost every round to other writers: report who holds it now, when someone does.
@@ -1215,6 +1284,39 @@ impl<E: Env> S3Ownership<E> {
                 msg!("claim lost ", CLAIM_ROUNDS, " rounds of contention (last seen: ", seen(last_seen.as_ref()), ")"),
             )),
         }
+    }
+
+    /// The write a claim's last round sent, found in `current` after all (its nonce is there) though it was
+    /// answered 412/404: delivered twice. Takes `refused`; `None` when `current` is not that write.
+    fn landed_after_all(
+        &self,
+        refused: &mut Option<(Write, Option<OwnerRecord>)>,
+        sent: &RefCell<Vec<String>>,
+        current: Option<&OwnerRecord>,
+    ) -> Option<(Write, Option<OwnerRecord>, String)> {
+        let (write, prior) = refused.take()?;
+        let rec = current.filter(|r| r.nonce.as_ref().is_some_and(|n| sent.borrow().contains(n)))?;
+        if armed!(self.store, TrustFirstRejection) || rec.node != self.config.node || rec.epoch != write.epoch {
+            return None;
+        }
+        Some((write, prior, rec.etag.clone()))
+    }
+
+    /// A claim's write landed (`write` over `prior`, leaving `etag`): it counts only under the lease it was
+    /// sent under.
+    fn claim_landed(
+        &self,
+        cell: &str,
+        generation: u64,
+        (write, prior, etag): (Write, Option<OwnerRecord>, String),
+        started: f64,
+    ) -> Result<(ClaimOutcome, Wake)> {
+        let Write { epoch, took_over, .. } = write;
+        self.answered_under(generation, "write")?;
+        self.record_claim(cell, epoch, etag);
+        let ms = self.store.env.mono_ms() - started;
+        self.store.env.observe(Event::ClaimApplied { cell, epoch, took_over, ms });
+        Ok((ClaimOutcome::Applied { epoch, took_over, prior }, self.soon()))
     }
 
     /// How a claim starts: with `expect_new`, by creating; else over the version of `cell` this instance
@@ -1284,7 +1386,7 @@ impl<E: Env> S3Ownership<E> {
         }
         let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let lease = self.read_node_lease(&rec.node).await?;
-        let live = !holder_dead(self.peer_lease(&rec.etag, lease.as_ref()), self.peer_rule(now));
+        let live = !holder_dead(self.peer_lease(cell, &rec, lease.as_ref()), self.peer_rule(now));
         let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
         let addr = lease.map(|l| l.addr).unwrap_or_default();
         Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery, held: false }))
@@ -1654,6 +1756,10 @@ impl<E: Env> S3Ownership<E> {
         Ok(())
     }
 }
+
+/// Why a lease record restored to an older version of ours fences.
+const RESTORED: &str =
+    "the lease record was put back to an older version by another writer (a restore?): peers may judge this node dead before its authority ends";
 
 /// The longest single timer a waiting claim sets (setTimeout's limit).
 const MAX_SLEEP_MS: u32 = i32::MAX as u32;

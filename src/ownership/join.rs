@@ -81,6 +81,42 @@ pub fn first<A: Future, B: Future>(a: A, b: B) -> First<A, B> {
     First { a: Box::pin(a), b: Box::pin(b) }
 }
 
+/// A job that runs beside others (the renewal loop's credentials refresh), kept across the steps it
+/// outlives.
+pub type Side<'a, T> = Option<Pin<Box<dyn Future<Output = T> + 'a>>>;
+
+pub struct Beside<'s, 'a, M: Future, T> {
+    main: Pin<Box<M>>,
+    side: &'s mut Side<'a, T>,
+    done: Option<T>,
+}
+
+// `main` is boxed and the side's output never pinned, so moving a Beside is fine.
+impl<M: Future, T> Unpin for Beside<'_, '_, M, T> {}
+
+impl<M: Future, T> Future for Beside<'_, '_, M, T> {
+    type Output = (M::Output, Option<T>);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(side) = this.side.as_mut() {
+            if let Poll::Ready(v) = side.as_mut().poll(cx) {
+                this.done = Some(v);
+                *this.side = None;
+            }
+        }
+        match this.main.as_mut().poll(cx) {
+            Poll::Ready(out) => Poll::Ready((out, this.done.take())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Runs `main` to its end while also driving `side` (if any); `side` is emptied when it finishes, and its
+/// output is returned with `main`'s. A side job still running stays in `side` for the next step.
+pub fn beside<'s, 'a, M: Future, T>(main: M, side: &'s mut Side<'a, T>) -> Beside<'s, 'a, M, T> {
+    Beside { main: Box::pin(main), side, done: None }
+}
+
 /// One attempt that several callers wait for: its leader runs it and `finish`es it; everyone else `wait`s.
 /// A leader dropped before finishing (its caller gave up) abandons it, and its waiters try again.
 pub struct Flight<T> {

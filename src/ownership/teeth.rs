@@ -51,10 +51,20 @@ pub enum Tooth {
     /// that closes the instance mid-operation (an `AbortSignal` listener, an event handler) lets the
     /// operation's write out after close.
     SendAfterClose,
+    /// Adopt any read-back lease record of ours after a rejected renewal, even an older one another writer
+    /// restored (whose earlier `expires_ms` lets peers judge this node dead before its authority ends).
+    AdoptRestoredLease,
+    /// Take a first attempt's 412/404 as a clean rejection, never looking for this write's own nonce (a
+    /// request delivered twice applies once and is answered 412 the second time).
+    TrustFirstRejection,
+    /// The renewal loop awaits a due credentials refresh (for as long as any request would, the request
+    /// timeout) before it sleeps until the next renewal, instead of running it beside: a slow provider
+    /// delays the renewal.
+    RenewalWaitsOnCredentials,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 20] = [
+    pub const ALL: [Tooth; 23] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -75,5 +85,8 @@ impl Tooth {
         Tooth::RetireUnconditionally,
         Tooth::TrustOwnNodeId,
         Tooth::SendAfterClose,
+        Tooth::AdoptRestoredLease,
+        Tooth::TrustFirstRejection,
+        Tooth::RenewalWaitsOnCredentials,
     ];
 }

@@ -205,7 +205,12 @@ pub async fn life(ctx: Rc<Ctx>, node: usize, incarnation: u32, backend: Backend)
             renew(&ctx, &me, node, incarnation).await;
             continue;
         }
-        let cell = cells[rng.range(0, cells.len() as u64 - 1) as usize].clone();
+        // Now and then one of the cells only celld-like nodes claim (`Ctx::fresh`).
+        let shared = cells.len() - ctx.fresh;
+        let cell = match rng.chance(0.06) {
+            true => cells[shared + rng.range(0, ctx.fresh as u64 - 1) as usize].clone(),
+            false => cells[rng.range(0, shared as u64 - 1) as usize].clone(),
+        };
         let believed: Vec<(String, u64)> = me.beliefs.borrow().iter().map(|(c, e)| (c.clone(), *e)).collect();
         match rng.range(0, 99) {
             0..=59 => claim(&ctx, &me, node, incarnation, &cell).await,
@@ -272,14 +277,14 @@ async fn acquire(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32) {
     me.gen.set(gen);
     me.beliefs.borrow_mut().clear();
     let op = ctx.begin(node, incarnation, gen, OpKind::Acquire);
-    let result = exec::tagged(&ctx.world, node, op, write_lease(me, &guard, f64::INFINITY)).await;
+    let result = exec::tagged(&ctx.world, node, op, write_lease(me, &guard, f64::INFINITY, u64::MAX)).await;
     ctx.end(op, result);
 }
 
 async fn renew(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32) {
-    let Some((etag, _, deadline)) = me.lease.borrow().clone() else { return };
+    let Some((etag, expires, deadline)) = me.lease.borrow().clone() else { return };
     let op = ctx.begin(node, incarnation, me.gen.get(), OpKind::Renew);
-    let result = exec::tagged(&ctx.world, node, op, write_lease(me, &CasGuard::Match(etag), deadline)).await;
+    let result = exec::tagged(&ctx.world, node, op, write_lease(me, &CasGuard::Match(etag), deadline, expires)).await;
     if result != OpResult::LeaseOk {
         me.fence();
     }
@@ -288,9 +293,10 @@ async fn renew(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32) {
 
 /// Writes this node's lease under `guard`, anchored before sending; an ambiguous write is settled by
 /// reading back its own body. Installs the lease only if the answer came while the authority it renews
-/// (`held_until`, monotonic) still held: a renewal that lands after the old lease could be judged dead
-/// does not restore authority.
-async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64) -> OpResult {
+/// still held (`held_until`, monotonic, and wall `held_expires - skew`: a machine that slept keeps its
+/// monotonic clock): a renewal that lands after the old lease could be judged dead does not restore
+/// authority.
+async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64, held_expires: u64) -> OpResult {
     let anchor = me.env.mono_ms();
     me.anchor.set(anchor);
     let expires = me.env.wall_ms() + me.ttl_ms;
@@ -307,7 +313,9 @@ async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64) -> OpRes
     };
     let deadline = anchor + (me.ttl_ms - me.skew_ms) as f64;
     match etag {
-        Some(etag) if me.env.mono_ms() < deadline.min(held_until) && me.env.wall_ms() + me.skew_ms < expires => {
+        Some(etag)
+            if me.env.mono_ms() < deadline.min(held_until) && me.env.wall_ms() + me.skew_ms < expires.min(held_expires) =>
+        {
             *me.lease.borrow_mut() = Some((etag, expires, deadline));
             OpResult::LeaseOk
         }

@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use celld_edge::ownership::control::{judge, MARKER_KEY};
+use celld_edge::ownership::credentials::expired;
 use celld_edge::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord};
 
 use crate::exec::Clock;
@@ -124,6 +125,11 @@ pub struct Ledger {
     /// A waiting claim's operation takes the generation it was answered in, but a void attempt of it may
     /// have been sent under an earlier lease.
     pub write_gens: BTreeMap<(usize, u32, u64, u64), u64>,
+    /// Every lease install the driver reported, by (process, life), when.
+    pub installed: Vec<(usize, u32, u64)>,
+    /// The driver's renewal loops (`renew_until_stopped`) of (process, life): when one started (true) or
+    /// returned (false).
+    pub loops: Vec<(usize, u32, u64, bool)>,
 }
 
 impl Ledger {
@@ -154,6 +160,12 @@ pub struct Facts<'a> {
     pub gc: Option<usize>,
     /// Which processes are celld-like nodes (`celld.rs`), by index.
     pub celld: &'a [bool],
+    /// The simulated run's length (true ms): what a process would have done after it is not judged.
+    pub run_ms: u64,
+    /// Edge processes sign with a credentials provider's keys (which is slow at times).
+    pub provider: bool,
+    /// The process playing a backup tool that puts old versions of edge leases back.
+    pub restorer: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -368,7 +380,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     bad("remove-of-live-lease", format!("{} deleted {key} at t={} over a lease to {over:?} (its wall {wall})", name(v.writer.node), v.at));
                 }
             }
-            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal {
+            let restored = Some(v.writer.node) == facts.restorer;
+            if name(v.writer.node) != node && Some(v.writer.node) != facts.gc && !sealing && !removal && !restored {
                 bad("lease-history", format!("{key} written by {}", name(v.writer.node)));
             }
             if let Some(body) = &v.body {
@@ -397,7 +410,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 format!("{} (life {inc}) acted for {cell}@{epoch} at t={last}", name(*n))
             });
         }
-        if let Some(ov) = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last) {
+        // A holder whose lease another tool put back to an older version cannot know before its next lease
+        // write: peers may take over by the restored lease meanwhile (`restored-lease-adopted` holds it to
+        // stopping then, and `act-beyond-authority` to the authority it had).
+        let claimed_at = hist.iter().find(|ov| ov.node == name(*n) && ov.epoch == *epoch).map_or(0, |ov| ov.v.at);
+        let superseded = hist.iter().find(|ov| ov.epoch > *epoch && ov.v.writer.node != *n && ov.v.at < last);
+        let authority_from = claimed_at.saturating_sub(facts.lease_ttl_ms);
+        if let Some(ov) = superseded.filter(|ov| !restored_during(store, facts, *n, authority_from, ov.v.at)) {
             bad(
                 "split-brain",
                 format!(
@@ -435,9 +454,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         for (i, _) in hist.iter().enumerate().filter(|(_, v)| v.writer.op == op.id) {
             let over = i.checked_sub(1).map(|j| &hist[j]);
             // celld's clean-up may have fenced the retired lease meanwhile: its copy is the same record.
+            let mine = |o: &Version| (o.writer.node, o.writer.incarnation) == (op.node, op.incarnation);
+            // ...or the restorer's copy of an earlier write of its own.
+            let restored_mine = |o: &Version| {
+                Some(o.writer.node) == facts.restorer && hist[..i].iter().any(|e| mine(e) && e.body == o.body)
+            };
             let other = |o: &Version| {
-                (o.writer.node, o.writer.incarnation) != (op.node, op.incarnation)
-                    && !(Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0))
+                !(mine(o) || restored_mine(o) || (Some(o.writer.node) == facts.gc && lease_expiry(&key, o) == Some(0)))
             };
             if over.is_some_and(other) {
                 bad(
@@ -469,6 +492,9 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
             }
         }
     }
+
+    check_renewal_timing(store, ledger, facts, &mut bad);
+    check_restores(store, ledger, facts, &mut bad);
 
     // Every lease the driver reported installed landed, written by that process.
     for (&(n, gen), installs) in &ledger.installs {
@@ -517,7 +543,8 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     "probe-false-alarm",
                     format!("{tag}: the (honest, if flaky) store was judged to violate conditions"),
                 );
-            } else if ["corrupt-record", "invalid-input", "auth", "request"].contains(&code) {
+            } else if ["corrupt-record", "invalid-input", "auth", "request"].contains(&code) && !(code == "auth" && facts.provider) {
+                // `auth` is right when a slow credentials provider left no usable keys in time.
                 bad("error-code", format!("{tag}: failed {code:?}, which an honest store never causes"));
             }
         }
@@ -593,8 +620,16 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                     );
                 }
             }
-            (OpKind::Release(_), OpResult::ReleaseRejected) if !written_by(op.id).is_empty() => {
-                bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed"));
+            // A release whose write landed (a request delivered twice is answered 412) may report rejected
+            // only if another write (another node's claim, or a claim of its own instance) replaced it
+            // before the answer: the record did not name this node at that epoch then.
+            (OpKind::Release(cell), OpResult::ReleaseRejected)
+                if owners[cell.as_str()].iter().enumerate().any(|(i, ov)| {
+                    ov.v.writer.op == op.id
+                        && owners[cell.as_str()].get(i + 1).is_none_or(|next| next.v.writer.op == op.id || next.v.at > op.end)
+                }) =>
+            {
+                bad("rejected-but-landed", format!("{tag}: reported rejected, but its write landed and stood"));
             }
             (OpKind::Claim(cell), OpResult::Claimed { epoch, took_over, prior }) => {
                 if ledger.waiting.contains(&op.id) {
@@ -669,9 +704,20 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 if !ok {
                     bad("stale-read", format!("{tag}: owner {seen:?}, never the record during the call"));
                 }
-                if let Some((node, _, false)) = seen {
+                if let Some((node, epoch, false)) = seen {
                     if !node.is_empty() && node != me && !lease_dead_during(store, facts, node, op) {
                         bad("owner-liveness", format!("{tag}: reported {node} dead, but no lease of it read then was"));
+                    }
+                    // Nor while that holder acts for that very record after the call (a missing lease too).
+                    let acting = ledger.acts.iter().find(|((n, _, c, e), (_, last))| {
+                        name(*n) == node && node != me && c == cell && e == epoch && *last > op.end
+                            && !restored_during(store, facts, *n, op.start, op.end)
+                    });
+                    if let Some(((n, inc, _, _), (_, last))) = acting {
+                        bad(
+                            "owner-liveness",
+                            format!("{tag}: reported {node}@{epoch} dead, but {} (life {inc}) acted for it until t={last}", name(*n)),
+                        );
                     }
                 }
             }
@@ -703,6 +749,61 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
     (out, cov)
+}
+
+/// How much later than its ttl/3 sleep a renewal loop's next lease write may go out (a failed attempt is
+/// retried 100..199 ms later; a loop restarted after an acquisition polls every 20..100 ms).
+const RENEWAL_SLACK_MS: u64 = 300;
+
+/// The renewal loop renews on time (issue 21 B, `renewal-stalled`): after every lease install of a life
+/// whose renewal loop is running, a lease write of that life goes out within ttl/3 + `RENEWAL_SLACK_MS`
+/// (true time; the loop sleeps ttl/3 after its own renewals, and a renewal never waits on anything but
+/// its own requests), unless the node could not run meanwhile, a loop of that life started or returned,
+/// or the life lost its lease or closed. A loop that waits on something else — a slow credentials
+/// provider, while the keys it holds still work — lets a lease lapse that nothing threatened.
+fn check_renewal_timing(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut impl FnMut(&'static str, String)) {
+    let closed: BTreeMap<(usize, u32), u64> = ledger
+        .ops
+        .values()
+        .filter(|o| o.kind == OpKind::Close)
+        .map(|o| ((o.node, o.incarnation), o.start))
+        .collect();
+    let interval = facts.lease_ttl_ms / 3;
+    for &(n, inc, r) in &ledger.installed {
+        let deadline = r + interval + RENEWAL_SLACK_MS;
+        if deadline > facts.run_ms || closed.get(&(n, inc)).is_some_and(|&c| c <= deadline) {
+            continue;
+        }
+        let (mut running, mut changed) = (0i64, false);
+        for &(_, _, at, start) in ledger.loops.iter().filter(|l| (l.0, l.1) == (n, inc)) {
+            match at <= r {
+                true => running += if start { 1 } else { -1 },
+                false => changed |= at <= deadline,
+            }
+        }
+        let down = store.downtime.iter().any(|&(m, a, b)| m == n && a <= deadline && b >= r);
+        // A renewal waits for keys when none are usable (the driver's rule: not in their last quarter or
+        // ten seconds): only keys that work throughout the window oblige it.
+        let keys = store.keys.iter().rev().find(|k| (k.0, k.1) == (n, inc) && k.2 <= r);
+        let wall = facts.clocks[n].wall_ms(deadline);
+        let keyless = facts.provider && keys.is_none_or(|k| expired(k.3, k.4, wall));
+        let fenced = ledger.fences.iter().any(|&(m, i, at, _)| (m, i) == (n, inc) && r <= at && at <= deadline);
+        if running <= 0 || changed || down || fenced || keyless {
+            continue;
+        }
+        // A lease write sent at the install's instant counts (another caller's, starting as that one ended).
+        let from = store.lease_sends.partition_point(|t| t.sent < r);
+        let sent = store.lease_sends[from..].iter().take_while(|t| t.sent <= deadline).any(|t| (t.node, t.incarnation) == (n, inc));
+        if !sent {
+            bad(
+                "renewal-stalled",
+                format!(
+                    "{} (life {inc}) installed a lease at t={r} with its renewal loop running, but sent no lease write by t={deadline}",
+                    facts.nodes[n]
+                ),
+            );
+        }
+    }
 }
 
 /// Could a reader have judged `node` dead during `op` by the peer rule? Only if some version of its lease,
@@ -782,7 +883,8 @@ fn check_marker(store: &SimStore, facts: &Facts, bad: &mut impl FnMut(&'static s
         if *k == key {
             continue;
         }
-        for v in h.iter().filter(|v| !facts.celld[v.writer.node] && Some(v.writer.node) != facts.gc) {
+        let outside = |n: usize| facts.celld[n] || Some(n) == facts.gc || Some(n) == facts.restorer;
+        for v in h.iter().filter(|v| !outside(v.writer.node)) {
             let who = &facts.nodes[v.writer.node];
             if first.is_none_or(|m| m.at > v.at) {
                 bad("backend-marker", format!("{who} wrote {k} at t={} before the fleet's marker existed", v.at));
@@ -868,6 +970,46 @@ fn check_authority(
     }
 }
 
+/// Whether a version of process `n`'s node lease that the restorer put back was current at some instant
+/// of [`from`, `to`] (a peer judging the node then may have read it).
+fn restored_during(store: &SimStore, facts: &Facts, n: usize, from: u64, to: u64) -> bool {
+    let key = facts.lease_key(&facts.nodes[n]);
+    let Some(r) = facts.restorer else { return false };
+    let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    hist.iter().enumerate().any(|(i, v)| {
+        v.writer.node == r && v.at <= to && hist.get(i + 1).is_none_or(|next| next.at >= from)
+    })
+}
+
+
+/// A lease put back to an older version by another tool is never adopted (issue 21 R): no lease write a
+/// process installed lands after a restore of its node's lease in the lease generation that held before
+/// it (a renewal applies only over the restored version, i.e. after adopting it; a new acquisition starts a
+/// new generation).
+fn check_restores(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut impl FnMut(&'static str, String)) {
+    let Some(r) = facts.restorer else { return };
+    for (&(n, gen), installs) in &ledger.installs {
+        let key = facts.lease_key(&facts.nodes[n]);
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let landed: Vec<u64> = installs
+            .iter()
+            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)).map(|v| v.at))
+            .collect();
+        for restore in hist.iter().filter(|v| v.writer.node == r) {
+            let (before, after) = (landed.iter().any(|&t| t < restore.at), landed.iter().find(|&&t| t > restore.at));
+            if let (true, Some(t)) = (before, after) {
+                bad(
+                    "restored-lease-adopted",
+                    format!(
+                        "{} (gen {gen}) renewed at t={t} over its lease put back to an older version at t={}",
+                        facts.nodes[n], restore.at
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// Whether process `n`'s life `incarnation` had a retirement of its lease land by `at` (a lease write of its
 /// `close()` operation).
 fn retired_before(store: &SimStore, ledger: &Ledger, facts: &Facts, n: usize, incarnation: u32, at: u64) -> bool {
@@ -901,7 +1043,9 @@ fn check_takeover(
     // The holder's own life retired its lease (`close()`) before the takeover landed: peers may judge it
     // dead at once, which is safe only because it acts no more once close() was called (`act-after-close`
     // holds it to that).
-    if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at) {
+    if retired_before(store, ledger, facts, a, p.v.writer.incarnation, ov.v.at)
+        || restored_during(store, facts, a, p.v.at.saturating_sub(facts.lease_ttl_ms), ov.v.at)
+    {
         return;
     }
     let latest = installed_leases(store, ledger, facts, a, ledger.gen_of_write(&p.v.writer))
@@ -1003,6 +1147,9 @@ mod tests {
                 max_clock_skew_ms: SKEW,
                 gc: None,
                 celld: &self.celld,
+                run_ms: 20_000,
+                provider: false,
+                restorer: None,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use celld_edge::env::{Env, Event as DriverEvent, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Credentials, Env, Event as DriverEvent, HttpRequest, HttpResponse, TransportError};
 
 use crate::store::{Fault, FaultMix, SimStore, Tag};
 
@@ -147,6 +147,8 @@ struct NodeState {
     runnable: bool,
     /// The workload loop returned (the run is over for this node).
     finished: bool,
+    /// Its requests may be delivered twice (`FaultMix::twice`): an edge process's runtime.
+    resent: bool,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -181,6 +183,8 @@ struct Inner {
     mix: FaultMix,
     brownout_until: u64,
     store: SimStore,
+    /// Requests already delivered twice.
+    resent: std::collections::BTreeSet<u64>,
     /// A line per request event, when tracing (replaying one seed).
     trace: Option<Vec<String>>,
 }
@@ -214,6 +218,7 @@ impl World {
                 mix,
                 brownout_until: 0,
                 store,
+                resent: Default::default(),
                 trace: None,
             }),
         })
@@ -273,6 +278,11 @@ impl World {
         self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
     }
 
+    /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
+    pub fn resends(&self, node: usize) {
+        self.inner.borrow_mut().nodes[node].resent = true;
+    }
+
     /// Starts `node` only at `at` (a second process started later), as its life 1.
     pub fn start_at(&self, node: usize, at: u64) {
         let mut inner = self.inner.borrow_mut();
@@ -303,6 +313,9 @@ impl World {
             inner.schedule(now + t as u64, Event::Timeout(id));
         }
         inner.store.note_sent(tag.op, req.method);
+        if req.method == "PUT" && req.url.contains("/nodes/") {
+            inner.store.lease_sends.push(tag);
+        }
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);
         if let Some(t) = &mut inner.trace {
@@ -390,6 +403,25 @@ impl World {
                         inner.pending.remove(&id);
                     }
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
+                    // Delivered twice: this answer dies with its connection, and the request is sent again.
+                    // Not the store probe's scratch writes: its verdict on a store that sees a request twice is
+                    // not modelled (docs/simulation.md, Limits).
+                    let again = inner.nodes[tag.node].resent
+                        && !req.url.contains("/probe/")
+                        && !inner.resent.contains(&id)
+                        && inner.net.chance(inner.mix.twice);
+                    if again {
+                        inner.store.count(Fault::DeliveredTwice);
+                        inner.resent.insert(id);
+                        if let Some(t) = &mut inner.trace {
+                            t.push(format!("t={at} req#{id} lands, its answer is lost and the request is sent again"));
+                        }
+                        let p = inner.pending.entry(id).or_insert(Pending { node: tag.node, incarnation: tag.incarnation, tag, req: None, done: true });
+                        p.req = Some(req);
+                        let after = inner.net.range(1, 30);
+                        inner.schedule(at + after, Event::Arrive(id));
+                        return true;
+                    }
                     if let Some(t) = &mut inner.trace {
                         let what = answer.as_ref().map(|r| (r.status, r.etag.clone()));
                         t.push(format!("t={at} req#{id} lands: answer {what:?} due t={}", at + latency));
@@ -431,6 +463,7 @@ impl World {
                 Chaos::Pause { node, ms } => {
                     if !inner.nodes[node].crashed {
                         inner.store.count(Fault::NodePaused);
+                        inner.store.downtime.push((node, at, at + ms));
                         let until = at + ms;
                         inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
                         inner.schedule(until, Event::Resume(node));
@@ -439,6 +472,7 @@ impl World {
                 Chaos::Sleep { node, ms } => {
                     if !inner.nodes[node].crashed {
                         inner.store.count(Fault::NodeSlept);
+                        inner.store.downtime.push((node, at, at + ms));
                         let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
                         if from < until {
                             inner.clocks[node].stops.push((from, until));
@@ -450,6 +484,7 @@ impl World {
                 Chaos::Crash { node, ms } => {
                     if !inner.nodes[node].crashed {
                         inner.store.count(Fault::NodeCrashed);
+                        inner.store.downtime.push((node, at, at + ms));
                         inner.nodes[node].crashed = true;
                         inner.nodes[node].runnable = false;
                         tasks[node] = None;
@@ -617,6 +652,14 @@ pub type EventHook = Rc<dyn Fn(&DriverEvent<'_>)>;
 /// with, and `METHOD url`.
 pub type WriteWatch = Rc<dyn Fn(u64, String)>;
 
+/// A credentials provider (a token service): it answers after 1..20 ms, or with chance `slow` after
+/// 500..3000 ms (a provider that hangs a while), with keys that live 12..24 s: by the driver's rule due for
+/// a refresh halfway (6..12 s after they were fetched) and not used in their last quarter.
+#[derive(Debug, Clone, Copy)]
+pub struct Provider {
+    pub slow: f64,
+}
+
 /// One node incarnation's `Env`: its own clocks and randomness, the shared simulated network and store.
 pub struct SimEnv {
     world: Rc<World>,
@@ -624,11 +667,12 @@ pub struct SimEnv {
     incarnation: u32,
     hook: Option<EventHook>,
     writes: Option<WriteWatch>,
+    provider: Option<Provider>,
 }
 
 impl SimEnv {
     pub fn new(world: Rc<World>, node: usize, incarnation: u32) -> Self {
-        SimEnv { world, node, incarnation, hook: None, writes: None }
+        SimEnv { world, node, incarnation, hook: None, writes: None, provider: None }
     }
 
     pub fn with_write_watch(mut self, watch: WriteWatch) -> Self {
@@ -638,6 +682,11 @@ impl SimEnv {
 
     pub fn with_hook(mut self, hook: EventHook) -> Self {
         self.hook = Some(hook);
+        self
+    }
+
+    pub fn with_provider(mut self, provider: Provider) -> Self {
+        self.provider = Some(provider);
         self
     }
 
@@ -669,6 +718,26 @@ impl Env for SimEnv {
     async fn sleep(&self, ms: u32) {
         let id = self.world.timer(self.node, self.incarnation, ms);
         let _ = Completion { world: self.world.clone(), id }.await;
+    }
+    async fn credentials(&self) -> Result<Credentials, String> {
+        let Some(provider) = self.provider else { return Err("no credentials provider".into()) };
+        let (ms, n, life) = {
+            let mut inner = self.world.inner.borrow_mut();
+            let rng = &mut inner.rngs[self.node];
+            let slow = rng.chance(provider.slow);
+            let ms = if slow { rng.range(500, 3_000) } else { rng.range(1, 20) };
+            let life = rng.range(12_000, 24_000);
+            inner.store.credentials_asked += 1;
+            inner.store.credentials_slow += u64::from(slow);
+            (ms, inner.store.credentials_asked, life)
+        };
+        self.world.note(|| format!("node {} (life {}) asks its credentials provider: {ms} ms", self.node, self.incarnation));
+        self.sleep(ms as u32).await;
+        let (now, wall) = (self.world.now(), self.wall_ms());
+        self.world.inner.borrow_mut().store.keys.push((self.node, self.incarnation, now, wall, wall + life));
+        let expires_ms = Some(wall + life);
+        self.world.note(|| format!("node {} (life {}) got keys #{n}, {life} ms to live", self.node, self.incarnation));
+        Ok(Credentials { access_key_id: format!("ASIASIM{n}"), secret_access_key: format!("sim-secret-{n}"), session_token: Some(format!("token-{n}")), expires_ms })
     }
     fn observe(&self, event: DriverEvent<'_>) {
         if let Some(hook) = &self.hook {

@@ -50,6 +50,7 @@ pub enum Fault {
     NodeSlept,
     NodeCrashed,
     NodePartitioned,
+    DeliveredTwice,
 }
 
 impl Fault {
@@ -69,6 +70,7 @@ impl Fault {
             Fault::NodeSlept => "node-slept",
             Fault::NodeCrashed => "node-crashed",
             Fault::NodePartitioned => "node-partitioned",
+            Fault::DeliveredTwice => "delivered-twice",
         }
     }
 }
@@ -85,6 +87,10 @@ pub struct FaultMix {
     pub garbage: f64,
     /// Chance of a slow leg (200..=3000 ms instead of 1..=20 ms).
     pub slow: f64,
+    /// Chance that a request of an edge process reaches the store twice (its first answer lost with the
+    /// connection, the runtime or a proxy sending it again): it is served twice, the caller hears the
+    /// second answer.
+    pub twice: f64,
 }
 
 impl FaultMix {
@@ -103,6 +109,7 @@ impl FaultMix {
             no_etag: r(),
             garbage: r(),
             slow: r(),
+            twice: r(),
         }
     }
 
@@ -127,6 +134,16 @@ pub struct SimStore {
     /// Per workload operation: the method of the first request it sent, and how many it sent (lost ones
     /// included). Coverage only: it shows which claims started without a read.
     pub sent_by_op: BTreeMap<u64, (&'static str, u32)>,
+    /// Every lease write (PUT to a `nodes/` key) as sent, lost ones included: who sent it and when.
+    pub lease_sends: Vec<Tag>,
+    /// When each node could not run (paused, asleep, crashed until its restart): (node, from, until).
+    pub downtime: Vec<(usize, u64, u64)>,
+    /// Credentials provider calls (`Env::credentials`) and how many of them were slow.
+    pub credentials_asked: u64,
+    pub credentials_slow: u64,
+    /// Keys the provider handed out: (node, life, true time of the answer, the node's wall clock then,
+    /// expires_ms).
+    pub keys: Vec<(usize, u32, u64, u64, u64)>,
 }
 
 fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {

@@ -28,13 +28,15 @@ use celld_edge::Error;
 
 use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
-use crate::exec::{self, Both, Chaos, Rng, SimEnv, World};
+use crate::exec::{self, Both, Chaos, Provider, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
 
 pub const BUCKET: &str = "sim-bucket";
 pub const ENDPOINT: &str = "http://store.sim";
 /// The name of the process playing celld's dead-node clean-up.
 const GC_NAME: &str = "celld-gc";
+/// The name of the process playing a backup tool that restores old lease versions.
+const RESTORER_NAME: &str = "backup-restore";
 
 /// Knobs of a run that are not drawn from the seed.
 #[derive(Debug, Clone)]
@@ -78,6 +80,8 @@ pub(crate) struct Ctx {
     /// The distinct node ids.
     nodes: usize,
     pub(crate) cells: Vec<String>,
+    /// The last cells, which only celld-like nodes claim.
+    pub(crate) fresh: usize,
     pub(crate) prefix: &'static str,
     pub(crate) path_style: bool,
     /// Renew from the driver's own loop (`renew_until_stopped`) beside the operations, not between them.
@@ -85,6 +89,8 @@ pub(crate) struct Ctx {
     probe: bool,
     /// Concurrent operation loops per instance.
     workers: usize,
+    /// Edge processes sign with a credentials provider's keys.
+    provider: Option<Provider>,
     gc: Option<usize>,
     ledger: RefCell<Ledger>,
     /// Each process's current instance and the (cell → epoch) it believes it owns.
@@ -171,14 +177,27 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
             celld_roles[i] = Some(if dynamo && j == 0 { Backend::DynamoDb } else { Backend::Bucket });
         }
     }
+    // With celld-like nodes, eight more cells that only they claim (edge nodes look them up): celld writes
+    // no nonce, so the records it creates there (`{"node":"celld-0","epoch":1}`, ...) repeat byte for byte
+    // across keys, and so do their ETags on an MD5-ETag store.
+    let mut cells = cells;
+    let fresh = if edge < n { 8 } else { 0 };
+    cells.extend((0..fresh).map(|i| format!("f{i}")));
     // Other processes: a second process started with a live edge node's id, and celld's clean-up.
     let mut procs = nodes.clone();
     let twin = rng.chance(0.35).then(|| (rng.range(0, edge as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
     if let Some((of, _)) = twin {
         procs.push(nodes[of].clone());
     }
-    let gc = rng.chance(0.5).then(|| {
+    // celld's clean-up runs in half the seeds, and in every seed with celld-like nodes (whose leases its
+    // late deletes remove after they re-acquired, while their records repeat across keys).
+    let gc = (rng.chance(0.5) || edge < n).then(|| {
         procs.push(GC_NAME.to_owned());
+        procs.len() - 1
+    });
+    // In a quarter of the seeds another tool restores old versions of edge nodes' leases (a backup).
+    let restorer = rng.chance(0.25).then(|| {
+        procs.push(RESTORER_NAME.to_owned());
         procs.len() - 1
     });
     celld_roles.resize(procs.len(), None);
@@ -187,8 +206,19 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks, mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
+    // celld-like nodes also crash twice more each: the clean-up fences their dead leases, and its delete,
+    // held on its way, can remove the lease they acquire again.
+    for node in edge..n {
+        for _ in 0..2 {
+            let at = rng.range(params.ttl_ms, params.run_ms);
+            world.schedule_chaos(at, Chaos::Crash { node, ms: rng.range(params.ttl_ms, params.ttl_ms * 2) });
+        }
+    }
     if let Some((_, at)) = twin {
         world.start_at(n, at);
+    }
+    for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer) {
+        world.resends(p);
     }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
     let path_style = rng.chance(0.5);
@@ -197,6 +227,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
     let probe = rng.chance(0.25);
     let workers = [1, 2, 3][rng.range(0, 2) as usize];
+    // A third of the seeds sign with short-lived keys from a credentials provider that is slow at times.
+    let provider = rng.chance(0.33).then(|| Provider { slow: 0.2 + rng.unit() * 0.5 });
     if trace {
         world.enable_trace();
     }
@@ -208,11 +240,13 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         names: procs.clone(),
         nodes: n,
         cells: cells.clone(),
+        fresh,
         prefix,
         path_style,
         background_renewal,
         probe,
         workers,
+        provider,
         gc,
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..procs.len()).map(|_| None).collect()),
@@ -229,6 +263,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         params.run_ms,
         move |node, incarnation| match (factory_ctx.gc == Some(node), factory_ctx.celld[node]) {
             (true, _) => Box::pin(gc_life(factory_ctx.clone(), node, incarnation)),
+            _ if restorer == Some(node) => Box::pin(restorer_life(factory_ctx.clone(), node, incarnation)),
             (false, Some(backend)) => Box::pin(celld::life(factory_ctx.clone(), node, incarnation, backend)),
             (false, None) => Box::pin(node_life(factory_ctx.clone(), node, incarnation)),
         },
@@ -251,12 +286,18 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         max_clock_skew_ms: params.skew_ms,
         gc,
         celld: &is_celld,
+        run_ms: params.run_ms,
+        provider: provider.is_some(),
+        restorer,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         lines.push(format!(
-            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, celld-like: {:?}), {workers} workers each",
-            (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>()
+            "processes {procs:?} (twin: {twin:?}, clean-up: {gc:?}, restorer: {restorer:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
+             {background_renewal}, credentials: {provider:?} ({} asked, {} slow)",
+            (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>(),
+            store.credentials_asked,
+            store.credentials_slow
         ));
         for op in ledger.ops.values() {
             lines.push(format!(
@@ -593,7 +634,9 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
                 _ => return,
             };
             let now = ctx.world.now();
-            ctx.ledger.borrow_mut().installs.entry((node, gen.get())).or_default().push((expires, now));
+            let mut ledger = ctx.ledger.borrow_mut();
+            ledger.installs.entry((node, gen.get())).or_default().push((expires, now));
+            ledger.installed.push((node, incarnation, now));
         })
     };
     // The lease generation each write is sent in, and every write this life sends once it has called
@@ -610,7 +653,11 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             }
         })
     };
-    let env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook).with_write_watch(watch);
+    let mut env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook).with_write_watch(watch);
+    if let Some(provider) = ctx.provider {
+        cfg.credentials_provider = true;
+        env = env.with_provider(provider);
+    }
     let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
     let own = Rc::new(match p.tooth {
         Some(t) => own.with_tooth(t),
@@ -671,7 +718,11 @@ async fn renewals(life: Rc<Life>, mut rng: Rng) {
             let life = life.clone();
             async move {
                 let stop = || life.ctx.world.now() >= run_ms;
-                if let Err(Error::Fenced(_) | Error::NotLeased(_)) = life.own.renew_until_stopped(&stop, &mut |_| {}).await {
+                let me = (life.node, life.incarnation);
+                life.ctx.ledger.borrow_mut().loops.push((me.0, me.1, life.ctx.world.now(), true));
+                let ended = life.own.renew_until_stopped(&stop, &mut |_| {}).await;
+                life.ctx.ledger.borrow_mut().loops.push((me.0, me.1, life.ctx.world.now(), false));
+                if let Err(Error::Fenced(_) | Error::NotLeased(_)) = ended {
                     out.set(false);
                 }
             }
@@ -722,7 +773,7 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
         }
         let believed: Vec<(String, u64)> = beliefs.borrow().iter().map(|(c, &e)| (c.clone(), e)).collect();
         let pick = rng.range(0, 99);
-        let random_cell = ctx.cells[rng.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+        let random_cell = ctx.cells[rng.range(0, (ctx.cells.len() - ctx.fresh) as u64 - 1) as usize].clone();
         let read =
             |o: &Result<Option<(String, u64)>, Error>| o.as_ref().map_or_else(failed, |o| OpResult::Read(o.clone()));
         match pick {
@@ -755,6 +806,11 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                 }
             }
             73..=80 => {
+                // Half of the lookups in seeds with celld-like nodes are of the cells only they claim.
+                let random_cell = match ctx.fresh > 0 && rng.chance(0.5) {
+                    true => ctx.cells[ctx.cells.len() - 1 - rng.range(0, ctx.fresh as u64 - 1) as usize].clone(),
+                    false => random_cell,
+                };
                 let call = async { own.owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch, o.live))) };
                 let _ = life
                     .op(OpKind::Owner(random_cell.clone()), call, |o| {
@@ -826,6 +882,44 @@ async fn gc_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
                 let Ok(delete) = bucket.delete(&key, None, env.wall_ms()) else { continue };
                 let _ = env.send_held(delete, rng.range(0, p.ttl_ms * 3)).await;
             }
+        }
+    }
+}
+
+/// A backup tool sharing the bucket (a versioned bucket's "restore previous version", a nightly backup put
+/// back): every ttl/3..ttl it reads an edge node's lease, keeping the last bodies it saw, and now and then
+/// puts an older one back over the current version (`If-Match`: it restores what it meant to replace).
+/// The older body is one that node wrote, with an earlier `expires_ms`: peers may judge the node dead by it
+/// before the authority the node holds ends.
+async fn restorer_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
+    let p = &ctx.params;
+    let env = SimEnv::new(ctx.world.clone(), node, incarnation);
+    let mut bucket = Bucket::new(ENDPOINT, BUCKET, "us-east-1", ctx.path_style, "AKIDBACKUP", "backup-secret", None)
+        .expect("the restorer's bucket is valid");
+    let mut rng = Rng::new(ctx.seed ^ 0xbac ^ ((incarnation as u64) << 20));
+    let edge: Vec<String> = (0..ctx.nodes).filter(|&i| ctx.celld[i].is_none()).map(|i| ctx.names[i].clone()).collect();
+    let mut seen: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    while ctx.world.now() < p.run_ms {
+        env.sleep(rng.range(p.ttl_ms / 3, p.ttl_ms) as u32).await;
+        let name = &edge[rng.range(0, edge.len() as u64 - 1) as usize];
+        let key = format!("{}nodes/{name}.json", ctx.prefix);
+        let Ok(get) = bucket.get(&key, env.wall_ms()) else { continue };
+        let Ok(found) = env.send(get, Some(10_000)).await else { continue };
+        let Some(etag) = found.etag.filter(|_| found.status == 200) else { continue };
+        if celld_edge::ownership::records::decode_lease(&key, &found.body, &etag).is_err() {
+            continue; // a garbled transfer: nothing a backup would keep
+        }
+        let bodies = seen.entry(name.clone()).or_default();
+        let older: Vec<&Vec<u8>> = bodies.iter().filter(|b| **b != found.body).collect();
+        if !older.is_empty() && rng.chance(0.3) {
+            let body = older[rng.range(0, older.len() as u64 - 1) as usize].clone();
+            let Ok(put) = bucket.put(&key, &CasGuard::Match(etag), body, env.wall_ms()) else { continue };
+            let _ = env.send(put, Some(10_000)).await;
+            continue;
+        }
+        bodies.push(found.body);
+        if bodies.len() > 4 {
+            bodies.remove(0);
         }
     }
 }
