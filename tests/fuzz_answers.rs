@@ -181,7 +181,8 @@ proptest! {
             409 if ["", "ConditionalRequestConflict", "OperationAborted"].contains(&code.as_str()) => {
                 prop_assert!(matches!(got, PutAnswer::Conflict { .. }), "{:?}", got)
             }
-            429 | 500 | 502..=599 => prop_assert!(matches!(got, PutAnswer::Ambiguous { .. }), "{:?}", got),
+            429 => prop_assert!(matches!(got, PutAnswer::Throttled(_)), "{:?}", got),
+            500 | 502..=599 => prop_assert!(matches!(got, PutAnswer::Ambiguous { .. }), "{:?}", got),
             status => match got {
                 PutAnswer::Refused(e) if !shaped && status != 401 && status != 403 => {
                     prop_assert!(says_not_s3(&e), "{e:?}")
