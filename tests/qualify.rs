@@ -169,7 +169,7 @@ fn the_policies_always_and_off() {
     // An explicit probe() always probes, and records.
     let (report, wire) = wire_of(&fresh, instance(&fresh, "d", ProbePolicy::Off).probe());
     assert_eq!(report.unwrap().if_match_missing_status, 404);
-    assert_eq!(wire.len(), 40);
+    assert_eq!(wire.len(), 43);
     assert_eq!(record(&fresh)["verdict"], "qualified");
 }
 
@@ -192,7 +192,7 @@ fn a_corrupt_or_foreign_record_is_not_trusted_and_is_replaced_on_its_etag() {
         env.put_raw(RECORD, body);
         let (done, wire) = wire_of(&env, instance(&env, &format!("n{i}"), ProbePolicy::Recorded).acquire_lease());
         done.unwrap();
-        assert_eq!(wire.len(), 42, "{body}: qualified again");
+        assert_eq!(wire.len(), 45, "{body}: qualified again");
         assert_eq!(wire[42], format!("PUT {RECORD} if-match"), "{body}");
         assert_eq!(record(&env)["verdict"], "qualified", "{body}");
         assert_eq!(record(&env)["endpoint"], ENDPOINT);
@@ -286,7 +286,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     let wire = mem.wire_since(0);
     assert_eq!(count(&wire, &format!("GET {RECORD}")), 1, "one qualification: {wire:#?}");
     assert_eq!(count(&wire, &format!("GET {MARKER}")), 1, "one marker check: {wire:#?}");
-    assert_eq!(wire.len(), 40 + 2 + 4, "qualification, marker read and create, four writes");
+    assert_eq!(wire.len(), 43 + 2 + 4, "qualification, marker read and create, four writes");
     // And they share its failure, which is not kept: the next call qualifies again.
     let mem = MemEnv::new();
     let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Yielding(mem.clone())).unwrap();
