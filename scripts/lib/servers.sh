@@ -2,18 +2,21 @@
 # they answer, exports their coordinates, and stops them (by PID, nothing else) when the shell exits.
 # Each test takes the server that has what it needs:
 #   versitygw (CELLD_TEST_REAL_*) — a real S3 server: checks every signature (headers, presigned URLs,
-#     clock skew), applies conditional writes atomically, and answers like AWS where the tests look. The
-#     shared ownership, listing, signing and AwsClient checks run against it in every runtime (Chromium
-#     through a CORS pass-through), and so do the cross-process races (tests/node/race.test.mjs).
+#     request times), applies conditional writes atomically, answers like AWS where the tests look (411 to
+#     a chunked body without a length, 404 NoSuchKey to If-Match on a missing key). The shared ownership,
+#     listing, trap, credentials, signing and AwsClient checks run against it in every runtime (Chromium
+#     through a CORS pass-through), and so do both races (tests/node/race.test.mjs) and the dialect tests.
 #     CELLD_TEST_VERSIONED_BUCKET is a bucket of it with versioning on, whose deleted keys still count for
-#     conditions (a store the probe must refuse).
+#     conditions: a store the probe must refuse (tests/node/probe.test.mjs).
 #   ministack (CELLD_TEST_ATOMIC_*) — conditional writes applied atomically, no signature checks, fast:
-#     where many requests matter more than signatures (quick starts, CLI, benches, authority checks).
-#   moto in auth mode (CELLD_TEST_STRICT_*) — checks header signatures (wrong secret → 403) but its
-#     conditional writes race now and then; it cannot check presigned URLs (500). Kept for its
-#     signature checks in the native Rust tests and as a second signature verifier for the signer.
+#     where many requests or a rewritten request matter more than signatures (authority checks, quick
+#     starts and examples, CLI, memory, benches, a listing past 1000 keys, the Tigris imitation).
+#   moto in auth mode (CELLD_TEST_STRICT_*) — checks header signatures but not request times or presigned
+#     URLs, and its conditional writes race now and then: the ownership and listing checks' unprobed paths
+#     (probe: false), the one server that stores a chunked body without a length, the store behind the
+#     fault front's skewed clock, and the native Rust and wasm suites' signature checks.
 #   s3s-fs (CELLD_TEST_PRESIGN_*) — checks header signatures and presigned URLs, and its conditional
-#     writes race: the store the probe must refuse (tests/node/probe.test.mjs).
+#     writes race: the store the probe must refuse, and a second, independent SigV4 verifier.
 # Every server gets a CORS pass-through for Chromium (…_BROWSER_ENDPOINT).
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
 

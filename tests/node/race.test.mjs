@@ -110,8 +110,12 @@ test("4 node processes, killed, paused past their lease and restarted: one winne
     for (const e of ends) if (!e.signal && e.code !== 0) throw new Error(`${e.node} exited ${e.code}: ${e.stderr}`);
 
     const events = nodes.flatMap((n) => (existsSync(join(dir, `${n}.log`)) ? readFileSync(join(dir, `${n}.log`), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : []));
-    const errors = events.filter((e) => e.ev === "error" && !["not-leased", "fenced"].includes(e.code));
+    // A paused node finds its lease gone (not-leased, fenced); a loaded machine may time a request out
+    // (transport, ambiguous). Anything else is a bug.
+    const expected = ["not-leased", "fenced", "transport", "ambiguous"];
+    const errors = events.filter((e) => e.ev === "error" && !expected.includes(e.code));
     if (errors.length) throw new Error(`errors during the race:\n${errors.map((e) => `${e.node} ${e.op}: ${e.code} ${e.message}`).join("\n")}`);
+    const ambiguousClaims = events.filter((e) => e.ev === "error" && e.op === "claim" && e.code === "ambiguous").length;
     const wins = events.filter((e) => e.ev === "won");
     const reader = new api.S3Ownership({ ...server, prefix, node: "checker" });
     let unreported = 0;
@@ -131,13 +135,14 @@ test("4 node processes, killed, paused past their lease and restarted: one winne
         if (later) throw new Error(`${act.node} acted on ${cell}@${act.epoch} at ${act.t}, after ${later.node} won ${cell}@${later.epoch} at ${later.t}: split brain`);
       }
     }
-    // A killed process can have won an epoch it never got to log; nobody else can.
-    if (unreported > killed) throw new Error(`${unreported} epochs in the store were won by no node that said so (${killed} processes killed)`);
+    // A killed process can have won an epoch it never got to log, and an ambiguous claim may have landed;
+    // nothing else can leave an epoch unreported.
+    if (unreported > killed + ambiguousClaims) throw new Error(`${unreported} epochs in the store were won by no node that said so (${killed} processes killed, ${ambiguousClaims} ambiguous claims)`);
     const resumed = events.filter((e) => e.node === "proc-2" && e.t > resumedAt);
     if (!resumed.length) throw new Error("proc-2 did nothing after it was resumed");
     if (wins.length < 30) throw new Error(`not contended enough: ${wins.length} wins`);
     if (!events.some((e) => e.node === "proc-1" && e.ev === "leased" && e.pid !== events.find((f) => f.node === "proc-1").pid)) throw new Error("the restarted proc-1 never got a lease");
-    console.log(`process race: ${wins.length} wins (${wins.filter((w) => w.tookOver).length} took over), ${events.filter((e) => e.ev === "act").length} acts, ${unreported} unreported epochs, proc-2 after its pause: ${[...new Set(resumed.map((e) => e.ev))].join(", ")}`);
+    console.log(`process race: ${wins.length} wins (${wins.filter((w) => w.tookOver).length} took over), ${events.filter((e) => e.ev === "act").length} acts, ${unreported} unreported epochs, proc-2 after its pause: ${[...new Set(resumed.map((e) => e.code ?? e.ev))].join(", ")}; errors: ${events.filter((e) => e.ev === "error").map((e) => e.code).join(", ") || "none"}`);
   } finally {
     writeFileSync(stopFile, "");
     for (const { child } of procs.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
