@@ -3,10 +3,11 @@
 //    claims each. Checked against the store itself: each (cell, epoch) has exactly one winner, every epoch
 //    from 1 to the record's final epoch was won by someone (no write landed unseen), and every winner
 //    verified its claim and released it.
-// 2. 4 nodes, each its own process (tests/race/process-racer.mjs), while the test kills one and restarts
-//    it under the same id, pauses another (SIGSTOP) for longer than its lease, and kills and restarts a
-//    third: no split brain — one winner per (cell, epoch), and no node acted on a cell after another node's
-//    claim of a later epoch had landed.
+// 2. 4 nodes, each its own process (tests/race/process-racer.mjs), while the test kills one while it holds
+//    a cell and restarts it under the same id, pauses another (SIGSTOP) while it holds a cell for longer
+//    than its lease, and kills and restarts a third: no split brain — one winner per (cell, epoch), and no
+//    node acted on a cell after another node's claim of a later epoch had landed (the paused node's cell is
+//    taken over while it sleeps; a node that acted on its old claim after waking would be caught).
 import { test } from "node:test";
 import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -86,15 +87,31 @@ test("4 node processes, killed, paused past their lease and restarted: one winne
     return child;
   };
   const nodes = [0, 1, 2, 3].map((i) => `proc-${i}`);
+  const lastEvent = (node) => {
+    const lines = existsSync(join(dir, `${node}.log`)) ? readFileSync(join(dir, `${node}.log`), "utf8").trim().split("\n") : [];
+    return lines.length && lines.at(-1) ? JSON.parse(lines.at(-1)) : null;
+  };
+  /** Until `node` holds a cell (its last event is a win or an act); then that event. */
+  const holding = async (node) => {
+    for (let i = 0; i < 1000; i++) {
+      const last = lastEvent(node);
+      if (last && ["won", "act"].includes(last.ev)) return last;
+      await sleep(5);
+    }
+    throw new Error(`${node} never held a cell`);
+  };
   try {
     nodes.forEach(start);
     await sleep(2500);
+    await holding("proc-1");
     procs.get("proc-1").child.kill("SIGKILL");
     await procs.get("proc-1").done;
     start("proc-1"); // the same id: it waits out its predecessor's lease
     await sleep(1000);
+    const held = await holding("proc-2");
     procs.get("proc-2").child.kill("SIGSTOP");
-    await sleep(lease.leaseTtlMs + lease.maxClockSkewMs + 1500); // its lease dies meanwhile; others may take its cell
+    const pausedAt = Date.now();
+    await sleep(lease.leaseTtlMs + lease.maxClockSkewMs + 3000); // its lease dies meanwhile; others take its cell
     procs.get("proc-2").child.kill("SIGCONT");
     const resumedAt = Date.now();
     await sleep(1500);
@@ -140,9 +157,12 @@ test("4 node processes, killed, paused past their lease and restarted: one winne
     if (unreported > killed + ambiguousClaims) throw new Error(`${unreported} epochs in the store were won by no node that said so (${killed} processes killed, ${ambiguousClaims} ambiguous claims)`);
     const resumed = events.filter((e) => e.node === "proc-2" && e.t > resumedAt);
     if (!resumed.length) throw new Error("proc-2 did nothing after it was resumed");
+    // The situation the pause is for: the paused node's cell changed hands while it slept.
+    const takeover = wins.find((w) => w.cell === held.cell && w.epoch > held.epoch && w.t > pausedAt && w.t < resumedAt);
+    if (!takeover) throw new Error(`nobody took ${held.cell} over from the paused proc-2 (held at epoch ${held.epoch})`);
     if (wins.length < 30) throw new Error(`not contended enough: ${wins.length} wins`);
     if (!events.some((e) => e.node === "proc-1" && e.ev === "leased" && e.pid !== events.find((f) => f.node === "proc-1").pid)) throw new Error("the restarted proc-1 never got a lease");
-    console.log(`process race: ${wins.length} wins (${wins.filter((w) => w.tookOver).length} took over), ${events.filter((e) => e.ev === "act").length} acts, ${unreported} unreported epochs, proc-2 after its pause: ${[...new Set(resumed.map((e) => e.code ?? e.ev))].join(", ")}; errors: ${events.filter((e) => e.ev === "error").map((e) => e.code).join(", ") || "none"}`);
+    console.log(`process race: ${wins.length} wins (${wins.filter((w) => w.tookOver).length} took over), ${events.filter((e) => e.ev === "act").length} acts, ${unreported} unreported epochs, proc-2's ${held.cell}@${held.epoch} taken over by ${takeover.node} at ${takeover.epoch}; proc-2 after its pause: ${[...new Set(resumed.map((e) => e.code ?? e.ev))].join(", ")}; errors: ${events.filter((e) => e.ev === "error").map((e) => e.code).join(", ") || "none"}`);
   } finally {
     writeFileSync(stopFile, "");
     for (const { child } of procs.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");

@@ -1,8 +1,8 @@
 // One node of the cross-process race (tests/node/race.test.mjs), as its own Node process so that the test
 // can kill, pause and restart it. It claims random cells until its stop file appears; for each claim won
-// it acts on the cell a few times (each act stamped *before* checking leaseValid(), so a pause between
-// the two can only hide an act, never invent one), verifies and releases. Every event is appended to
-// its log file synchronously: what a killed process logged is on disk.
+// it holds the cell and acts on it a few times (each act stamped *before* checking leaseValid(), so a
+// pause between the two can only hide an act, never invent one), verifies and releases. Every event is
+// appended to its log file synchronously: what a killed process logged is on disk.
 // Usage: node process-racer.mjs '{"server":…,"prefix":…,"node":…,"cells":[…],"logFile":…,"stopFile":…,"leaseTtlMs":…,"maxClockSkewMs":…}'
 import { appendFileSync, existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,14 +38,15 @@ while (!existsSync(o.stopFile)) {
     const r = await own.claim(cell);
     if (r.outcome !== "applied") continue;
     log({ ev: "won", cell, epoch: r.epoch, tookOver: r.tookOver });
+    // Holding the cell: a while, then an act, three times (a pause lands in a wait, before an act).
     for (let i = 0; i < 3; i++) {
+      await sleep(100 + Math.random() * 100);
       const t = Date.now();
       if (!own.leaseValid()) {
         log({ ev: "lost", cell, epoch: r.epoch });
         break;
       }
       log({ ev: "act", cell, epoch: r.epoch, t });
-      await sleep(Math.random() * 60);
     }
     log({ ev: "verified", cell, epoch: r.epoch, ok: await own.verify(cell, r.epoch) });
     const released = await own.release(cell);
