@@ -61,6 +61,26 @@ const OPTIONS = {
 
 class UsageError extends Error {}
 
+/** Characters a terminal acts on (C0 and C1 controls, DEL: escape sequences, OSC 52 clipboard writes)
+ * or that reorder or break a line (bidi overrides and isolates, line/paragraph separators). */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` safe to print: anything in UNSAFE as a visible `\xHH` / `\u{HHHH}` escape. Everything printed
+ * from the store, the arguments or an error goes through this (or `jsonText`). */
+function clean(text) {
+  return String(text).replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
+  });
+}
+
+/** JSON for scripts, with what JSON.stringify leaves raw (DEL, C1 controls, bidi controls, U+2028/9)
+ * escaped as `\uHHHH` too: the same value to a parser, nothing a terminal acts on. */
+function jsonText(value) {
+  // C0 controls are escaped by JSON.stringify already (and its own newlines are layout).
+  return JSON.stringify(value, null, 2).replace(/[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** The command and its options, checked; throws UsageError. */
 function parse(argv, env) {
   let parsed;
@@ -122,8 +142,9 @@ function ago(ms) {
   return ms === null || ms === undefined ? "-" : `${duration(Math.max(0, ms))} ago`;
 }
 
-/** Left-aligned columns, two spaces apart. */
+/** Left-aligned columns, two spaces apart; every cell `clean`ed. */
 function table(header, rows) {
+  rows = rows.map((r) => r.map(clean));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const line = (r) => r.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
@@ -140,7 +161,7 @@ function nodesTable(nodes) {
 }
 
 function problems(entries) {
-  return entries.filter((e) => e.error).map((e) => `  ${e.key}: ${e.error.code}: ${e.error.message}`);
+  return entries.filter((e) => e.error).map((e) => `  ${clean(e.key)}: ${clean(e.error.code)}: ${clean(e.error.message)}`);
 }
 
 /** The library, loaded only once the arguments are good (so --help and bad arguments need no wasm). */
@@ -157,12 +178,12 @@ async function library() {
 async function inspect(inspector, json, out) {
   const [cells, nodes] = await Promise.all([inspector.listCells(), inspector.listNodes()]);
   if (json) {
-    out(JSON.stringify({ cells, nodes }, null, 2));
+    out(jsonText({ cells, nodes }));
     return;
   }
   const counts = {};
   for (const c of cells) counts[c.status] = (counts[c.status] ?? 0) + 1;
-  const summary = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ");
+  const summary = Object.entries(counts).map(([s, n]) => `${n} ${clean(s)}`).join(", ");
   out(`Cells: ${cells.length}${summary ? ` (${summary})` : ""}`);
   if (cells.length > 0) out(cellsTable(cells));
   out("");
@@ -176,12 +197,12 @@ async function probe(inspector, options, json, out) {
   const report = await inspector.probe();
   const record = `${options.prefix ?? ""}probe/qualified.json`;
   if (json) {
-    out(JSON.stringify({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, report }, null, 2));
+    out(jsonText({ qualified: true, endpoint: options.endpoint, bucket: options.bucket, prefix: options.prefix ?? "", record, report }));
     return;
   }
-  out(`Qualified: ${options.endpoint} bucket ${options.bucket}${options.prefix ? ` prefix ${options.prefix}` : ""} honours conditional writes.`);
-  out(`Recorded at ${record}: instances trust it for their probeTrustMs (default 7 days) instead of probing.`);
-  for (const [k, v] of Object.entries(report)) out(`  ${k}: ${v}`);
+  out(`Qualified: ${clean(options.endpoint)} bucket ${clean(options.bucket)}${options.prefix ? ` prefix ${clean(options.prefix)}` : ""} honours conditional writes.`);
+  out(`Recorded at ${clean(record)}: instances trust it for their probeTrustMs (default 7 days) instead of probing.`);
+  for (const [k, v] of Object.entries(report)) out(`  ${clean(k)}: ${clean(v)}`);
 }
 
 /** Runs the command line; resolves to the exit status. `io` is { out, err } line writers. */
@@ -191,7 +212,7 @@ async function main(argv, env, io) {
     args = parse(argv, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.err(`celld-edge: ${e.message}`);
+    io.err(`celld-edge: ${clean(e.message)}`);
     io.err("Try 'celld-edge --help'.");
     return 2;
   }
@@ -212,8 +233,8 @@ async function main(argv, env, io) {
     return 0;
   } catch (e) {
     const code = e?.code ?? "error";
-    io.err(`celld-edge: ${code}: ${e?.message ?? e}`);
-    if (e?.cause && e.cause !== e) io.err(`  cause: ${e.cause?.message ?? e.cause}`);
+    io.err(`celld-edge: ${clean(code)}: ${clean(e?.message ?? e)}`);
+    if (e?.cause && e.cause !== e) io.err(`  cause: ${clean(e.cause?.message ?? e.cause)}`);
     return code === "invalid-input" ? 2 : 1;
   }
 }

@@ -9,9 +9,9 @@
 // imports (this file included) have been evaluated.
 
 import { SignerIo, ioMemory } from "../pkg/celld_edge.js";
-import { currentInstance, hooks, sync, trapped } from "./instance.js";
+import { currentInstance, hooks, settled, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
-import { invalidInput } from "./error.js";
+import { CelldEdgeError, invalidInput } from "./error.js";
 
 export * from "./ownership.js";
 export { S3Inspector } from "./inspector.js";
@@ -26,6 +26,7 @@ const decoder = new TextDecoder();
 /** Default X-Amz-Expires in seconds (one day), as aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
 const IO_KEEP = FORMAT.ioKeep;
+const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED } = FORMAT;
 
 /** The signer and its I/O buffer (made on first use: never while modules are being evaluated) and the
  * wasm instance it lives in, wasm memory, the I/O buffer's address and length there, and a view of it
@@ -163,38 +164,80 @@ function checkHeader(name, value, what) {
   }
 }
 
-/** How many headers the last headerFields call packed, and their names as given (module variables
- * rather than a result object). */
-let headerCount = 0;
-const headerNames = [];
-
 /**
  * Headers from a plain object, a Headers/Map, or [name, value] pairs, as the `NUL name NUL value ...`
- * tail of the packed fields; sets headerCount.
+ * tail of the packed fields; pushes their names as given onto `names`, the call's own array: reading
+ * `h` runs the caller's code (getters, an iterator, a Proxy), which may sign another request meanwhile.
  */
-function headerFields(h, what) {
-  headerCount = 0;
+function headerFields(h, what, names) {
   if (h === undefined || h === null) return "";
   if (typeof h !== "object") throw invalid(`${what} must be an object, Headers or [name, value] pairs, got ${describe(h)}`);
   let out = "";
   if (Array.isArray(h) || typeof h[Symbol.iterator] === "function") {
     for (const pair of h) {
       if (!Array.isArray(pair) || pair.length !== 2) throw invalid(`${what}: each entry must be a [name, value] pair`);
-      checkHeader(pair[0], pair[1], what);
-      out += SEP + pair[0] + SEP + pair[1];
-      headerNames[headerCount++] = pair[0];
+      const name = pair[0];
+      const value = pair[1];
+      checkHeader(name, value, what);
+      out += SEP + name + SEP + value;
+      names.push(name);
     }
     return out;
   }
-  const names = Object.keys(h);
-  for (let i = 0; i < names.length; i++) {
-    const value = h[names[i]];
-    checkHeader(names[i], value, what);
-    out += SEP + names[i] + SEP + value;
-    headerNames[i] = names[i];
+  const keys = Object.keys(h);
+  for (let i = 0; i < keys.length; i++) {
+    const value = h[keys[i]];
+    checkHeader(keys[i], value, what);
+    out += SEP + keys[i] + SEP + value;
+    names.push(keys[i]);
   }
-  headerCount = names.length;
   return out;
+}
+
+/** The method as fetch sends it, so as it is signed: the six that fetch normalizes, upper-cased. */
+function fetchMethod(method) {
+  const upper = method.toUpperCase();
+  switch (upper) {
+    case "DELETE": case "GET": case "HEAD": case "OPTIONS": case "POST": case "PUT":
+      return upper;
+  }
+  return method;
+}
+
+/** A plain Uint8Array over a body's bytes (read once: the view's getters may be the caller's code). */
+function bodyBytes(body) {
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  throw invalid(`body of type ${describe(body)} cannot be hashed: pass a string or Uint8Array, or set unsignedPayload: true`);
+}
+
+/** Hashes `bytes` into the signer in pieces of IO_KEEP: wasm memory never holds a body larger than that. */
+function hashBytes(bytes) {
+  let at = 0;
+  do {
+    const piece = bytes.subarray(at, at + IO_KEEP);
+    ioView(piece.length).set(piece);
+    signer.hashBody(piece.length, at === 0);
+    at += IO_KEEP;
+  } while (at < bytes.length);
+}
+
+/** Hashes `text` as UTF-8 into the signer in pieces of at most IO_KEEP bytes (never splitting a
+ * character: encodeInto stops before one that does not fit). */
+function hashText(text) {
+  let at = 0;
+  do {
+    const { read, written } = encoder.encodeInto(at === 0 ? text : text.slice(at), ioView(IO_KEEP));
+    signer.hashBody(written, at === 0);
+    at += read;
+  } while (at < text.length);
+}
+
+/** Refuses to call into an instance that trapped and is about to be replaced (its state is undefined). */
+function notTrapped() {
+  if (settled() !== undefined) {
+    throw new CelldEdgeError("internal error: celld-edge trapped and its wasm instance is being replaced; sign again from the next task (a fresh signer)", { code: "internal" });
+  }
 }
 
 /** The last region, service, key id, secret and token as given, and them checked and packed: a client
@@ -234,6 +277,7 @@ function datetimeMs(v) {
  */
 export function signRequest(opts) {
   try {
+    notTrapped();
     return sign(opts);
   } catch (e) {
     throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
@@ -243,35 +287,44 @@ export function signRequest(opts) {
 function sign(opts) {
   const o = optionsObject(opts, "signRequest");
   refuseUnknown(o, signKey, "signRequest");
-  const method = nonEmpty(str(o.method, "method", "GET"), "method");
+  const method = fetchMethod(nonEmpty(str(o.method, "method", "GET"), "method"));
   const url = urlString(o.url);
-  const headers = headerFields(o.headers, "headers");
-  const count = headerCount;
+  const names = [];
+  const headers = headerFields(o.headers, "headers", names);
   const unsigned = o.unsignedPayload === undefined ? false : o.unsignedPayload;
   if (typeof unsigned !== "boolean") throw invalid(`unsignedPayload must be a boolean, got ${describe(unsigned)}`);
-  const body = unsigned || o.body === null ? undefined : o.body;
+  const given = o.body;
+  const body = unsigned || given === null ? undefined : given;
   // The body is hashed: a string or bytes (any view of them); anything else (a stream) only unsigned.
-  let bytes;
-  if (body !== undefined && typeof body !== "string") {
-    if (body instanceof Uint8Array) bytes = body;
-    else if (body instanceof ArrayBuffer) bytes = new Uint8Array(body);
-    else if (ArrayBuffer.isView(body)) bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-    else throw invalid(`body of type ${describe(body)} cannot be hashed: pass a string or Uint8Array, or set unsignedPayload: true`);
-  }
-  const fields = pack(o, method, url, headers, datetimeText(o.datetime));
-  const unixMs = datetimeMs(o.datetime);
+  // A caller's x-amz-content-sha256 is the payload hash, so the body is not even looked at.
+  const hashGiven = body !== undefined && names.some((n) => n.length === 20 && n.toLowerCase() === "x-amz-content-sha256");
+  const bytes = body === undefined || hashGiven || typeof body === "string" ? undefined : bodyBytes(body);
+  const datetime = o.datetime;
+  const fields = pack(o, method, url, headers, datetimeText(datetime));
+  const unixMs = datetimeMs(datetime);
+  // From here on no caller code runs: the signer's buffer is written and read in one go.
+  let payload = unsigned ? PAYLOAD_UNSIGNED : PAYLOAD_BODY;
   let bodyLen = 0;
   if (bytes !== undefined) {
-    const view = ioView(fields.length * 3 + bytes.length);
-    const fieldsLen = encoder.encodeInto(fields, view).written;
-    view.set(bytes, fieldsLen);
-    return signed(method, url, signer.signIo(fieldsLen, bytes.length, count, unsigned, unixMs));
+    if (bytes.length > IO_KEEP) {
+      hashBytes(bytes);
+      payload = PAYLOAD_HASHED;
+    } else {
+      const view = ioView(fields.length * 3 + bytes.length);
+      const fieldsLen = encoder.encodeInto(fields, view).written;
+      view.set(bytes, fieldsLen);
+      return signed(method, url, names, signer.signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
+    }
+  } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
+    hashText(body);
+    payload = PAYLOAD_HASHED;
   }
+  const inline = payload === PAYLOAD_BODY && body !== undefined && !hashGiven;
   // encodeInto writes at most 3 bytes per UTF-16 code unit.
-  const view = ioView((fields.length + (body === undefined ? 0 : body.length)) * 3);
+  const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
-  if (body !== undefined) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, url, signer.signIo(fieldsLen, bodyLen, count, unsigned, unixMs));
+  if (inline) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
+  return signed(method, url, names, signer.signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
 }
 
 /**
@@ -279,7 +332,7 @@ function sign(opts) {
  * name below U+0020 is a code (NAME_CODES, CALLER_CODE in src/bindings/sign.rs) for a literal or the
  * caller's own name string, which V8 stores under far faster than under a name sliced from the answer.
  */
-function signed(method, url, len) {
+function signed(method, url, names, len) {
   const s = answer(len);
   let at = s.indexOf(SEP);
   if (at !== 0) url = at < 0 ? s : s.slice(0, at);
@@ -295,7 +348,7 @@ function signed(method, url, len) {
     else if (code === 2) headers["x-amz-date"] = value;
     else if (code === 3) headers["x-amz-content-sha256"] = value;
     else if (code === 4) headers["x-amz-security-token"] = value;
-    else setHeader(headers, code >= CALLER_CODE && code < CALLER_END ? headerNames[code - CALLER_CODE] : s.slice(name, v), value);
+    else setHeader(headers, code >= CALLER_CODE && code < CALLER_END ? names[code - CALLER_CODE] : s.slice(name, v), value);
   }
   return { method, url, headers };
 }
@@ -309,6 +362,7 @@ function setHeader(headers, name, value) {
 /** Presigns a URL (query-string auth, UNSIGNED-PAYLOAD). `expiresIn` is in seconds, 1..=604800. */
 export function presignUrl(opts) {
   try {
+    notTrapped();
     return presign(opts);
   } catch (e) {
     throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
@@ -318,14 +372,16 @@ export function presignUrl(opts) {
 function presign(opts) {
   const o = optionsObject(opts, "presignUrl");
   refuseUnknown(o, presignKey, "presignUrl");
-  const method = nonEmpty(str(o.method, "method", "GET"), "method");
+  const method = fetchMethod(nonEmpty(str(o.method, "method", "GET"), "method"));
   const url = urlString(o.url);
-  const headers = headerFields(o.signedHeaders, "signedHeaders");
-  const count = headerCount;
-  const expiresIn = o.expiresIn === undefined || o.expiresIn === null ? DEFAULT_EXPIRES_IN : o.expiresIn;
+  const names = [];
+  const headers = headerFields(o.signedHeaders, "signedHeaders", names);
+  const given = o.expiresIn;
+  const expiresIn = given === undefined || given === null ? DEFAULT_EXPIRES_IN : given;
   if (typeof expiresIn !== "number") throw invalid(`expiresIn must be a number of seconds, got ${describe(expiresIn)}`);
-  const fields = pack(o, method, url, headers, datetimeText(o.datetime));
-  const unixMs = datetimeMs(o.datetime);
+  const datetime = o.datetime;
+  const fields = pack(o, method, url, headers, datetimeText(datetime));
+  const unixMs = datetimeMs(datetime);
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
-  return answer(signer.presignIo(fieldsLen, count, expiresIn, unixMs));
+  return answer(signer.presignIo(fieldsLen, names.length, expiresIn, unixMs));
 }

@@ -15,6 +15,10 @@ const DEFAULT_INIT_RETRY_MS = 50;
 const MAX_RETRY_MS = 20_000;
 /** A HEAD refused with 403 (no body, so no error code) counts as skewed past this clock difference. */
 const HEAD_SKEW_MS = 5 * 60_000;
+/** A store's Date further than this from our clock is not believed (docs/aws-client.md). */
+const MAX_SKEW_MS = 24 * 3_600_000;
+/** Clock offsets are kept for this many hosts (the oldest learnt is forgotten first). */
+const SKEW_HOSTS = 64;
 
 const CLIENT_OPTIONS = new Set(["accessKeyId", "secretAccessKey", "sessionToken", "service", "region", "retries", "initRetryMs", "unsignedPayload", "fetch"]);
 const AWS_OPTIONS = new Set(["accessKeyId", "secretAccessKey", "sessionToken", "service", "region", "datetime", "signQuery", "expiresIn", "unsignedPayload"]);
@@ -175,15 +179,41 @@ function isConditional(headers) {
   return false;
 }
 
-/** The URL without userinfo, query or fragment (a password, a presigned signature and token), for messages. */
+/** The URL without query or fragment (a presigned signature and token) and without anything up to its
+ * last `@` (a password), for messages, whatever else is wrong with it (no scheme, another scheme). */
 function where(url) {
   const cut = url.search(/[?#]/);
-  return (cut < 0 ? url : url.slice(0, cut)).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, "$1");
+  const bare = cut < 0 ? url : url.slice(0, cut);
+  const at = bare.lastIndexOf("@");
+  return at < 0 ? bare : `…@${bare.slice(at + 1)}`;
 }
 
 /** A runtime's error message with any URL query cut out (Deno's name the URL, presigned token and all). */
 function scrub(message) {
   return String(message).replace(/\?[^\s)"'<>]*/g, "?…");
+}
+
+/** Whether `e` or its causes name a URL query (Deno's messages hold the whole URL) or carry the URL
+ * given (Node's URL errors, as `input`). */
+function leaks(e, depth = 0) {
+  if (typeof e === "string") return scrub(e) !== e;
+  if (!(e instanceof Error)) return e !== null && typeof e === "object";
+  return scrub(e.message) !== String(e.message) || (typeof e.stack === "string" && scrub(e.stack) !== e.stack) ||
+    e.input !== undefined || (depth < 4 && e.cause !== undefined && leaks(e.cause, depth + 1));
+}
+
+/** A runtime's error, as the cause of ours: itself when it `leaks` nothing, else a copy with `scrub`bed
+ * message, stack and causes, keeping its class, name and code. */
+function scrubbed(e, depth = 0) {
+  if (depth === 0 && !leaks(e)) return e;
+  if (typeof e === "string") return scrub(e);
+  if (!(e instanceof Error)) return e === null || typeof e !== "object" ? e : undefined;
+  const cause = depth < 4 && e.cause !== undefined ? { cause: scrubbed(e.cause, depth + 1) } : undefined;
+  const copy = new (e instanceof TypeError ? TypeError : Error)(scrub(e.message), cause);
+  copy.name = e.name;
+  if (typeof e.stack === "string") copy.stack = scrub(e.stack);
+  if (e.code !== undefined) copy.code = e.code;
+  return copy;
 }
 
 /** Removes `X-Amz-Expires` from a URL's query without re-encoding the rest; returns [url, value]. */
@@ -242,8 +272,8 @@ export class AwsClient {
   #initRetryMs;
   #unsignedPayload;
   #fetch;
-  /** How far the store's clock is ahead of ours, learnt from a RequestTimeTooSkewed answer. */
-  #skewMs = 0;
+  /** How far each store host's clock is ahead of ours (ms), learnt from RequestTimeTooSkewed answers. */
+  #skews = new Map();
   /** The last host guessed and what was guessed (a client usually talks to one host). */
   #guessedHost;
   #guessed;
@@ -295,7 +325,21 @@ export class AwsClient {
   /** A signed Request for `fetch(input, init)`. `init.aws` may override credentials, service, region, datetime, signQuery, expiresIn, unsignedPayload. */
   async sign(input, init) {
     const plan = await this.#plan(input, init, false);
-    return this.#request(plan, plan.datetime ?? new Date(Date.now() + this.#skewMs));
+    return this.#request(plan, plan.datetime ?? this.#now(plan));
+  }
+
+  /** The time to sign `plan` at: ours corrected by its host's offset, except that a presigned URL is
+   * never dated later than our clock says (a learnt offset must not extend its life). */
+  #now(plan) {
+    const skew = this.#skews.get(plan.host) ?? 0;
+    return new Date(Date.now() + (plan.signQuery ? Math.min(0, skew) : skew));
+  }
+
+  /** Keeps `offset` as `host`'s, forgetting the oldest host's beyond SKEW_HOSTS. */
+  #learnSkew(host, offset) {
+    this.#skews.delete(host);
+    this.#skews.set(host, offset);
+    if (this.#skews.size > SKEW_HOSTS) this.#skews.delete(this.#skews.keys().next().value);
   }
 
   /**
@@ -309,7 +353,7 @@ export class AwsClient {
     const send = this.#fetch ?? ((request) => globalThis.fetch(request));
     let skewFixed = false;
     for (let attempt = 0; ; attempt++) {
-      const request = this.#request(plan, new Date(Date.now() + this.#skewMs));
+      const request = this.#request(plan, this.#now(plan));
       let response;
       try {
         response = await send(request);
@@ -319,13 +363,13 @@ export class AwsClient {
           await this.#backoff(attempt, plan.signal);
           continue;
         }
-        throw error("transport", `${plan.method} ${where(request.url)}: no answer (${(e && e.name) || "Error"}: ${scrub((e && e.message) || e)})${plan.retry ? ` after ${attempt + 1} attempts` : ""}`, e);
+        throw error("transport", `${plan.method} ${where(request.url)}: no answer (${(e && e.name) || "Error"}: ${scrub((e && e.message) || e)})${plan.retry ? ` after ${attempt + 1} attempts` : ""}`, scrubbed(e));
       }
       if (!skewFixed && plan.replayable && (response.status === 403 || response.status === 400)) {
-        const skew = await this.#skewFrom(response, plan.method);
+        const skew = await this.#skewFrom(response, plan);
         if (skew !== undefined) {
           skewFixed = true;
-          this.#skewMs = skew;
+          this.#learnSkew(plan.host, skew);
           await response.body?.cancel().catch(() => {});
           attempt--; // the refused attempt did nothing: it does not count against the retries
           continue;
@@ -344,13 +388,16 @@ export class AwsClient {
     return sleep(Math.random() * Math.min(MAX_RETRY_MS, this.#initRetryMs * 2 ** attempt), signal);
   }
 
-  /** The store's clock offset when `response` refuses the request for its time, else undefined. */
-  async #skewFrom(response, method) {
+  /** The store's clock offset when `response` refuses the request for its time, else undefined. A Date
+   * that is not plausible (more than MAX_SKEW_MS from our clock, or a time the signer cannot write) is
+   * not believed: one bad answer must not stop the client from signing. */
+  async #skewFrom(response, plan) {
     const serverMs = Date.parse(response.headers.get("date") ?? "");
     if (!Number.isFinite(serverMs)) return undefined;
     const offset = serverMs - Date.now();
-    if (method === "HEAD" || response.body === null) {
-      return response.status === 403 && Math.abs(offset - this.#skewMs) > HEAD_SKEW_MS ? offset : undefined;
+    if (!(Math.abs(offset) <= MAX_SKEW_MS)) return undefined;
+    if (plan.method === "HEAD" || response.body === null) {
+      return response.status === 403 && Math.abs(offset - (this.#skews.get(plan.host) ?? 0)) > HEAD_SKEW_MS ? offset : undefined;
     }
     let text;
     try {
@@ -385,7 +432,7 @@ export class AwsClient {
       try {
         parsed = new URL(text); // what fetch sends is the URL as fetch parses it
       } catch (e) {
-        throw invalid(`url ${JSON.stringify(where(text))} does not parse`, e);
+        throw invalid(`url ${JSON.stringify(where(text))} does not parse`, scrubbed(e));
       }
       url = parsed.href;
     } else throw invalid(`input must be a URL string, URL or Request, got ${describe(input)}`);
@@ -473,8 +520,10 @@ export class AwsClient {
     const replayable = kind !== "stream";
     const retry = replayable && (SAFE_METHODS.has(method) || ((method === "PUT" || method === "DELETE") && !isConditional(headers)));
     const pairs = [...headers];
+    // Clock offsets are per host: one store's clock (or one odd answer) says nothing of another's.
+    const host = (parsed ?? new URL(url)).host;
     return {
-      method, url, pairs, body, kind, hashed, unsignedPayload, service, region, accessKeyId, secretAccessKey, sessionToken,
+      method, url, host, pairs, body, kind, hashed, unsignedPayload, service, region, accessKeyId, secretAccessKey, sessionToken,
       signQuery, expiresIn, datetime: aws.datetime ?? undefined, rest, signal: rest.signal ?? undefined, replayable, retry,
     };
   }
@@ -502,7 +551,7 @@ export class AwsClient {
     try {
       request = new Request(url, init);
     } catch (e) {
-      throw invalid(`the signed request could not be built (${(e && e.message) || e})`, e);
+      throw invalid(`the signed request could not be built (${scrub((e && e.message) || e)})`, scrubbed(e));
     }
     if (request.url !== url) {
       throw invalid(`url ${JSON.stringify(where(url))} would be sent as ${JSON.stringify(where(request.url))}, which is not what was signed`);

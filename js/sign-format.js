@@ -15,4 +15,10 @@ export const FORMAT = Object.freeze({
   /** The caller's header i answers as code callerCode + i, for i < callerCodes. */
   callerCode: 0x10,
   callerCodes: 16,
+  /** The longest I/O buffer the signer grants (a larger body is hashed in pieces of at most ioKeep). */
+  maxIo: 64 * 1024 * 1024,
+  /** signIo's payload argument: the body follows the fields; UNSIGNED-PAYLOAD; hashed by hashBody. */
+  payloadBody: 0,
+  payloadUnsigned: 1,
+  payloadHashed: 2,
 });

@@ -1,7 +1,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Seeing the bucket (`listing::Inspector`, `S3Ownership::list_cells` / `list_nodes`) over the in-memory
 //! store, which here also answers ListObjectsV2 like S3 (sorted keys, `prefix`, `max-keys`, opaque
-//! continuation tokens, XML-escaped keys): owners, epochs, released cells, live / dead / missing leases at
+//! continuation tokens, XML-escaped keys, or URL-encoded ones with `encoding-type=url`, `delimiter`
+//! roll-ups into common prefixes): owners, epochs, released cells, live / dead / missing leases at
 //! the peer rule's boundary, celld logs awaiting recovery, corrupt records, pagination, prefixes, store
 //! failures, and that listing writes nothing.
 
@@ -56,6 +57,17 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
+/// A key as S3 sends it with `encoding-type=url`: form-encoded, `/` kept.
+fn url_encoded(key: &str) -> String {
+    key.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => char::from(b).to_string(),
+            b' ' => "+".to_owned(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// An opaque token, as stores make them: the hex of the last key listed.
 fn token_for(key: &str) -> String {
     key.bytes().map(|b| format!("{b:02x}")).collect::<String>() + "+/="
@@ -81,17 +93,26 @@ impl ListEnv {
         let prefix = params.get("prefix").cloned().unwrap_or_default();
         let token = params.get("continuation-token").cloned();
         let max: Option<usize> = params.get("max-keys").map(|v| v.parse().unwrap());
+        let encoded = params.get("encoding-type").is_some_and(|t| t == "url");
+        let delimiter = params.get("delimiter").cloned();
         self.lists.borrow_mut().push((prefix.clone(), token.clone(), max));
         let m = self.mem.0.borrow();
         let after = token.as_ref().map(|t| {
             let hex = t.strip_suffix("+/=").expect("our own token");
             String::from_utf8((0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()).unwrap()
         });
-        let keys: Vec<&String> = m
-            .objects
-            .keys()
-            .filter(|k| k.starts_with(&prefix) && after.as_ref().is_none_or(|a| k.as_str() > a.as_str()))
-            .collect();
+        // Keys, and common prefixes (a key holding the delimiter past the prefix, cut after it), in order.
+        let mut keys: Vec<(String, bool)> = Vec::new();
+        for k in m.objects.keys().filter(|k| k.starts_with(&prefix)) {
+            let rolled = delimiter.as_ref().and_then(|d| k[prefix.len()..].find(d.as_str()).map(|at| k[..prefix.len() + at + d.len()].to_owned()));
+            let entry = match rolled {
+                Some(common) => (common, true),
+                None => (k.clone(), false),
+            };
+            if keys.last() != Some(&entry) && after.as_ref().is_none_or(|a| entry.0.as_str() > a.as_str()) {
+                keys.push(entry);
+            }
+        }
         let limit = max.unwrap_or(1000).min(1000);
         let page = &keys[..keys.len().min(limit)];
         let truncated = keys.len() > limit;
@@ -99,13 +120,22 @@ impl ListEnv {
         xml += &format!("<Name>{BUCKET}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount>", escape(&prefix), page.len());
         xml += &format!("<IsTruncated>{truncated}</IsTruncated>");
         if truncated {
-            let next = if *self.echo_token.borrow() && token.is_some() { token.clone().unwrap() } else { token_for(page.last().unwrap()) };
+            let next = if *self.echo_token.borrow() && token.is_some() { token.clone().unwrap() } else { token_for(&page.last().unwrap().0) };
             xml += &format!("<NextContinuationToken>{}</NextContinuationToken>", escape(&next));
         }
-        for key in page {
+        if encoded {
+            xml += "<EncodingType>url</EncodingType>";
+        }
+        // Without encoding-type=url a control character goes out raw, as moto and ministack send it.
+        let shown = |key: &str| if encoded { url_encoded(key) } else { escape(key) };
+        for (key, common) in page {
+            if *common {
+                xml += &format!("\n  <CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", shown(key));
+                continue;
+            }
             xml += &format!(
                 "\n  <Contents><Key>{}</Key><LastModified>2027-01-15T08:00:00.000Z</LastModified><ETag>&quot;x&quot;</ETag><Size>1</Size></Contents>",
-                escape(key)
+                shown(key)
             );
         }
         xml += "\n</ListBucketResult>\n";
@@ -313,10 +343,42 @@ fn pages_through_more_than_a_thousand_keys() {
     assert!(listed.iter().all(|c| c.status() == "released"));
     let lists = env.lists.borrow();
     let cell_pages: Vec<_> = lists.iter().filter(|(p, _, _)| p == "cells/").collect();
-    assert_eq!(cell_pages.len(), 4, "3,518 keys in pages of 1,000");
+    assert_eq!(cell_pages.len(), 4, "2,345 records and 1,173 data prefixes in pages of 1,000");
     assert_eq!(cell_pages[0].1, None);
     // Each page after the first sends back the previous page's token exactly.
     assert!(cell_pages[1..].iter().all(|(_, t, _)| t.as_deref().is_some_and(|t| t.ends_with("+/="))));
+}
+
+#[test]
+fn the_application_s_data_is_not_listed_and_no_data_key_can_break_the_listing() {
+    let env = ListEnv::new();
+    let a = leased(&env, "a", "");
+    block_on(a.claim("c1")).unwrap();
+    block_on(a.claim("c 2+")).ok(); // refused by celld's id set: only c1 is claimed
+    // The application's data: many keys, one with a control character (sent raw it is not XML).
+    for i in 0..40 {
+        env.mem.put_raw(&format!("cells/c1/data/e1/k{i:02}"), "d");
+    }
+    env.mem.put_raw("cells/c1/data/e1/\u{1}\u{1b}]52;c;eA==\u{7}", "d");
+    let before = env.list_count();
+    let listed = block_on(inspector(&env, "").with_page_size(2).unwrap().list_cells()).unwrap();
+    assert_eq!(summary(&listed), [row("c1", "live", Some("a"), Some(1))]);
+    // One record and one data prefix: one page of cells (of 2), one of nodes; not 21 pages of data.
+    assert_eq!(env.list_count() - before, 2, "{:?}", &env.lists.borrow()[before..]);
+}
+
+#[test]
+fn url_encoded_keys_are_decoded() {
+    let env = ListEnv::new();
+    env.mem.put_raw("cells/a b+é/own.json", r#"{"node":"","epoch":3}"#);
+    env.mem.put_raw("nodes/n%41.json", r#"{"node":"n%41","expires_ms":1}"#);
+    let mut config = config("", "");
+    config.ids = celld_edge::ownership::IdSet::Utf8;
+    let inspector = Inspector::new(&config, env.clone()).unwrap();
+    let listed = block_on(inspector.list_cells()).unwrap();
+    assert_eq!(summary(&listed), [row("a b+é", "released", None, Some(3))]);
+    let nodes = block_on(inspector.list_nodes()).unwrap();
+    assert_eq!(nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(), ["n%41"]);
 }
 
 #[test]
@@ -461,4 +523,19 @@ fn probe_qualifies_without_a_node_and_records_the_verdict() {
     assert_eq!(e.code(), "store-violation");
     let record = env.mem.body("p/probe/qualified.json").unwrap();
     assert!(record.contains(r#""verdict":"refused""#), "{record}");
+}
+
+#[test]
+fn a_record_naming_a_node_outside_the_id_set_is_corrupt() {
+    let env = ListEnv::new();
+    let forged = "\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}";
+    env.mem.put_raw("cells/c1/own.json", &format!(r#"{{"node":"{}","epoch":2}}"#, forged.replace('\u{1b}', "\\u001b").replace('\u{7}', "\\u0007")));
+    env.mem.put_raw("nodes/n1.json", r#"{"node":"n\u001b[2J","expires_ms":1}"#);
+    let listed = cells(&env, "");
+    assert_eq!(listed.len(), 1);
+    let err = listed[0].record.as_ref().err().expect("a corrupt record");
+    assert_eq!(err.code(), "corrupt-record");
+    assert!(!err.to_string().contains('\u{1b}'), "{err}");
+    let nodes = nodes(&env, "");
+    assert_eq!(nodes[0].lease.name(), "corrupt");
 }

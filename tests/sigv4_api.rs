@@ -254,7 +254,7 @@ fn presign_signs_the_headers_given_and_the_session_token() {
 fn returned_url_and_headers_are_what_was_signed() {
     let mut s = Signer::new();
     let mut r = Req::new();
-    r.url = "https://Bucket.S3.amazonaws.com:443/dir//a b+c/./~x?b=2&uploads&a=%e1%88%b4";
+    r.url = "https://Bucket.S3.amazonaws.com:443/dir//a b+c/~x?b=2&uploads&a=%e1%88%b4";
     r.headers = owned(&[
         ("X-Amz-Meta-Note", "  two   words "),
         ("x-amz-meta-note", "again"),
@@ -265,7 +265,7 @@ fn returned_url_and_headers_are_what_was_signed() {
     let signed = r.sign(&mut s).unwrap();
     assert_eq!(
         signed.url,
-        "https://bucket.s3.amazonaws.com/dir//a%20b%2Bc/./~x?b=2&uploads&a=%E1%88%B4"
+        "https://bucket.s3.amazonaws.com/dir//a%20b%2Bc/~x?b=2&uploads&a=%E1%88%B4"
     );
     let names: Vec<&str> = signed.headers.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
@@ -290,7 +290,7 @@ fn returned_url_and_headers_are_what_was_signed() {
     );
     let creq = s.canonical_request();
     assert!(creq.starts_with(
-        "PUT\n/dir//a%20b%2Bc/./~x\na=%E1%88%B4&b=2&uploads=\nhost:bucket.s3.amazonaws.com\n"
+        "PUT\n/dir//a%20b%2Bc/~x\na=%E1%88%B4&b=2&uploads=\nhost:bucket.s3.amazonaws.com\n"
     ));
 
     // Signing what was returned changes nothing: the encoding is idempotent end to end.
@@ -537,4 +537,34 @@ fn no_input_makes_it_panic() {
     }
     // The sweep must reach the signing code, not only the validators.
     assert!(ok > 2_000 && refused > 2_000, "ok {ok}, refused {refused}");
+}
+
+#[test]
+fn signs_what_fetch_sends_or_refuses() {
+    // fetch upper-cases the six standard methods however they are written, and sends others as written.
+    let mut s = Signer::new();
+    let mut r = Req::new();
+    let upper = r.sign(&mut s).unwrap();
+    r.method = "put";
+    assert_eq!(r.sign(&mut s).unwrap().headers, upper.headers, "put signs as PUT");
+    r.method = "patch";
+    r.sign(&mut s).unwrap();
+    assert!(s.canonical_request().starts_with("patch\n"), "{}", s.canonical_request());
+
+    // WHATWG URL parsing rewrites IP hosts: the Host signed is the one fetch sends.
+    r.method = "PUT";
+    r.url = "http://127.1:9000/b/k";
+    assert_eq!(r.sign(&mut s).unwrap().url, "http://127.0.0.1:9000/b/k");
+    assert!(s.canonical_request().contains("\nhost:127.0.0.1:9000\n"), "{}", s.canonical_request());
+    r.url = "http://[::ffff:127.0.0.1]/b/k";
+    assert_eq!(r.sign(&mut s).unwrap().url, "http://[::ffff:7f00:1]/b/k");
+
+    // fetch resolves dot segments (also %2E-written) before sending: an S3 key with one cannot be signed.
+    for url in ["http://h/b/x/%2E%2E/k", "http://h/b/%2e/k", "http://h/b/../k", "http://h/b/k/.", "http://h/b/a\\b"] {
+        r.url = url;
+        assert_eq!(r.sign(&mut s).err().map(|e| e.code()), Some("invalid-input"), "{url}");
+        assert_eq!(presign(&mut s, url, 60, &[]).err().map(|e| e.code()), Some("invalid-input"), "{url}");
+    }
+    r.url = "http://h/b/%2E%2E.k/..k/.../k";
+    r.sign(&mut s).unwrap();
 }

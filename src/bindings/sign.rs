@@ -7,18 +7,23 @@
 //!   the request there with `TextEncoder.encodeInto`.
 //! - A request is UTF-8: the `FIXED` fields (method, url, region, service, access key id, secret, session
 //!   token or "", datetime or "" for "use the `unix_ms` argument"), then each header name and value,
-//!   every field preceded by `SEP` except the first; for `signIo` the body follows the fields.
+//!   every field preceded by `SEP` except the first; for `signIo` the body follows the fields (payload
+//!   `PAYLOAD_BODY`), or is not signed (`PAYLOAD_UNSIGNED`), or was hashed beforehand in pieces
+//!   (`PAYLOAD_HASHED`: `hashBody` on each piece of at most `IO_KEEP` bytes, the first with `first`), so
+//!   that a body of any size never needs a buffer of its size in wasm memory, which cannot hold 2 GiB.
 //! - `signIo`'s answer, written back into the same buffer: `url SEP name SEP value ...`, the url empty
 //!   when it is the one given, a name replaced by one code character when it has one: `NAME_CODES[i]` is
 //!   `i + 1`, the caller's header `i < CALLER_CODES` is `CALLER_CODE + i`. `presignIo` answers the URL.
 //! - The buffer only grows, except that one grown past `IO_KEEP` is cut back after use (JS must then ask
-//!   for the address again); every byte JS may write is memory this `Vec` already holds initialized.
+//!   for the address again); every byte JS may write is memory this `Vec` already holds initialized. A
+//!   length past `MAX_IO`, or one wasm memory cannot hold, is `invalid-input`, never a trap.
 //!
 //! Content checks (URL, datetime, ranges) happen here or in the signer, so bad input is always a typed
 //! `invalid-input` error. Never panics, and never signs something other than what it was given: a stray
 //! NUL in any field shows up as a field-count mismatch and is refused.
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
 use super::js_error;
@@ -32,6 +37,8 @@ use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signe
 pub struct SignerIo {
     signer: Signer,
     io: SignBuffer,
+    /// The body hashed so far by `hashBody` (for `PAYLOAD_HASHED`).
+    body_hash: Option<Sha256>,
 }
 
 /// The I/O buffer, and the last request's header pairs and answer, kept so that their allocations are
@@ -53,6 +60,13 @@ const MAX_EXPIRES_IN: f64 = 604_800.0;
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
 /// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
 const IO_KEEP: usize = 64 * 1024;
+/// The longest I/O buffer JS may ask for: packed fields (3 bytes per UTF-16 unit) plus a body of at most
+/// `IO_KEEP` bytes; a larger body is hashed in pieces.
+const MAX_IO: usize = 64 * 1024 * 1024;
+/// `signIo`'s payload argument: the body follows the fields; `UNSIGNED-PAYLOAD`; hashed by `hashBody`.
+const PAYLOAD_BODY: u32 = 0;
+const PAYLOAD_UNSIGNED: u32 = 1;
+const PAYLOAD_HASHED: u32 = 2;
 
 /// The packed request fields, split and checked.
 struct Fields<'a> {
@@ -140,38 +154,69 @@ impl SignerIo {
     #[wasm_bindgen(constructor)]
     pub fn new(hooks: super::trap::Hooks) -> SignerIo {
         super::use_error_class(hooks.error_class());
-        SignerIo { signer: Signer::new(), io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() } }
+        SignerIo {
+            signer: Signer::new(),
+            io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() },
+            body_hash: None,
+        }
     }
 
     /// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
-    /// request there (valid until the next call of this method or of `signIo`/`presignIo`).
+    /// request there (valid until the next call of this method or of `signIo`/`presignIo`/`hashBody`).
+    /// Past `MAX_IO`, or past what wasm memory can still grow to, `invalid-input` (a `resize` would trap).
     #[wasm_bindgen(js_name = ioBuffer)]
-    pub fn io_buffer(&mut self, len: usize) -> usize {
+    pub fn io_buffer(&mut self, len: usize) -> Result<usize, JsValue> {
         let buf = &mut self.io.buf;
         if buf.len() < len {
+            let more = len - buf.len();
+            if len > MAX_IO || buf.try_reserve_exact(more).is_err() {
+                return Err(js_error(Error::invalid("request is too large to sign: its URL and headers take more than 64 MiB")));
+            }
             buf.resize(len, 0);
         }
-        buf.as_ptr() as usize
+        Ok(buf.as_ptr() as usize)
     }
 
-    /// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed by the
-    /// body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case header names) into the
-    /// buffer and returns its length. The url is left out (empty) when it is the one given, and a name is
-    /// one code character when `name_code` has one for it.
+    /// Adds the first `len` bytes of the I/O buffer to the body's hash (`first`: a new body), for
+    /// `signIo` with `PAYLOAD_HASHED`.
+    #[wasm_bindgen(js_name = hashBody)]
+    pub fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
+        let piece = self.io.buf.get(..len).ok_or_else(|| js_error(Error::invalid("body piece is longer than the I/O buffer")))?;
+        if first {
+            self.body_hash = Some(Sha256::new());
+        }
+        match self.body_hash.as_mut() {
+            Some(hash) => hash.update(piece),
+            None => return Err(js_error(Error::invalid("body piece without a first one"))),
+        }
+        Ok(())
+    }
+
+    /// Signs with header auth. The I/O buffer holds the packed fields (`fields_len` bytes) followed, for
+    /// `PAYLOAD_BODY`, by the body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case
+    /// header names) into the buffer and returns its length. The url is left out (empty) when it is the
+    /// one given, and a name is one code character when `name_code` has one for it.
     #[wasm_bindgen(js_name = signIo)]
     pub fn sign_io(
         &mut self,
         fields_len: usize,
         body_len: usize,
         header_count: u32,
-        unsigned_payload: bool,
+        payload: u32,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io } = self;
+        let SignerIo { signer, io, body_hash } = self;
+        // Taken whatever happens: a later body starts from nothing.
+        let hashed = body_hash.take().map(|hash| hex::encode(hash.finalize()));
         with_io(io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
             let (packed, body) = input.split_at(fields_len.min(input.len()));
             let fields = Fields::split(utf8(packed)?, header_count, headers)?;
-            let payload = if unsigned_payload { Payload::Unsigned } else { Payload::Bytes(body) };
+            let payload = match (payload, hashed.as_deref()) {
+                (PAYLOAD_BODY, _) => Payload::Bytes(body),
+                (PAYLOAD_UNSIGNED, _) => Payload::Unsigned,
+                (PAYLOAD_HASHED, Some(hash)) => Payload::BodyHash(hash),
+                _ => return Err(Error::invalid("payload mode without its body")),
+            };
             sign(signer, &fields, headers, payload, unix_ms, answer)
         })
     }
@@ -187,7 +232,7 @@ impl SignerIo {
         expires_in: f64,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io } = self;
+        let SignerIo { signer, io, .. } = self;
         with_io(io, fields_len, &mut |input, headers, answer| {
             let fields = Fields::split(utf8(input)?, header_count, headers)?;
             answer.push_str(&presign(signer, &fields, headers, expires_in, unix_ms)?);
@@ -324,6 +369,10 @@ struct Format {
     authorization_code: u8,
     caller_code: u8,
     caller_codes: usize,
+    max_io: usize,
+    payload_body: u32,
+    payload_unsigned: u32,
+    payload_hashed: u32,
 }
 
 #[wasm_bindgen(js_name = signBufferFormat)]
@@ -336,6 +385,10 @@ pub fn sign_buffer_format() -> JsValue {
         authorization_code: AUTHORIZATION_CODE,
         caller_code: CALLER_CODE,
         caller_codes: CALLER_CODES,
+        max_io: MAX_IO,
+        payload_body: PAYLOAD_BODY,
+        payload_unsigned: PAYLOAD_UNSIGNED,
+        payload_hashed: PAYLOAD_HASHED,
     };
     serde_wasm_bindgen::to_value(&format).unwrap_or(JsValue::NULL)
 }

@@ -210,11 +210,11 @@ impl<E: Env> Store<E> {
 
     /// One page of the keys under `prefix` (ListObjectsV2, at most `max_keys`), after `token`; retried
     /// like a GET.
-    pub async fn list(&self, prefix: &str, token: Option<&str>, max_keys: Option<u32>, budget: Budget) -> Result<ListPage> {
+    pub async fn list(&self, prefix: &str, delimiter: Option<&str>, token: Option<&str>, max_keys: Option<u32>, budget: Budget) -> Result<ListPage> {
         let mut attempt = 0;
         loop {
             self.signable(prefix, budget).await?;
-            let req = self.bucket.borrow_mut().list(prefix, token, max_keys, self.env.wall_ms())?;
+            let req = self.bucket.borrow_mut().list(prefix, delimiter, token, max_keys, self.env.wall_ms())?;
             let started = self.env.mono_ms();
             let answer = self.env.send(req, Some(self.timeout(budget))).await;
             let status = answer.as_ref().map_or(0, |r| r.status);

@@ -16,17 +16,25 @@ use crate::error::{msg, Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::decide::awaiting_recovery;
 use crate::ownership::driver::{Config, S3Ownership};
-use crate::ownership::ids::check_prefix;
+use crate::ownership::ids::{check_node, check_prefix, IdSet};
 use crate::ownership::join::join_all;
 use crate::ownership::lease::peer_dead;
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
-use crate::ownership::records::{decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
+use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
 use crate::s3::list::Listed;
 
 /// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
 /// connection pool (a Worker has six simultaneous connections).
 const READS_IN_FLIGHT: usize = 6;
+
+/// The node ids a record may name to be shown: the widest set (an inspector has no `ids` option, and a
+/// fleet of either set must list), which still refuses control characters and slashes. A record is
+/// anyone's to write: its `node` must not carry terminal escapes into an operator's view.
+const NODE_IDS: IdSet = IdSet::Utf8;
+
+/// Keys under `cells/` that hold this are a cell's data (`scope().key()`), never records.
+const DATA_DELIMITER: &str = "/data/";
 
 /// What a peer would conclude from a node's lease right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,12 +198,13 @@ impl<E: Env> Inspector<E> {
         Ok(self)
     }
 
-    /// Every key under `dir`, page by page.
-    async fn list(&self, dir: &str) -> Result<Vec<Listed>> {
+    /// Every key under `dir`, page by page, except those holding `delimiter` past `dir` (rolled up by
+    /// the store into common prefixes, which are not records).
+    async fn list(&self, dir: &str, delimiter: Option<&str>) -> Result<Vec<Listed>> {
         let mut all = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let page = self.store.list(dir, token.as_deref(), self.page_size, self.budget()).await?;
+            let page = self.store.list(dir, delimiter, token.as_deref(), self.page_size, self.budget()).await?;
             all.extend(page.objects);
             match page.next {
                 None => return Ok(all),
@@ -228,6 +237,12 @@ impl<E: Env> Inspector<E> {
             }
         }
         Ok(out)
+    }
+
+    /// A lease record read from `key`, unless it names no node id (`NODE_IDS`): `corrupt-record`.
+    fn named(&self, key: &str, record: NodeLeaseRecord) -> Result<NodeLeaseRecord> {
+        check_node(NODE_IDS, &record.node).map_err(|e| corrupt(key, msg!("its node is not a node id: ", e)))?;
+        Ok(record)
     }
 
     /// A lease as read (`None`: absent), judged by the peer rule at wall time `now`.
@@ -263,13 +278,14 @@ impl<E: Env> Inspector<E> {
     /// Every node lease under `<prefix>nodes/`, in key order. A lease deleted while listing is left out.
     pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
         let dir = msg!(self.prefix, "nodes/");
-        let leases: Vec<Listed> = self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
+        let leases: Vec<Listed> = self.list(&dir, None).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
         let keys: Vec<String> = leases.iter().map(|l| l.key.clone()).collect();
         let now = self.store.env.wall_ms();
         let mut out = Vec::with_capacity(keys.len());
         for (l, read) in leases.iter().zip(self.read_all(&keys, decode_lease).await?) {
             if read.is_some() {
                 let node = id_in(&l.key, &dir, ".json").unwrap_or_default();
+                let read = read.map(|r| r.and_then(|record| self.named(&l.key, record)));
                 out.push(self.lease_entry(node, l.key.clone(), l.last_modified_ms, read, now));
             }
         }
@@ -280,12 +296,20 @@ impl<E: Env> Inspector<E> {
     /// per owner). A record deleted while listing is left out.
     pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
         let dir = msg!(self.prefix, "cells/");
+        // The application's data (`cells/<cell>/data/…`, any number of keys) comes back as one common
+        // prefix per cell: the listing stays as long as the cells are many, whatever the data.
         let records: Vec<Listed> =
-            self.list(&dir).await?.into_iter().filter(|l| id_in(&l.key, &dir, "/own.json").is_some()).collect();
+            self.list(&dir, Some(DATA_DELIMITER)).await?.into_iter().filter(|l| id_in(&l.key, &dir, "/own.json").is_some()).collect();
         let keys: Vec<String> = records.iter().map(|l| l.key.clone()).collect();
         let mut cells = Vec::with_capacity(keys.len());
         for (l, read) in records.into_iter().zip(self.read_all(&keys, decode_owner).await?) {
             let Some(record) = read else { continue };
+            let record = record.and_then(|r: OwnerRecord| {
+                if !r.is_released() {
+                    check_node(NODE_IDS, &r.node).map_err(|e| corrupt(&l.key, msg!("its node is not a node id: ", e)))?;
+                }
+                Ok(r)
+            });
             let record = record.map(|r: OwnerRecord| CellOwner {
                 node: (!r.is_released()).then_some(r.node),
                 epoch: r.epoch,
@@ -299,7 +323,7 @@ impl<E: Env> Inspector<E> {
         // lease is not listed is read anyway (it may have been written since), and is `missing` only if
         // absent. Plain vectors and linear finds: owners are few.
         let node_dir = msg!(self.prefix, "nodes/");
-        let listed_leases = self.list(&node_dir).await?;
+        let listed_leases = self.list(&node_dir, None).await?;
         let mut owners: Vec<&str> = Vec::new();
         for cell in &cells {
             if let Ok(CellOwner { node: Some(node), .. }) = &cell.record {
@@ -312,6 +336,7 @@ impl<E: Env> Inspector<E> {
         let now = self.store.env.wall_ms();
         let mut leases = Vec::with_capacity(keys.len());
         for ((node, key), read) in owners.iter().zip(&keys).zip(self.read_all(&keys, decode_lease).await?) {
+            let read = read.map(|r| r.and_then(|record| self.named(key, record)));
             let modified = listed_leases.iter().find(|l| l.key == *key).and_then(|l| l.last_modified_ms);
             leases.push(self.lease_entry(node, key.clone(), modified, read, now));
         }

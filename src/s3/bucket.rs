@@ -6,7 +6,7 @@ use crate::prelude::*;
 use crate::env::HttpRequest;
 use crate::error::{msg, Error, Result};
 use crate::ownership::CasGuard;
-use crate::sigv4::{split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
+use crate::sigv4::{shown_url, split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
 /// Where the bucket lives and how to sign for it.
 pub struct Bucket {
@@ -61,11 +61,13 @@ impl Bucket {
         if access_key_id.is_empty() || secret_access_key.is_empty() {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
+        // Messages show the endpoint without userinfo or query (a password, a token), whichever check fails.
+        let shown = shown_url(endpoint);
         let (scheme, rest) = split_once_str(endpoint, "://")
             .filter(|(s, _)| *s == "http" || *s == "https")
-            .ok_or_else(|| Error::invalid_value("endpoint ", endpoint, " must start with http:// or https://"))?;
+            .ok_or_else(|| Error::invalid_value("endpoint ", &shown, " must start with http:// or https://"))?;
         if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::invalid_value("endpoint ", endpoint, " must be a plain origin with an optional path"));
+            return Err(Error::invalid_value("endpoint ", &shown, " must be a plain origin with an optional path (no user:password@, query or fragment)"));
         }
         // `split_at_checked`, not slicing: the same split without a panic path (and its formatting code)
         // in the wasm.
@@ -158,10 +160,16 @@ impl Bucket {
     /// ListObjectsV2: one page (at most `max_keys`, default and cap 1000) of the keys that start with
     /// `prefix` (a full key prefix), after `continuation_token` (the previous page's
     /// `NextContinuationToken`, sent back exactly). Each value is percent-encoded once, and signed as sent.
-    pub fn list(&mut self, prefix: &str, continuation_token: Option<&str>, max_keys: Option<u32>, now_ms: u64) -> Result<HttpRequest> {
+    /// Keys come URL-encoded (`s3::list` decodes them); keys that hold `delimiter` past the prefix are
+    /// rolled up into one common prefix each, when given.
+    pub fn list(&mut self, prefix: &str, delimiter: Option<&str>, continuation_token: Option<&str>, max_keys: Option<u32>, now_ms: u64) -> Result<HttpRequest> {
         use crate::sigv4::encode::push_encoded;
-        let mut url = msg!(self.origin, self.list_path, "?list-type=2&prefix=");
+        let mut url = msg!(self.origin, self.list_path, "?list-type=2&encoding-type=url&prefix=");
         push_encoded(&mut url, prefix.as_bytes(), false);
+        if let Some(delimiter) = delimiter {
+            url.push_str("&delimiter=");
+            push_encoded(&mut url, delimiter.as_bytes(), false);
+        }
         if let Some(token) = continuation_token {
             url.push_str("&continuation-token=");
             push_encoded(&mut url, token.as_bytes(), false);
@@ -202,6 +210,21 @@ mod tests {
 
     fn bucket(endpoint: &str, path_style: bool) -> Result<Bucket> {
         Bucket::new(endpoint, "cells", "auto", path_style, "AKID", "secret", None)
+    }
+
+    #[test]
+    fn a_refused_endpoint_never_shows_its_password_or_query() {
+        for endpoint in [
+            "ftp://user:hunter2@h?X-Amz-Security-Token=tok3n",
+            "user:hunter2@h/?tok3n",
+            "https://user:hunter2@h/\u{1b}]52;c;eA==\u{7}?tok3n",
+            "https://user:hunter2@h/?tok3n",
+        ] {
+            let err = bucket(endpoint, true).err().expect(endpoint);
+            assert_eq!(err.code(), "invalid-input", "{endpoint}");
+            let shown = err.message();
+            assert!(!shown.contains("hunter2") && !shown.contains("tok3n") && !shown.contains('\u{1b}'), "{endpoint}: {shown}");
+        }
     }
 
     #[test]
@@ -246,7 +269,7 @@ mod tests {
                 b.get("k", now).unwrap(),
                 b.put("k", &CasGuard::Absent, b"{}".to_vec(), now).unwrap(),
                 b.delete("k", None, now).unwrap(),
-                b.list("", None, None, now).unwrap(),
+                b.list("", None, None, None, now).unwrap(),
             ] {
                 assert_eq!(req.header("x-tigris-consistent"), Some("true"), "{endpoint} {}", req.method);
                 assert!(req.header("authorization").unwrap().contains("x-tigris-consistent"), "signed: {endpoint}");
@@ -262,19 +285,19 @@ mod tests {
     fn list_requests_encode_each_value_once() {
         let now = 1_796_119_657_000; // 2026-12-01T10:07:37Z
         let mut b = example("http://127.0.0.1:9000", true);
-        let req = b.list("p/cells/", Some("1ue/Gc+x=="), Some(2), now).unwrap();
+        let req = b.list("p/cells/", Some("/data/"), Some("1ue/Gc+x=="), Some(2), now).unwrap();
         assert_eq!(req.method, "GET");
         assert_eq!(
             req.url,
-            "http://127.0.0.1:9000/bkt?list-type=2&prefix=p%2Fcells%2F&continuation-token=1ue%2FGc%2Bx%3D%3D&max-keys=2"
+            "http://127.0.0.1:9000/bkt?list-type=2&encoding-type=url&prefix=p%2Fcells%2F&delimiter=%2Fdata%2F&continuation-token=1ue%2FGc%2Bx%3D%3D&max-keys=2"
         );
         // The signature over the canonical (sorted) query, from an independent implementation (Python's
         // hashlib/hmac following the SigV4 steps by hand).
         let auth = req.header("authorization").unwrap();
-        assert!(auth.ends_with("Signature=70f90e42d7f179d73feaa6f91f1d00bfe2442990d8629beaf53a50040e2c08f6"), "{auth}");
-        let first = example("https://s3.example.com/base/", true).list("", None, None, now).unwrap();
-        assert_eq!(first.url, "https://s3.example.com/base/bkt?list-type=2&prefix=");
-        let hosted = example("https://s3.example.com", false).list("a b/", None, None, now).unwrap();
-        assert_eq!(hosted.url, "https://bkt.s3.example.com/?list-type=2&prefix=a%20b%2F");
+        assert!(auth.ends_with("Signature=6a995b4eefb3c7b89730e7ed314c495ac28938d0cfce814d6c54aba8d53c3449"), "{auth}");
+        let first = example("https://s3.example.com/base/", true).list("", None, None, None, now).unwrap();
+        assert_eq!(first.url, "https://s3.example.com/base/bkt?list-type=2&encoding-type=url&prefix=");
+        let hosted = example("https://s3.example.com", false).list("a b/", None, None, None, now).unwrap();
+        assert_eq!(hosted.url, "https://bkt.s3.example.com/?list-type=2&encoding-type=url&prefix=a%20b%2F");
     }
 }

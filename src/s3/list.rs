@@ -3,7 +3,10 @@
 //! page, a retryable failure or a typed error that keeps its cause. A body that is not S3's XML (an HTML
 //! page, a JSON API) is `request` ("not an S3 API"); a `ListBucketResult` that does not read as one is
 //! `request` too, naming what was wrong. It must never return a page it did not read in full: a key
-//! dropped here is a cell an operator never sees.
+//! dropped here is a cell an operator never sees. Listings ask for `encoding-type=url` (a key may hold
+//! characters XML cannot carry, which some stores then send raw and so break the whole page); keys are
+//! decoded when the answer says `<EncodingType>url</EncodingType>`, as botocore decodes them (`+` is a
+//! space), and taken as they are from a store that ignored the request.
 
 use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
@@ -107,7 +110,7 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
     let malformed = |why: String| Parsed::Malformed(why);
     let mut path: Vec<&str> = Vec::new();
     let mut text = String::new();
-    let (mut objects, mut truncated, mut next) = (Vec::new(), None, None);
+    let (mut objects, mut truncated, mut next, mut encoding) = (Vec::new(), None, None, None);
     let (mut key, mut modified): (Option<String>, Option<Option<u64>>) = (None, None);
     for token in tokens {
         match token {
@@ -133,6 +136,9 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
                         };
                         set_once(&mut truncated, flag, "IsTruncated given twice")?;
                     }
+                    (2, _, "EncodingType") => {
+                        set_once(&mut encoding, value.trim().eq_ignore_ascii_case("url"), "EncodingType given twice")?;
+                    }
                     (2, _, "NextContinuationToken") => {
                         set_once(&mut next, value.trim().to_owned(), "NextContinuationToken given twice")?;
                     }
@@ -153,12 +159,48 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
             }
         }
     }
+    if encoding == Some(true) {
+        for object in &mut objects {
+            object.key = url_decoded(&object.key).ok_or_else(|| malformed(msg!("key ", crate::error::Quoted(&object.key), " is not URL-encoded UTF-8")))?;
+        }
+    }
     let next = match (truncated, next) {
         (Some(true), Some(token)) if !token.is_empty() => Some(token),
         (Some(true), _) => return Err(malformed("IsTruncated is true but no NextContinuationToken".to_owned())),
         _ => None,
     };
     Ok(ListPage { objects, next })
+}
+
+/// A key as `encoding-type=url` sent it, decoded: `%XX` escapes and `+` for a space (S3's form
+/// encoding); `None` for a stray `%` or bytes that are not UTF-8.
+fn url_decoded(key: &str) -> Option<String> {
+    if !key.contains(['%', '+']) {
+        return Some(key.to_owned());
+    }
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let b = key.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'%' => {
+                let high = hex(*b.get(i + 1)?)?;
+                let low = hex(*b.get(i + 2)?)?;
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Fills a field once: a repeated one means the page is not what it seems.
@@ -251,6 +293,18 @@ mod tests {
 
     /// ministack: an empty listing with a self-closing element.
     const EMPTY: &str = "<?xml version='1.0' encoding='utf-8'?>\n<ListBucketResult><Name>b</Name><Prefix>p/cells/</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated><StartAfter/></ListBucketResult>";
+
+    #[test]
+    fn url_encoded_keys_are_decoded_when_the_answer_says_so() {
+        let encoded = "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>p/cells/a%01b+c%2B%C3%A9/own.json</Key></Contents><Contents><Key>p/cells/d/data/e1/x%1B%5D52%3B</Key></Contents><CommonPrefixes><Prefix>p/cells/%01/</Prefix></CommonPrefixes></ListBucketResult>";
+        assert_eq!(keys(&page(encoded)), ["p/cells/a\u{1}b c+é/own.json", "p/cells/d/data/e1/x\u{1b}]52;"]);
+        // A store that ignores encoding-type: keys as sent.
+        assert_eq!(keys(&page("<ListBucketResult><Contents><Key>p/cells/a+b%41/own.json</Key></Contents></ListBucketResult>")), ["p/cells/a+b%41/own.json"]);
+        for bad in ["a%4", "a%zz", "%ff"] {
+            let body = format!("<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>{bad}</Key></Contents></ListBucketResult>");
+            assert!(matches!(classify_list("p/", ok(&body)), ListAnswer::Refused(e) if e.code() == "request"), "{bad}");
+        }
+    }
 
     #[test]
     fn real_world_answer_shapes() {

@@ -5,11 +5,16 @@ use super::headers::is_token_byte;
 use super::{all_bytes, Credentials};
 use crate::error::{msg, Error, Quoted, Result};
 
-pub(crate) fn method(method: &str) -> Result<()> {
+/// The methods fetch sends upper-case however they are written (the Fetch standard's "normalize").
+const NORMALIZED: [&str; 6] = ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"];
+
+/// Checks a method and returns it as fetch sends it: one of `NORMALIZED` in any case is upper-cased (as
+/// botocore signs it), any other is sent, so signed, as written.
+pub(crate) fn method(method: &str) -> Result<&str> {
     if method.is_empty() || !all_bytes(method, is_token_byte) {
         return Err(Error::invalid(msg!("method ", Quoted(method), " is not an HTTP method")));
     }
-    Ok(())
+    Ok(NORMALIZED.into_iter().find(|m| m.eq_ignore_ascii_case(method)).unwrap_or(method))
 }
 
 /// Region and service are credential-scope parts: non-empty, and free of `/` or anything odd.

@@ -22,6 +22,7 @@ mod query;
 mod url;
 
 pub use date::AmzDate;
+pub(crate) use url::shown as shown_url;
 pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 
 use canonical::{Parts, UNSIGNED_PAYLOAD};
@@ -45,6 +46,9 @@ pub enum Payload<'a> {
     /// A precomputed lower-case hex SHA-256 of the body, or a special value such as
     /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, signed as given.
     Hash(&'a str),
+    /// The body's lower-case hex SHA-256, computed by the caller (a body hashed in pieces): signed
+    /// exactly as `Bytes` of that body would be (no `x-amz-content-sha256` header but for S3).
+    BodyHash(&'a str),
 }
 
 pub struct SignInput<'a> {
@@ -103,29 +107,38 @@ pub struct Signer {
 }
 
 /// Checks shared by `sign` and `presign`.
-pub(crate) fn check_common(
-    method: &str,
+/// Returns the method as it is sent (`check::method`).
+pub(crate) fn check_common<'m>(
+    method: &'m str,
     region: &str,
     service: &str,
     credentials: &Credentials<'_>,
-) -> Result<()> {
-    check::method(method)?;
+) -> Result<&'m str> {
+    let method = check::method(method)?;
     check::scope_part("region", region)?;
     check::scope_part("service", service)?;
-    check::credentials(credentials)
+    check::credentials(credentials)?;
+    Ok(method)
 }
 
 /// Writes the canonical path into `canonical` (cleared first) and returns the path to send when it differs
 /// (S3: never; other services: the wire path is the one given, since the canonical one is encoded once
 /// more).
-pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Option<&'r str> {
+pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Result<Option<&'r str>> {
     canonical.clear();
     if s3 {
+        // fetch resolves `.` and `..` segments (also written `%2E`, `%2e%2E`...) before sending: the
+        // request would reach another key than the one signed.
+        if raw.split('/').any(|segment| path::dot_segment(segment).is_some()) {
+            return Err(Error::invalid(
+                "url path has a '.' or '..' segment (or one written %2E), which fetch resolves before sending: an S3 key with such a segment cannot be addressed",
+            ));
+        }
         path::push_s3(canonical, raw);
-        None
+        Ok(None)
     } else {
         path::push_generic(canonical, raw);
-        Some(if raw.is_empty() { "/" } else { raw })
+        Ok(Some(if raw.is_empty() { "/" } else { raw }))
     }
 }
 
@@ -158,14 +171,14 @@ fn payload_line(out: &mut String, headers: &mut Headers, payload: Payload<'_>, s
     match payload {
         Payload::Bytes(body) => canonical::push_payload_sha256(out, body),
         Payload::Unsigned => out.push_str(UNSIGNED_PAYLOAD),
-        Payload::Hash(hash) => {
+        Payload::Hash(hash) | Payload::BodyHash(hash) => {
             check::payload_hash(hash)?;
             out.push_str(hash);
         }
     }
     // S3 always wants it; elsewhere it is needed whenever the value is not the body's SHA-256, or the
     // service would hash the body and disagree.
-    if s3 || !matches!(payload, Payload::Bytes(_)) {
+    if s3 || !matches!(payload, Payload::Bytes(_) | Payload::BodyHash(_)) {
         headers.push_signed("x-amz-content-sha256", out);
     }
     Ok(())
@@ -217,7 +230,7 @@ impl Signer {
             self;
         request.clear();
         string_to_sign.clear();
-        check_common(input.method, input.region, input.service, input.credentials)?;
+        let method = check_common(input.method, input.region, input.service, input.credentials)?;
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
         headers.fill(input.headers)?;
@@ -229,14 +242,14 @@ impl Signer {
         }
         headers.finish();
 
-        let wire_path = paths(path, url.path, s3);
+        let wire_path = paths(path, url.path, s3)?;
         let params = query::parse(url.query);
         names.clear();
         headers.push_names(names, &url.host);
         canonical::write_request(
             request,
             &Parts {
-                method: input.method,
+                method,
                 path,
                 params: &params,
                 headers,
@@ -360,6 +373,22 @@ mod tests {
                 let want = Signer::new().sign(&input).unwrap();
                 assert_eq!((got.url, got.headers), (want.url, want.headers), "request {i}, round {round}");
             }
+        }
+    }
+
+    #[test]
+    fn a_body_hashed_by_the_caller_signs_as_the_body() {
+        let datetime = AmzDate::parse("20150830T123600Z").unwrap();
+        let credentials = Credentials { access_key_id: "AKID", secret_access_key: "secret", session_token: None };
+        let body = b"a body hashed in pieces";
+        let hex = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+        for service in ["s3", "execute-api"] {
+            let sign = |payload| {
+                let input = SignInput { method: "POST", url: "https://h/a", headers: &[], payload, region: "us-east-1", service, credentials: &credentials, datetime: &datetime };
+                let signed = Signer::new().sign(&input).unwrap();
+                (signed.url, signed.headers)
+            };
+            assert_eq!(sign(Payload::BodyHash(&hex)), sign(Payload::Bytes(body)), "{service}");
         }
     }
 

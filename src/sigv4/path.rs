@@ -29,17 +29,33 @@ pub(crate) fn push_s3(out: &mut String, raw: &str) {
     }
 }
 
-/// Appends the generic-service canonical path: normalized as botocore and AWS's suite do, then encoded
-/// with `/` kept.
+/// What WHATWG URL parsing (so fetch) takes a path segment for: `Some(false)` a `.` segment, `Some(true)`
+/// a `..` one (each dot may be written `%2e` or `%2E`), `None` any other.
+pub(crate) fn dot_segment(segment: &str) -> Option<bool> {
+    let dot = |s: &str| s == "." || s.eq_ignore_ascii_case("%2e");
+    match segment.len() {
+        1 | 3 if dot(segment) => Some(false),
+        2 | 4 | 6 => {
+            let split = |at| segment.get(..at).zip(segment.get(at..));
+            let two = |(a, b): (&str, &str)| dot(a) && dot(b);
+            (split(1).is_some_and(two) || split(3).is_some_and(two)).then_some(true)
+        }
+        _ => None,
+    }
+}
+
+/// Appends the generic-service canonical path: normalized as botocore and AWS's suite do (and as fetch
+/// does: a `%2E` dot counts), then encoded with `/` kept.
 pub(crate) fn push_generic(out: &mut String, raw: &str) {
     let mut kept: Vec<&str> = Vec::new();
     for segment in raw.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
+        match dot_segment(segment) {
+            _ if segment.is_empty() => {}
+            Some(false) => {}
+            Some(true) => {
                 kept.pop();
             }
-            s => kept.push(s),
+            None => kept.push(segment),
         }
     }
     out.push('/');
@@ -96,5 +112,28 @@ mod tests {
         assert_eq!(generic("/example space/"), "/example%20space/");
         assert_eq!(generic("/a%20b"), "/a%2520b");
         assert_eq!(generic("/ሴ"), "/%E1%88%B4");
+        assert_eq!(generic("/a/b/%2E%2e/c/%2e/d/.%2E/e"), "/a/c/e");
+    }
+
+    #[test]
+    fn dot_segments_are_those_url_parsing_resolves() {
+        for (segment, want) in [
+            (".", Some(false)),
+            ("%2e", Some(false)),
+            ("%2E", Some(false)),
+            ("..", Some(true)),
+            (".%2e", Some(true)),
+            ("%2E.", Some(true)),
+            ("%2e%2E", Some(true)),
+            ("", None),
+            ("...", None),
+            ("%2e%2e%2e", None),
+            ("a.", None),
+            ("%2f", None),
+            ("%2e.%2e", None),
+            ("é.", None),
+        ] {
+            assert_eq!(dot_segment(segment), want, "{segment:?}");
+        }
     }
 }

@@ -44,7 +44,7 @@ impl Signer {
     pub fn presign(&mut self, input: &PresignInput<'_>) -> Result<String> {
         self.request.clear();
         self.string_to_sign.clear();
-        check_common(input.method, input.region, input.service, input.credentials)?;
+        let method = check_common(input.method, input.region, input.service, input.credentials)?;
         if !(1..=MAX_EXPIRES_SECS).contains(&input.expires_in) {
             return Err(Error::invalid(msg!(
                 "expires_in ", input.expires_in, " is outside 1..=", MAX_EXPIRES_SECS, " seconds"
@@ -94,11 +94,11 @@ impl Signer {
         }
 
         let mut canonical_path = String::with_capacity(url.path.len() + 16);
-        let wire_path = paths(&mut canonical_path, url.path, s3);
+        let wire_path = paths(&mut canonical_path, url.path, s3)?;
         canonical::write_request(
             &mut self.request,
             &Parts {
-                method: input.method,
+                method,
                 path: &canonical_path,
                 params: &params,
                 headers,

@@ -22,6 +22,8 @@ the input class is left out, and the reason is written next to the rule that lea
 - botocore's presigner drops Content-Type 'application/x-www-form-urlencoded; charset=utf-8': never
   generated.
 - botocore folds Unicode whitespace in header values; we refuse non-ASCII header values outright.
+- S3 keys with a `.` or `..` segment: botocore signs them as given, fetch resolves them before sending,
+  so our signer refuses them; never generated. A raw `\` in a path neither (fetch sends it as `/`).
 """
 
 import datetime
@@ -93,9 +95,9 @@ def gen_key(rng):
 
 def raw_path_ok(s):
     # Raw text our URL parser reads as one path: no query/fragment delimiters, no control characters
-    # (fetch would strip them), no '%' (raw text would be read as escapes), and no edge whitespace
-    # (urlsplit strips it).
-    return not any(c in s for c in "?#%\t\n\x7f") and s == s.strip()
+    # (fetch would strip them), no '%' (raw text would be read as escapes), no backslash (fetch sends it as
+    # '/'), and no edge whitespace (urlsplit strips it).
+    return not any(c in s for c in "?#%\t\n\x7f\\") and s == s.strip()
 
 
 def gen_query(rng, presign):
@@ -179,6 +181,8 @@ def make_case(rng, n):
     service = "s3" if s3 else rng.choice(GENERIC_SERVICES)
     scheme, host, prefix = rng.choice(HOSTS)
     key = gen_key(rng)
+    while s3 and any(segment in (".", "..") for segment in key.split("/")):
+        key = gen_key(rng)
     encoded_path = prefix + "/" + quote(key, safe="/~")
     if s3:
         botocore_path = encoded_path

@@ -695,6 +695,69 @@ export function awsClientChecks(ctx) {
       equal(front.log.length, 1, "sent once");
     }, strictServer(ctx.env)));
 
+  check("clock skew: a Date before 1970 or days off is not believed, offsets are per host, and a learnt offset never dates a presigned URL later", async () => {
+    const skewBody = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>RequestTimeTooSkewed</Code><Message>too skewed</Message></Error>";
+    // A store whose answers to a host are scripted: a Date to refuse with (RequestTimeTooSkewed), or 200.
+    const log = [];
+    const dates = new Map();
+    const fetch = async (request) => {
+      const host = new URL(request.url).host;
+      log.push({ host, at: Date.now(), amzDate: request.headers.get("x-amz-date") });
+      const date = dates.get(host)?.shift();
+      if (date === undefined) return new Response("ok", { status: 200 });
+      return new Response(skewBody, { status: 403, headers: { "content-type": "application/xml", date } });
+    };
+    const client = new AwsClient({ ...S3_EXAMPLE, fetch, retries: 0 });
+    const ahead = (r) => amzDateMs(r.amzDate) - r.at;
+    for (const [what, date] of [["dated before 1970", "Wed, 31 Dec 1969 23:00:00 GMT"], ["dated three days ahead", new Date(Date.now() + 3 * 86_400_000).toUTCString()]]) {
+      log.length = 0;
+      dates.set("odd.test", [date]);
+      const refused = await client.fetch("http://odd.test/b/k");
+      equal(refused.status, 403, `an answer ${what}: its refusal is the answer`);
+      equal(log.length, 1, `an answer ${what}: not re-signed at its time`);
+      const after = await client.fetch("http://odd.test/b/k");
+      equal(after.status, 200, `after an answer ${what}: the client still signs and sends`);
+      if (Math.abs(ahead(log[1])) > 3000) fail(`after an answer ${what}: signed ${ahead(log[1])} ms off the local clock`);
+    }
+    log.length = 0;
+    const skewMs = 20 * 60_000;
+    dates.set("ahead.test", [new Date(Date.now() + skewMs).toUTCString()]);
+    equal((await client.fetch("http://ahead.test/b/k")).status, 200, "a refusal 20 minutes ahead, corrected");
+    equal(log.length, 2, "refused once, then re-signed");
+    if (Math.abs(ahead(log[1]) - skewMs) > 3000) fail(`re-signed ${ahead(log[1])} ms ahead, expected ~${skewMs}`);
+    await client.fetch("http://other.test/b/k");
+    if (Math.abs(ahead(log[2])) > 3000) fail(`another host is signed ${ahead(log[2])} ms off the local clock: the offset leaked to it`);
+    const presigned = await client.sign("http://ahead.test/b/k", { aws: { signQuery: true, expiresIn: 300 } });
+    const dated = amzDateMs(new URL(presigned.url).searchParams.get("X-Amz-Date")) - Date.now();
+    if (Math.abs(dated) > 3000) fail(`a presigned URL is dated ${dated} ms off the local clock after a +20 min offset: its life would be extended`);
+    const header = await client.sign("http://ahead.test/b/k");
+    if (Math.abs(amzDateMs(header.headers.get("x-amz-date")) - Date.now() - skewMs) > 3000) fail("a header-signed request uses the host's offset");
+    dates.set("behind.test", [new Date(Date.now() - skewMs).toUTCString()]);
+    await client.fetch("http://behind.test/b/k");
+    const earlier = await client.sign("http://behind.test/b/k", { aws: { signQuery: true, expiresIn: 300 } });
+    const behind = amzDateMs(new URL(earlier.url).searchParams.get("X-Amz-Date")) - Date.now();
+    if (Math.abs(behind + skewMs) > 3000) fail(`a presigned URL for a host 20 minutes behind is dated ${behind} ms off, expected ~${-skewMs}`);
+  });
+
+  check("transport errors: the runtime's error is the cause with every URL query cut out of its message, stack and causes", async () => {
+    const token = "IQoJb3JpZ2luX2VjEXAMPLETOKEN";
+    const client = new AwsClient({ ...S3_EXAMPLE, sessionToken: token, retries: 0, fetch: async (request) => {
+      // As Deno words it: the whole URL, presigned token and signature included.
+      const inner = new Error(`connection refused: ${request.url}`);
+      throw new TypeError(`error sending request for url (${request.url}): client error (Connect)`, { cause: inner });
+    } });
+    for (const aws of [{ signQuery: true }, {}]) {
+      const err = await rejects(() => client.fetch("http://down.test/b/k?x-id=1", { aws }), "transport", "no answer", "a fetch with no answer");
+      const seen = [];
+      for (let e = err; e !== undefined && e !== null && seen.length < 5; e = e.cause) seen.push(String(e.message), String(e.stack), String(e));
+      for (const text of seen) {
+        for (const secret of [token, "X-Amz-Signature", "X-Amz-Credential", "x-id=1"]) if (text.includes(secret)) fail(`${JSON.stringify(aws)}: ${secret} appears in ${JSON.stringify(text)}`);
+      }
+      equal(err.cause instanceof TypeError, true, "the cause keeps its class");
+      equal(err.cause.cause instanceof Error, true, "and its own cause");
+    }
+  });
+
   check("fault front: the caller's abort signal ends the retries", () =>
     withFront(async ({ front, aws, url }) => {
       const ctrl = new AbortController();

@@ -139,6 +139,26 @@ export function listingChecks({ api, server, runtime }) {
     ok(cells[0].node === null && cells[0].epoch === null && cells[0].lease === null, "nothing guessed");
   });
 
+  check("the application's data under a cell, a key with control characters included, neither breaks nor lengthens the listing", async () => {
+    const prefix = `t-list-${unique()}/`;
+    const a = new S3Ownership({ ...store, prefix, node: `a-${unique()}`, probe: false });
+    await a.acquireLease();
+    await a.claim("fine");
+    // Sent raw (no encoding-type=url), this key is not XML: the whole page would be unreadable.
+    await putRaw(api, server, `${prefix}cells/fine/data/e1/\u0001\u001b]52;c;eA==\u0007`, "data");
+    for (let i = 0; i < 4; i++) await putRaw(api, server, `${prefix}cells/fine/data/e1/k${i}`, "data");
+    const seen = [];
+    const counting = async (request) => {
+      seen.push(new URL(request.url).search);
+      return fetch(request);
+    };
+    const cells = await new S3Inspector({ ...store, prefix, fetch: counting }).listCells();
+    eq(cells.map((c) => [c.cell, c.status]), [["fine", "live"]], "cells");
+    const lists = seen.filter((q) => q.includes("list-type=2"));
+    ok(lists.every((q) => q.includes("encoding-type=url")), `every listing asks for URL-encoded keys: ${lists.join(" ")}`);
+    ok(lists.some((q) => q.includes("delimiter=%2Fdata%2F")), `the cells listing rolls the data up: ${lists.join(" ")}`);
+  });
+
   check("a non-S3 endpoint is request 'not an S3 API'; a refusal keeps the store's code", async () => {
     const page = async () => new Response("<!DOCTYPE html><html><body>Welcome</body></html>", { status: 200, headers: { "content-type": "text/html" } });
     const web = new S3Inspector({ ...store, fetch: page });

@@ -246,6 +246,16 @@ export function signingChecks(ctx) {
     }
   });
 
+  check("a large body of another service is signed as its bytes: no x-amz-content-sha256 header, hashed in pieces alike", () => {
+    const url = "https://service.us-east-1.amazonaws.com/";
+    const small = "x".repeat(1000);
+    for (const body of [new Uint8Array(300_000).map((_, i) => i * 13), "é☃x".repeat(50_000), small]) {
+      const signed = api.signRequest({ ...SUITE, method: "POST", url, body, datetime: "20150830T123600Z" });
+      equal(signed.headers["x-amz-content-sha256"], undefined, `a ${body.length}-unit body: no payload header`);
+      if (/x-amz-content-sha256/.test(signed.headers.authorization)) fail(`a ${body.length}-unit body: the payload header is signed`);
+    }
+  });
+
   check("session token and unsigned payload", () => {
     const signed = api.signRequest({
       ...S3_EXAMPLE,
@@ -351,10 +361,117 @@ export function signingChecks(ctx) {
     return [url, body];
   };
 
+  check("a re-entrant signRequest (a getter or Proxy that signs another request) leaves the outer call's headers whole", () => {
+    const url = "https://examplebucket.s3.amazonaws.com/k";
+    const headers = [["if-match", "\"e1\""], ["content-type", "text/plain"], ["x-amz-meta-a", "1"]];
+    const plain = api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, headers });
+    let inner;
+    const signInner = () => api.signRequest({ ...S3_EXAMPLE, method: "GET", url, headers: [["range", "bytes=0-1"], ["x-amz-meta-b", "2"]] });
+    // Pairs behind a Proxy: reading the second pair signs another request, as a logging wrapper might.
+    const reentrant = new Proxy(headers, {
+      get(target, prop, receiver) {
+        if (prop === "1") inner ??= signInner();
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const outer = api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, headers: reentrant });
+    equal(JSON.stringify(outer.headers), JSON.stringify(plain.headers), "the outer result, with a re-entrant sign inside");
+    equal(inner.headers.range, "bytes=0-1", "the inner result");
+    // A plain object whose if-match value is a getter that signs (and presigns) another request.
+    const object = {};
+    for (const [name, value] of headers) {
+      Object.defineProperty(object, name, { enumerable: true, get: () => (name === "content-type" && (signInner(), api.presignUrl({ ...S3_EXAMPLE, url, signedHeaders: [["x-amz-meta-z", "z"]] })), value) });
+    }
+    equal(JSON.stringify(api.signRequest({ ...S3_EXAMPLE, method: "PUT", url, headers: object }).headers), JSON.stringify(plain.headers), "the outer result, with signs in a header getter");
+  });
+
+  check("the method is signed as fetch sends it: the six standard ones upper-case in any case, others as written", () => {
+    const url = "https://examplebucket.s3.amazonaws.com/k";
+    for (const method of ["put", "Delete", "get", "head", "options", "post"]) {
+      const signed = api.signRequest({ ...S3_EXAMPLE, method, url });
+      equal(signed.method, method.toUpperCase(), `${method}: the method to send`);
+      equal(signed.headers.authorization, api.signRequest({ ...S3_EXAMPLE, method: method.toUpperCase(), url }).headers.authorization, `${method} signs as ${method.toUpperCase()}`);
+      equal(api.presignUrl({ ...S3_EXAMPLE, method, url }), api.presignUrl({ ...S3_EXAMPLE, method: method.toUpperCase(), url }), `${method} presigns as ${method.toUpperCase()}`);
+    }
+    equal(api.signRequest({ ...S3_EXAMPLE, method: "patch", url }).method, "patch", "patch is sent as written");
+    if (api.signRequest({ ...S3_EXAMPLE, method: "patch", url }).headers.authorization === api.signRequest({ ...S3_EXAMPLE, method: "PATCH", url }).headers.authorization) {
+      fail("patch and PATCH are different methods on the wire");
+    }
+  });
+
+  check("a URL's host and path are signed as URL parsing (fetch) rewrites them, or refused", () => {
+    for (const [given, sent] of [
+      ["http://127.1:9000/b/k", "http://127.0.0.1:9000/b/k"],
+      ["http://0x7f000001:9000/b/k", "http://127.0.0.1:9000/b/k"],
+      ["http://[::ffff:127.0.0.1]:9000/b/k", "http://[::ffff:7f00:1]:9000/b/k"],
+    ]) {
+      equal(new URL(given).href, sent, `${given}: what URL parsing makes of it`);
+      const signed = api.signRequest({ ...S3_EXAMPLE, url: given });
+      equal(signed.url, sent, `${given}: the URL to send`);
+      equal(signed.headers.authorization, api.signRequest({ ...S3_EXAMPLE, url: sent }).headers.authorization, `${given} signs as ${sent}`);
+      equal(api.presignUrl({ ...S3_EXAMPLE, url: given }), api.presignUrl({ ...S3_EXAMPLE, url: sent }), `${given} presigns as ${sent}`);
+    }
+    for (const url of ["http://h/b/x/%2E%2E/k", "http://h/b/%2e/k", "http://h/b/x/../k", "http://h/b/a\\b"]) {
+      expectInvalid(() => api.signRequest({ ...S3_EXAMPLE, url }), "fetch", `${url}: fetch would send another path`);
+      expectInvalid(() => api.presignUrl({ ...S3_EXAMPLE, url }), "fetch", `${url}: fetch would send another path (presigned)`);
+    }
+  });
+
+  check("a URL's password or query token is never echoed, whichever URL check fails (signers and endpoint checks)", async () => {
+    const secrets = ["hunter2", "tok3n"];
+    const urls = [
+      "ftp://user:hunter2@h/b/k?X-Amz-Security-Token=tok3n",
+      "user:hunter2@h/b/k?X-Amz-Security-Token=tok3n",
+      "https://user:hunter2@h/b/\u0001k?X-Amz-Security-Token=tok3n",
+      "https://user:hunter2@h/b/k#tok3n",
+      "https://h:99999/b/k?X-Amz-Signature=tok3n",
+    ];
+    const refusals = [];
+    for (const url of urls) {
+      refusals.push([`signRequest ${url}`, () => api.signRequest({ ...S3_EXAMPLE, url })]);
+      refusals.push([`presignUrl ${url}`, () => api.presignUrl({ ...S3_EXAMPLE, url })]);
+      const store = { endpoint: url, bucket: "fleet", region: "us-east-1", accessKeyId: "a", secretAccessKey: "s" };
+      if (api.S3Ownership) refusals.push([`new S3Ownership endpoint ${url}`, () => new api.S3Ownership({ ...store, node: "n1" })]);
+      if (api.S3Inspector) refusals.push([`new S3Inspector endpoint ${url}`, () => new api.S3Inspector(store)]);
+      if (api.AwsClient) refusals.push([`AwsClient.sign ${url}`, () => new api.AwsClient({ accessKeyId: "a", secretAccessKey: "s", region: "us-east-1", service: "s3" }).sign(url.replace("h:99999", "h\u0001"))]);
+    }
+    for (const [what, fn] of refusals) {
+      let err;
+      try {
+        await fn();
+      } catch (e) {
+        err = e;
+      }
+      if (!err) fail(`${what}: accepted`);
+      equal(err.code, "invalid-input", `${what}: code (${err.message})`);
+      const cause = err.cause === undefined ? "" : `${err.cause?.message} ${err.cause?.stack} ${err.cause?.input}`;
+      for (const secret of secrets) if (`${err.message} ${cause}`.includes(secret)) fail(`${what}: ${secret} in ${JSON.stringify(`${err.message} ${cause}`)}`);
+    }
+  });
+
+  check("moto (auth mode) accepts a lower-case method and a host URL parsing rewrites, as fetch sends them", async () => {
+    const server = strictServer(ctx.env);
+    const creds = credsOf(server);
+    const body = "lower-case put";
+    const url = objectUrl(server, `signing/${ctx.runtime} ${Date.now()} lower.txt`);
+    // What fetch sends for "put" is PUT; for 127.1 the Host is 127.0.0.1.
+    const rewritten = url.replace("//127.0.0.1:", "//127.1:");
+    if (rewritten === url) fail(`the strict server is not at 127.0.0.1: ${server.endpoint}`);
+    const put = api.signRequest({ ...creds, method: "put", url: rewritten, body });
+    const res = await doFetch(rewritten, { method: "put", headers: put.headers, body });
+    equal(res.status, 200, `a PUT signed as "put" to ${rewritten} (${(await res.text()).slice(0, 300)})`);
+    const get = await send(api.signRequest({ ...creds, method: "get", url: url.replace("//127.0.0.1:", "//0x7f000001:") }));
+    equal(get.status, 200, `a GET signed as "get" to 0x7f000001 (${get.text.slice(0, 300)})`);
+    equal(get.text, body, "what was PUT");
+  });
+
   /** Header-signed round trip, presigned GET, and refusals of a wrong secret and of a tampered body. */
   const signedAndPresigned = async (server) => {
     const [url, body] = await roundTrip(server);
     const creds = credsOf(server);
+
+    const lower = await doFetch(api.presignUrl({ ...creds, method: "get", url: url.replace("//127.0.0.1:", "//127.1:"), expiresIn: 60 }));
+    equal(lower.status, 200, `a URL presigned for "get" on 127.1 (${(await lower.text()).slice(0, 200)})`);
 
     const presigned = await doFetch(api.presignUrl({ ...creds, method: "GET", url, expiresIn: 60 }));
     const text = await presigned.text();

@@ -61,6 +61,74 @@ test("bad arguments exit 2 with a message naming the problem", async () => {
   }
 });
 
+// ---- against a forged store ----
+
+/** An S3 API that answers ListObjectsV2 (keys URL-encoded when asked) and GETs from `objects` (key ->
+ * body), checking nothing: whoever can write records can make a bucket say anything. */
+async function forgedStore(objects) {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://x");
+    const [, bucket, ...rest] = url.pathname.split("/");
+    if (rest.length === 0 || (rest.length === 1 && rest[0] === "")) {
+      const prefix = url.searchParams.get("prefix") ?? "";
+      const encoded = url.searchParams.get("encoding-type") === "url";
+      const show = (k) => (encoded ? encodeURIComponent(k).replace(/%2F/g, "/") : k.replace(/&/g, "&amp;").replace(/</g, "&lt;"));
+      const contents = Object.keys(objects).filter((k) => k.startsWith(prefix)).sort()
+        .map((k) => `<Contents><Key>${show(k)}</Key><LastModified>2026-12-01T10:00:00.000Z</LastModified><ETag>"e"</ETag><Size>1</Size></Contents>`).join("");
+      res.writeHead(200, { "content-type": "application/xml" });
+      res.end(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><IsTruncated>false</IsTruncated>${encoded ? "<EncodingType>url</EncodingType>" : ""}${contents}</ListBucketResult>`);
+      return;
+    }
+    const key = rest.map(decodeURIComponent).join("/");
+    if (!(key in objects)) {
+      res.writeHead(404, { "content-type": "application/xml" }).end("<Error><Code>NoSuchKey</Code><Message>none</Message></Error>");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json", etag: '"e"' }).end(objects[key]);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { endpoint: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+/** What a terminal acts on: C0 controls but the newline, DEL, C1 controls. */
+const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+
+test("inspect escapes control characters from the store in every field and error, text and --json", async (t) => {
+  const osc52 = "\u001b]52;c;ZWNobyBwd25lZA==\u0007";
+  const store = await forgedStore({
+    "cells/ok/own.json": JSON.stringify({ node: "n1", epoch: 1 }),
+    "cells/\u001b[2J\u009b1;1H/own.json": JSON.stringify({ node: "n1", epoch: 2 }),
+    "cells/forged/own.json": JSON.stringify({ node: `n1${osc52}`, epoch: 3 }),
+    "nodes/n1.json": JSON.stringify({ node: "n1", expires_ms: Date.now() + 600_000, addr: `\u001b]0;title\u0007a.internal:7000\u202e` }),
+  });
+  t.after(() => store.close());
+  const args = ["inspect", "--endpoint", store.endpoint, "--bucket", "fleet"];
+  const text = await run(args, CREDS);
+  assert.equal(text.code, 0, text.stderr);
+  for (const [what, out] of [["stdout", text.stdout], ["stderr", text.stderr]]) {
+    assert.ok(!RAW_CONTROL.test(out) && !out.includes("\u202e"), `${what} holds a raw control character: ${JSON.stringify(out)}`);
+  }
+  assert.match(text.stdout, /^\\x1b\[2J\\x9b1;1H\s+n1\s+2\s+live/m, "a cell id from a key, escaped");
+  assert.match(text.stdout, /^n1\s+live\s.*\\x1b\]0;title\\x07a\.internal:7000\\u\{202e\}/m, "a lease's addr, escaped");
+  // A record whose node is not a node id does not decode (the id rules), and its error is escaped too.
+  assert.match(text.stdout, /^forged\s+-\s+-\s+corrupt/m);
+  assert.match(text.stdout, /cells\/forged\/own\.json: corrupt-record: .*not a node id/);
+  const json = await run([...args, "--json"], CREDS);
+  assert.equal(json.code, 0, json.stderr);
+  assert.ok(!RAW_CONTROL.test(json.stdout.replace(/\n/g, "")) && !json.stdout.includes("\u202e"), `--json holds a raw control character: ${JSON.stringify(json.stdout)}`);
+  const { cells, nodes } = JSON.parse(json.stdout);
+  assert.deepEqual(cells.map((c) => c.cell).sort(), ["\u001b[2J\u009b1;1H", "forged", "ok"].sort(), "--json keeps the exact values");
+  assert.equal(nodes[0].addr, "\u001b]0;title\u0007a.internal:7000\u202e");
+  // An error naming what the store sent is escaped as well.
+  const refusing = createServer((_, res) => res.writeHead(403, { "content-type": "application/xml" }).end(`<Error><Code>AccessDenied</Code><Message>no${osc52}</Message></Error>`));
+  await new Promise((resolve) => refusing.listen(0, "127.0.0.1", resolve));
+  t.after(() => refusing.close());
+  const refused = await run(["inspect", "--endpoint", `http://127.0.0.1:${refusing.address().port}`, "--bucket", "fleet"], CREDS);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.ok(!RAW_CONTROL.test(refused.stderr.replace(/\n/g, "")), `stderr holds a raw control character: ${JSON.stringify(refused.stderr)}`);
+  assert.match(refused.stderr, /AccessDenied/);
+});
+
 // ---- against a real store ----
 
 const ATOMIC = process.env.CELLD_TEST_ATOMIC_ENDPOINT;

@@ -116,5 +116,33 @@ cli_store() {
 }
 check "npx celld-edge probe and inspect against ministack, from the installed tarball" cli_store
 
+# Records anyone with write access can forge: a lease whose addr and an owner record whose node carry
+# terminal escapes (OSC 52 clipboard write, screen clear). The installed CLI prints none of them raw.
+cli_escapes() {
+  local prefix=t-pkg-esc-$RANDOM$RANDOM/ out
+  [[ -n ${CELLD_TEST_ATOMIC_ENDPOINT:-} ]] || { echo "CELLD_TEST_ATOMIC_ENDPOINT is not set: run through scripts/test"; return 1; }
+  export AWS_ACCESS_KEY_ID=$CELLD_TEST_ATOMIC_KEY_ID AWS_SECRET_ACCESS_KEY=$CELLD_TEST_ATOMIC_SECRET
+  (cd "$tmp/app" && PREFIX=$prefix node --input-type=module -e '
+    import { signRequest } from "celld-edge";
+    const e = process.env;
+    const put = async (key, value) => {
+      const body = JSON.stringify(value);
+      const url = `${e.CELLD_TEST_ATOMIC_ENDPOINT}/${e.CELLD_TEST_ATOMIC_BUCKET}/${key.split("/").map(encodeURIComponent).join("/")}`;
+      const s = signRequest({ method: "PUT", url, body, region: "us-east-1", accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY });
+      const res = await fetch(s.url, { method: "PUT", headers: s.headers, body });
+      if (!res.ok) throw new Error(`PUT ${key}: ${res.status}`);
+    };
+    await put(`${e.PREFIX}nodes/n1.json`, { node: "n1", expires_ms: Date.now() + 600000, addr: "\u001b]52;c;ZWNobyBwd25lZA==\u0007h:1" });
+    await put(`${e.PREFIX}cells/ok/own.json`, { node: "n1", epoch: 1 });
+    await put(`${e.PREFIX}cells/forged/own.json`, { node: "\u001b[2J\u001b]0;title\u0007", epoch: 1 });
+    await put(`${e.PREFIX}cells/ok/data/e1/\u0001\u001b[2J`, { data: 1 });') || return 1
+  out=$(cd "$tmp/app" && npx --no-install celld-edge inspect --endpoint "$CELLD_TEST_ATOMIC_ENDPOINT" --bucket "$CELLD_TEST_ATOMIC_BUCKET" --prefix "$prefix" 2>&1) ||
+    { echo "inspect: $out"; return 1; }
+  if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out"; then echo "raw control characters in: $(od -c <<<"$out" | head -20)"; return 1; fi
+  grep -q 'x1b\]52;c;' <<<"$out" && grep -Eq '^forged +- +- +corrupt' <<<"$out" && grep -Eq '^ok +n1 +1 +live' <<<"$out" ||
+    { echo "inspect said: $out"; return 1; }
+}
+check "npx celld-edge inspect escapes what forged records hold, from the installed tarball" cli_escapes
+
 echo "$passed passed, $failed failed"
 ((failed == 0))
