@@ -43,10 +43,26 @@ function unref(timer) {
   else if (typeof globalThis.Deno?.unrefTimer === "function") globalThis.Deno.unrefTimer(timer);
 }
 
-/** The signals of one wasm core's claims. */
+/** Aborts `controller` with `reason`. In Workers a controller made by a request that has ended may refuse
+ * to be touched from another: that one no longer has anyone to tell, and must not keep the others from
+ * hearing. */
+function abort(controller, reason) {
+  try {
+    controller.abort(reason);
+  } catch {
+    // Its request is gone (Workers): nothing is left listening to it.
+  }
+}
+
+/** The signals of one wasm core's claims. The state per claim is plain data (its epoch); the
+ * AbortControllers and the timer are made per call, never shared between calls: in Workers an
+ * AbortController (and a timer) belongs to the request that made it, and one handed to a later request
+ * breaks it ("Cannot perform I/O on behalf of a different request"). */
 export class Authority {
   #core;
-  /** cell -> { epoch, controller } for every signal handed out and not yet aborted. */
+  /** cell -> { epoch, controllers } for every claim signals were handed out for and not yet aborted:
+   * `controllers` holds the ones `signal(cell)` made (kept until the claim ends) and those of the scopes
+   * running (until each scope ends). */
   #live = new Map();
   #timer;
   #unwatchTrap;
@@ -62,12 +78,13 @@ export class Authority {
     if (held === undefined || held.epoch !== epoch) return;
     this.#live.delete(cell);
     if (this.#live.size === 0) this.#idle();
-    held.controller.abort(reason);
+    for (const controller of held.controllers) abort(controller, reason);
+    held.controllers.clear();
   };
 
-  /** `{ epoch, controller }` of the claim this instance holds on `cell`; throws the core's reason when
-   * it holds none (`fenced`, `not-leased`, `invalid-input`). */
-  hold(cell) {
+  /** The claim this instance holds on `cell` (`{ epoch, controllers }`) with a new AbortController for it;
+   * throws the core's reason when it holds none (`fenced`, `not-leased`, `invalid-input`). */
+  open(cell) {
     const [epoch, left] = sync(() => this.#core.authority(cell));
     let held = this.#live.get(cell);
     if (held !== undefined && held.epoch !== epoch) {
@@ -76,19 +93,32 @@ export class Authority {
       held = undefined;
     }
     if (held === undefined) {
-      held = { epoch, controller: new AbortController() };
+      held = { epoch, controllers: new Set() };
       this.#live.set(cell, held);
       this.#unwatchTrap ??= untilTrap((err) => this.#abortAll(err));
-      if (this.#timer === undefined) this.#arm(left);
     }
-    return held;
+    const controller = new AbortController();
+    held.controllers.add(controller);
+    // Armed again by every call, so that a timer of the current request (Workers) serves the signals.
+    this.#arm(left);
+    return { held, controller };
   }
 
-  /** The signal of `cell`'s claim, or an already aborted one (reason: why none is held). */
+  /** A scope ended: its controller is not aborted any more by the claim's end. */
+  close(cell, held, controller) {
+    held.controllers.delete(controller);
+    if (held.controllers.size === 0 && this.#live.get(cell) === held) {
+      // Nothing left to abort: no timer and no trap report for it.
+      this.#live.delete(cell);
+      if (this.#live.size === 0) this.#idle();
+    }
+  }
+
+  /** A new signal of `cell`'s claim, or an already aborted one (reason: why none is held). */
   signal(cell) {
-    if (typeof cell !== "string") return this.hold(cell); // throws invalid-input
+    if (typeof cell !== "string") return this.open(cell); // throws invalid-input
     try {
-      return this.hold(cell).controller.signal;
+      return this.open(cell).controller.signal;
     } catch (e) {
       if (e?.code === "fenced" || e?.code === "not-leased") return aborted(e);
       throw e;
@@ -96,8 +126,8 @@ export class Authority {
   }
 
   /** Asks the core about `held` (a claim of `cell`) now: a lapsed lease fences there, which aborts the
-   * signal through `#ended`; any other answer that is not this epoch aborts it here. Returns how long the
-   * authority lasts, if it does. */
+   * signals through `#ended`; any other answer that is not this epoch aborts them here. Returns how long
+   * the authority lasts, if it does. */
   check(cell, held) {
     let epoch, left;
     try {
@@ -107,11 +137,12 @@ export class Authority {
       return undefined;
     }
     if (epoch === held.epoch) return left;
-    this.hold(cell);
+    this.#ended(cell, held.epoch, coded("fenced", `authority over cell ${JSON.stringify(cell)} at epoch ${held.epoch} ended (reclaimed)`));
     return undefined;
   }
 
   #arm(ms) {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#recheck(), Math.max(1, Math.ceil(Math.min(ms, RECHECK_MS))));
     unref(this.#timer);
   }
@@ -139,7 +170,7 @@ export class Authority {
     const live = [...this.#live.values()];
     this.#live.clear();
     this.#idle();
-    for (const held of live) held.controller.abort(err);
+    for (const held of live) for (const controller of held.controllers) abort(controller, err);
   }
 }
 
@@ -148,39 +179,64 @@ export function trappedSignal() {
   return aborted(coded("internal", "internal error: celld-edge trapped; the wasm instance is being replaced"));
 }
 
+/** Why `name` cannot be a key under the scope's data prefix, or undefined when it can. The key is placed
+ * in URLs as it is (the README's fenced PUT): a segment that a URL resolves (`.`, `..`, also %-encoded or
+ * behind a backslash, which URLs read as a slash), ends the path (`?`, `#`) or that a store decodes into a
+ * separator or a control character could reach outside `data/e<epoch>/`. */
+function badKeyName(name) {
+  if (name === "") return "is empty";
+  for (const segment of name.split("/")) {
+    if (segment === "") return "has an empty segment";
+    // What a store or a URL may decode it to (one level, as S3 decodes a path).
+    const decoded = segment.replace(/%([0-9A-Fa-f]{2})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
+    if (decoded === "." || decoded === "..") return `has the segment ${JSON.stringify(segment)}`;
+    if (/[/?#\\\u0000-\u001f\u007f]/.test(decoded)) {
+      return `has a segment ${JSON.stringify(segment)} holding '/', '?', '#', '\\' or a control character (%-encoded or not)`;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Runs `fn({ epoch, signal, fetch, key })` under the claim this instance holds on `cell` (SPEC 4.2):
- * `fetch` is the injected fetch with `signal` threaded into every request (with the caller's own signal,
- * if any) and the core asked before each one; `key(name)` is `<prefix>cells/<cell>/data/e<epoch>/<name>`,
- * the epoch-fenced data layout of SPEC 5. Resolves to what `fn` returned only if `verify(cell, epoch)`
- * still holds afterwards; otherwise rejects with why authority ended (`fenced`, `released`).
+ * `fetch` calls the injected fetch with one `Request` (as every other request of the instance), whose
+ * signal aborts when the scope's does or the caller's own does, and asks the core before each one;
+ * `key(name)` is `<prefix>cells/<cell>/data/e<epoch>/<name>`, the epoch-fenced data layout of SPEC 5
+ * (`name` refused where it could resolve elsewhere). The scope's signal is its own (a new controller:
+ * see `Authority`). Resolves to what `fn` returned only if `verify(cell, epoch)` still holds afterwards;
+ * otherwise rejects with why authority ended (`fenced`, `released`).
  */
 export async function scope(authority, cell, fn, { fetch, prefix, verify }) {
   if (typeof fn !== "function") throw coded("invalid-input", `invalid input: scope(cell, fn) needs a function, got ${typeof fn}`);
-  const held = authority.hold(cell);
+  const { held, controller } = authority.open(cell);
   const { epoch } = held;
-  const signal = held.controller.signal;
+  const signal = controller.signal;
   const scoped = (input, init) => {
-    authority.check(cell, held);
-    if (signal.aborted) return Promise.reject(signal.reason);
-    const theirs = init?.signal ?? (input instanceof Request ? input.signal : undefined);
-    const send = theirs ? anySignal([signal, theirs]) : signal;
     try {
-      return Promise.resolve(fetch.call(globalThis, input, { ...init, signal: send }));
+      authority.check(cell, held);
+      if (signal.aborted) return Promise.reject(signal.reason);
+      const request = new Request(input, init);
+      return Promise.resolve(fetch.call(globalThis, new Request(request, { signal: anySignal([signal, request.signal]) })));
     } catch (e) {
       return Promise.reject(e);
     }
   };
-  const key = (name = "") => {
+  const key = (name) => {
     if (typeof name !== "string") throw coded("invalid-input", `invalid input: key(name) needs a string, got ${typeof name}`);
+    const why = badKeyName(name);
+    if (why !== undefined) throw coded("invalid-input", `invalid input: key(${JSON.stringify(name)}) ${why}: it must stay under ${prefix}cells/${cell}/data/e${epoch}/`);
     return `${prefix}cells/${cell}/data/e${epoch}/${name}`;
   };
-  const result = await fn({ epoch, signal, fetch: scoped, key });
-  if (signal.aborted) throw signal.reason;
-  if (!(await verify(cell, epoch))) {
-    // verify read the record: a takeover it saw has aborted the signal with its reason.
+  try {
+    const result = await fn({ epoch, signal, fetch: scoped, key });
     if (signal.aborted) throw signal.reason;
-    throw coded("fenced", `verify(${JSON.stringify(cell)}, ${epoch}) failed after the scope's work: it may not be acknowledged`);
+    if (!(await verify(cell, epoch))) {
+      // verify read the record: a takeover it saw has aborted the signal with its reason.
+      if (signal.aborted) throw signal.reason;
+      throw coded("fenced", `verify(${JSON.stringify(cell)}, ${epoch}) failed after the scope's work: it may not be acknowledged`);
+    }
+    return result;
+  } finally {
+    authority.close(cell, held, controller);
   }
-  return result;
 }

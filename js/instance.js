@@ -31,10 +31,30 @@ export function trapped(e) {
   }
   const err = internal(what);
   if (fresh !== undefined) return err;
+  // Replaced first, then told: what the callbacks below call (an onError restarting renewals, an abort
+  // listener asking for a signal again) sees a replacement pending and waits for it or gets `internal`,
+  // instead of registering on the dying instance while this very loop runs.
   traps++;
-  for (const reject of pending) reject(err);
+  fresh = replacement();
+  const told = [...pending];
   pending.clear();
-  fresh = new Promise((resolve) => {
+  for (const f of told) {
+    try {
+      f(err);
+    } catch (thrown) {
+      // The caller's callback threw: reported as the runtime reports any callback's error, after the
+      // others have heard.
+      setTimeout(() => {
+        throw thrown;
+      }, 0);
+    }
+  }
+  return err;
+}
+
+/** The re-instantiation after the current macrotask (the trapped instance has gone quiet by then). */
+function replacement() {
+  return new Promise((resolve) => {
     setTimeout(() => {
       try {
         scheduleReinit();
@@ -45,7 +65,6 @@ export function trapped(e) {
       }
     }, 0);
   });
-  return err;
 }
 
 /** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`). */

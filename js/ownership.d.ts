@@ -138,13 +138,15 @@ export interface AuthorityLostError extends Error {
 export interface Scope {
   /** The epoch this instance holds the cell at: the fencing token for data written on its behalf. */
   epoch: number;
-  /** Aborts the moment this instance may no longer act for the cell (as `signal(cell)`). */
+  /** Aborts the moment this instance may no longer act for the cell (as `signal(cell)`); this scope's own. */
   signal: AbortSignal;
-  /** The injected fetch with `signal` threaded into every request (combined with the request's own);
+  /** Calls the injected fetch with one `Request` whose signal is `signal` combined with the request's own;
    * rejects without sending once authority has ended. */
   fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
-  /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). */
-  key: (name?: string) => string;
+  /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). Throws
+   * `invalid-input` for a `name` that could resolve elsewhere once placed in a URL: empty, an empty, `.` or
+   * `..` segment (also %-encoded), or `?`, `#`, `\`, a control character (also %-encoded) or a %-encoded `/`. */
+  key: (name: string) => string;
 }
 
 /** `"absent"` (`If-None-Match: *`) or the ETag the write must match (`If-Match`). */
@@ -283,8 +285,9 @@ export declare class S3Ownership {
   /**
    * An `AbortSignal` that aborts the moment this instance may no longer act for `cell` (its reason an
    * `AuthorityLostError`): the lease's deadline by either clock (a timer, with no renewal or operation
-   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. The same signal for the
-   * same claim; already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim
+   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. A new signal on each call
+   * (in Workers a signal belongs to the request that made it), kept until the claim ends: take one per
+   * unit of work. Already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim
    * of the cell. Its timer does not keep Node or Deno alive.
    */
   signal(cell: string): AbortSignal;

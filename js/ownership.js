@@ -1,7 +1,9 @@
 // S3Ownership, the public class: a thin shell over the wasm core (src/bindings/ownership.rs), which
 // checks the options and arguments, calls the injected fetch, runs the renewal loop and decides
 // everything. This file only forwards calls, and re-creates the core after a trap (instance.js) — closed
-// again when the instance was closed.
+// again when the instance was closed. A trapped core's claims are not carried across: the cells it may
+// still be named in are released by the fresh core as soon as it holds a lease (`#recover`), since the
+// fresh core renews the very lease those records point peers to.
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, track, untilTrap } from "./instance.js";
@@ -15,8 +17,17 @@ export class S3Ownership {
   #authority;
   /** Cancels the renewal loop's trap report. */
   #unwatch = () => {};
-  /** close() was called: a core re-created after a trap is closed too. */
+  /** The core accepted close(): a core re-created after a trap is closed too. */
   #closed = false;
+  /** Cells whose owner record a core of this instance may have written naming this node (claimed, or
+   * written with casOwner) and not released since. */
+  #mine = new Set();
+  /** Those of them a trapped core left: released by the fresh core once it holds a lease (`#recover`). */
+  #orphans = new Set();
+  /** While `#recover` runs: settles when it is done (other operations wait for it). */
+  #recovering;
+  /** What startRenewing() last asked for while a re-instantiation was pending (started once it is done). */
+  #renewWanted;
 
   constructor(options) {
     this.#options = options;
@@ -31,27 +42,93 @@ export class S3Ownership {
       this.#core = sync(() => new WasmOwnership(this.#options, hooks));
       this.#instance = currentInstance();
       this.#authority = new Authority(this.#core);
+      for (const cell of this.#mine) this.#orphans.add(cell);
       // It holds no lease: closing it sends nothing, and it refuses writes as the closed one did.
       if (this.#closed) sync(() => this.#core.close()).catch(() => {});
     }
     return this.#core;
   }
 
+  /** Waits out a pending re-instantiation and a recovery running (`#recover`), whichever comes. */
+  async #ready() {
+    while (settled() !== undefined || this.#recovering !== undefined) {
+      await settled();
+      await this.#recovering;
+    }
+  }
+
   async #run(op) {
-    await settled();
+    await this.#ready();
     const core = this.#fresh();
     return track(() => op(core));
   }
 
+  /** `cell` may be named with this node in its record from now on (a claim or casOwner was sent). */
+  #naming(cell) {
+    if (typeof cell === "string") this.#mine.add(cell);
+  }
+
+  /** `cell`'s record no longer names this node (a release applied). */
+  #released(cell, outcome) {
+    if (outcome === "applied") {
+      this.#mine.delete(cell);
+      this.#orphans.delete(cell);
+    }
+    return outcome;
+  }
+
+  /** `acquired` (the fresh core `c`'s acquireLease()), then the release of every cell a trapped core
+   * left named with this node (one read and, where the record still names this node, one conditional
+   * write each): the fresh core renews the lease those records point peers to. Every other operation
+   * waits until this is done, so that none of them claims an orphan before it is released. A cell whose
+   * release fails stays an orphan: the next acquireLease() tries it again. */
+  #recover(c, acquired) {
+    if (this.#recovering !== undefined) return this.#recovering.then(() => acquired);
+    let finish;
+    const recovering = new Promise((resolve) => (finish = resolve));
+    this.#recovering = recovering;
+    // A trap meanwhile leaves the releases unsettled for good: the operations waiting go on (to the next
+    // core, which recovers the orphans left again).
+    const unwatch = untilTrap(() => done());
+    const done = () => {
+      unwatch();
+      if (this.#recovering === recovering) this.#recovering = undefined;
+      finish();
+    };
+    const run = (async () => {
+      await acquired;
+      await Promise.all([...this.#orphans].map(async (cell) => {
+        try {
+          // Applied, or the record names this node no more: either way nothing is left to release.
+          await c.release(cell);
+          this.#orphans.delete(cell);
+          this.#mine.delete(cell);
+        } catch {
+          // Kept for the next acquireLease(): the lease is held either way.
+        }
+      }));
+    })();
+    run.then(done, done);
+    return run;
+  }
+
   readOwner(cell) { return this.#run((c) => c.readOwner(cell)); }
-  casOwner(cell, guard, epoch) { return this.#run((c) => c.casOwner(cell, guard, epoch)); }
-  releaseOwner(cell, epoch) { return this.#run((c) => c.releaseOwner(cell, epoch)); }
+  casOwner(cell, guard, epoch) {
+    this.#naming(cell);
+    return this.#run((c) => c.casOwner(cell, guard, epoch));
+  }
+  releaseOwner(cell, epoch) { return this.#run((c) => c.releaseOwner(cell, epoch)).then((o) => this.#released(cell, o)); }
   readNodeLease(node) { return this.#run((c) => c.readNodeLease(node)); }
   casNodeLease(guard, expiresMs) { return this.#run((c) => c.casNodeLease(guard, expiresMs)); }
-  acquireLease() { return this.#run((c) => c.acquireLease()); }
+  acquireLease() {
+    return this.#run((c) => (this.#orphans.size === 0 ? c.acquireLease() : this.#recover(c, c.acquireLease())));
+  }
   renewLease() { return this.#run((c) => c.renewLease()); }
-  claim(cell, options) { return this.#run((c) => c.claim(cell, options)); }
-  release(cell) { return this.#run((c) => c.release(cell)); }
+  claim(cell, options) {
+    this.#naming(cell);
+    return this.#run((c) => c.claim(cell, options));
+  }
+  release(cell) { return this.#run((c) => c.release(cell)).then((o) => this.#released(cell, o)); }
   owner(cell) { return this.#run((c) => c.owner(cell)); }
   verify(cell, epoch) { return this.#run((c) => c.verify(cell, epoch)); }
   probe() { return this.#run((c) => c.probe()); }
@@ -76,7 +153,7 @@ export class S3Ownership {
   /** Runs `fn({ epoch, signal, fetch, key })` under this instance's claim of `cell`, and resolves to what
    * it returned only if `verify(cell, epoch)` holds afterwards (authority.js). */
   async scope(cell, fn) {
-    await settled();
+    await this.#ready();
     this.#fresh();
     const fetch = this.#options.fetch ?? globalThis.fetch;
     const prefix = this.#options.prefix ?? "";
@@ -91,17 +168,35 @@ export class S3Ownership {
     return sync(() => this.#core.claimed());
   }
 
-  /** Ends authority now (synchronously), stops renewing, then retires the lease (one conditional write). */
+  /** Ends authority now (synchronously), stops renewing, then retires the lease (one conditional write).
+   * Bad options are refused (`invalid-input`) with nothing changed: the instance is closed only once the
+   * core accepted the close. */
   close(options) {
-    this.#closed = true;
-    this.#unwatch();
-    this.#unwatch = () => {};
+    const accepted = (c) => {
+      const closing = c.close(options); // throws invalid-input for bad options
+      this.#markClosed();
+      return closing;
+    };
     if (settled() === undefined && this.#instance === currentInstance()) {
       // Synchronously, so that nothing called after close() (awaited or not) runs with authority.
-      const closing = sync(() => this.#core.close(options));
+      let closing;
+      try {
+        closing = sync(() => accepted(this.#core));
+      } catch (e) {
+        // A trap is no refusal: the fresh core is closed too.
+        if (e?.code === "internal") this.#markClosed();
+        return Promise.reject(e);
+      }
       return track(() => closing);
     }
-    return this.#run((c) => c.close(options));
+    return this.#run(accepted);
+  }
+
+  #markClosed() {
+    this.#closed = true;
+    this.#renewWanted = undefined;
+    this.#unwatch();
+    this.#unwatch = () => {};
   }
 
   /** `await using own = new S3Ownership(...)`: closes at the end of the scope. */
@@ -117,15 +212,28 @@ export class S3Ownership {
   /** Renews every ttl/3 (in wasm) until stopRenewing(); failures, and a trap that ends the loop, go to
    * `onError` (`fenced`/`not-leased`/`internal` end it: acquireLease() and re-claim). */
   startRenewing(onError = () => {}) {
-    if (settled() !== undefined) return;
+    const pending = settled();
+    if (pending !== undefined) {
+      // A trapped core is being replaced (an onError that restarts renewing on `internal` lands here):
+      // the loop starts in the fresh core, never in the dying one.
+      const wanted = (this.#renewWanted = { onError });
+      pending.then(() => {
+        if (this.#renewWanted === wanted) {
+          this.#renewWanted = undefined;
+          this.startRenewing(onError);
+        }
+      });
+      return;
+    }
     sync(() => this.#fresh().startRenewing(onError));
     this.#unwatch();
     this.#unwatch = untilTrap(onError);
   }
 
   stopRenewing() {
+    this.#renewWanted = undefined;
     this.#unwatch();
     this.#unwatch = () => {};
-    if (this.#instance === currentInstance()) sync(() => this.#core.stopRenewing());
+    if (this.#instance === currentInstance() && settled() === undefined) sync(() => this.#core.stopRenewing());
   }
 }

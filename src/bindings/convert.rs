@@ -97,6 +97,21 @@ fn unknown_key(object: &JsValue, known: &[&str]) -> Option<String> {
     keys.iter().filter_map(|k| k.as_string()).find(|k| !known.contains(&k.as_str()))
 }
 
+/// The fields that carry keys. serde's type error quotes the value it got (`{ SecretString: "..." }` from a
+/// secrets manager, `["..."]`), so these are checked before serde sees them, and named with the value's
+/// type only.
+const SECRET_FIELDS: [&str; 3] = ["accessKeyId", "secretAccessKey", "sessionToken"];
+
+/// The first secret field of `object` holding something other than a string (absent, `undefined` and
+/// `null` count as absent), as "<field> must be a string, got <type>"; nothing of the value is quoted.
+fn mistyped_secret(object: &JsValue) -> Option<String> {
+    SECRET_FIELDS.iter().find_map(|&name| {
+        let value = js_sys::Reflect::get(object, &JsValue::from_str(name)).ok()?;
+        let string_or_absent = value.is_undefined() || value.is_null() || value.is_string();
+        (!string_or_absent).then(|| format!("{name} must be a string, got {}", describe(&value)))
+    })
+}
+
 /// serde does not name a mistyped field: find it by reading each field alone.
 fn name_mistyped(class: Class, options: &JsValue, e: serde_wasm_bindgen::Error) -> Error {
     for &name in class.options {
@@ -104,6 +119,10 @@ fn name_mistyped(class: Class, options: &JsValue, e: serde_wasm_bindgen::Error) 
         let single = js_sys::Object::new();
         if js_sys::Reflect::set(&single, &JsValue::from_str(name), &value).is_ok() {
             if let Err(e) = serde_wasm_bindgen::from_value::<OptionsIn>(single.into()) {
+                if SECRET_FIELDS.contains(&name) {
+                    // A getter that answered differently the second time: still never quote it.
+                    return invalid_option(class, format!("{name} must be a string, got {}", describe(&value)));
+                }
                 return invalid_option(class, format!("{name}: {e}"));
             }
         }
@@ -125,6 +144,9 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     if let Some(k) = unknown_key(&js, class.options) {
         let why = if OPTION_NAMES.contains(&k.as_str()) { " (an S3Ownership option: an inspector has no node or lease)" } else { "" };
         return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
+    }
+    if let Some(why) = mistyped_secret(&js) {
+        return Err(invalid_option(why));
     }
     let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(class, &js, e))?;
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
@@ -201,7 +223,10 @@ pub(crate) fn provided_credentials(v: JsValue) -> Result<crate::env::Credentials
     if let Some(k) = unknown_key(&v, &KNOWN) {
         return Err(bad(&format!("an object with the unknown key {k:?}")));
     }
-    let p: ProvidedIn = serde_wasm_bindgen::from_value(v).map_err(|e| bad(&format!("a malformed object ({e})")))?;
+    if let Some(why) = mistyped_secret(&v) {
+        return Err(format!("the credentials function's answer: {why}"));
+    }
+    let p: ProvidedIn = serde_wasm_bindgen::from_value(v).map_err(|_| bad("a malformed object"))?;
     let (Some(access_key_id), Some(secret_access_key)) = (p.access_key_id.filter(|k| !k.is_empty()), p.secret_access_key.filter(|k| !k.is_empty())) else {
         return Err(bad("an object without accessKeyId and secretAccessKey"));
     };

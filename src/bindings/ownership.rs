@@ -147,15 +147,15 @@ impl WasmOwnership {
     }
 
     /// `close({ release })`: authority ends now (synchronously, before the Promise is returned), the
-    /// renewal loop and every sleep end; then the core retires the lease.
-    pub fn close(&self, options: JsValue) -> Promise {
-        let options = convert::close_options(options);
-        if options.is_ok() {
-            self.core.renewing.set(0);
-            self.core.ownership.shut();
-            self.core.ownership.env().wake_sleepers();
-        }
-        self.run(|c| async move { convert::closed(c.ownership.close(options?).await?) })
+    /// renewal loop and every sleep end; then the core retires the lease. Bad options throw at once
+    /// (`invalid-input`), with nothing changed, so that js/ownership.js marks the instance closed only
+    /// once a close was accepted.
+    pub fn close(&self, options: JsValue) -> Result<Promise, JsValue> {
+        let options = convert::close_options(options).map_err(js_error)?;
+        self.core.renewing.set(0);
+        self.core.ownership.shut();
+        self.core.ownership.env().wake_sleepers();
+        Ok(self.run(|c| async move { convert::closed(c.ownership.close(options).await?) }))
     }
 
     pub fn release(&self, cell: JsValue) -> Promise {

@@ -49,12 +49,15 @@ export function authorityChecks({ api, env, runtime }) {
     const own = await leased("a", SHORT);
     const { epoch } = await own.claim(cell);
     const signal = own.signal(cell);
-    eq([signal.aborted, own.signal(cell) === signal], [false, true], "a held claim's signal, the same on each call");
+    const second = own.signal(cell);
+    // One per call: in Workers a signal belongs to the request that made it.
+    eq([signal.aborted, second.aborted, second === signal], [false, false, false], "a held claim's signals, a new one on each call");
     const seen = [];
     signal.addEventListener("abort", () => seen.push(["abort", own.leaseValid()]));
     const reason = await aborted(signal, 10_000, "lapse");
     reasonIs(reason, { code: "fenced", lost: "lease-lost", cell, epoch }, "lapse");
     eq(seen, [["abort", false]], "aborted once, and only once authority had ended");
+    reasonIs(second.reason, { code: "fenced", lost: "lease-lost", cell, epoch }, "the other call's signal, aborted with it");
     const after = own.signal(cell);
     eq([after.aborted, after.reason.code], [true, "fenced"], "a signal asked for afterwards");
   });
@@ -139,20 +142,23 @@ export function authorityChecks({ api, env, runtime }) {
     eq(threw, "invalid-input", "a number as the cell");
   });
 
-  check("scope threads the signal into every request of its fetch and resolves after verify", async ({ prefix, leased, make, cell }) => {
+  check("scope's fetch calls a one-parameter injected fetch with one Request: the fenced PUT, its body, signed headers and the signal", async ({ prefix, leased, make, cell }) => {
     const sent = [];
-    const spy = (input, init) => {
-      if (init !== undefined) sent.push(init.signal);
-      return fetch(input, init);
+    // One parameter, as the README says the injected fetch is called (a logging wrapper, a proxy).
+    const spy = (request) => {
+      sent.push(request);
+      return fetch(request);
     };
     const own = await leased("a", { fetch: spy });
     const { epoch } = await own.claim(cell);
+    const before = sent.length;
     const theirs = new AbortController();
+    const keys = { region: store.region, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey };
+    const url = (k) => `${store.endpoint}/${store.bucket}/${k.split("/").map(encodeURIComponent).join("/")}`;
     const out = await own.scope(cell, async ({ epoch: e, signal, fetch: scoped, key }) => {
-      eq([e, signal === own.signal(cell), key("x/1")], [epoch, true, `${prefix}cells/${cell}/data/e${epoch}/x/1`], "scope's arguments");
-      const url = `${store.endpoint}/${store.bucket}/${key("x/1").split("/").map(encodeURIComponent).join("/")}`;
-      const put = signRequest({ method: "PUT", url, body: "data", region: store.region, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey });
-      const res = await scoped(put.url, { method: "PUT", headers: put.headers, body: "data" });
+      eq([e, signal.aborted, signal instanceof AbortSignal, key("x/1")], [epoch, false, true, `${prefix}cells/${cell}/data/e${epoch}/x/1`], "scope's arguments");
+      const put = signRequest({ method: "PUT", url: url(key("x/1")), body: "fenced data", ...keys });
+      const res = await scoped(put.url, { method: "PUT", headers: put.headers, body: "fenced data" });
       eq(res.status, 200, "fenced data write");
       // With a signal of the caller's own: either aborts the request.
       theirs.abort(new Error("caller gave up"));
@@ -161,11 +167,33 @@ export function authorityChecks({ api, env, runtime }) {
       return "done";
     });
     eq(out, "done", "scope resolves to fn's result");
-    eq(sent.length, 2, "both requests went through the injected fetch");
-    if (!(sent[0] instanceof AbortSignal) || sent[0].aborted) fail("the first request carried a live signal");
-    eq(sent[1].aborted, true, "the second carried the caller's (aborted) signal combined with the scope's");
+    const scoped = sent.slice(before).filter((r) => r.url.includes("/data/e"));
+    eq(scoped.map((r) => [r instanceof Request, r.method, r.headers.has("authorization"), r.headers.get("x-amz-content-sha256")?.length]), [[true, "PUT", true, 64], [true, "PUT", true, 64]], "both requests went through the injected fetch as signed PUT Requests");
+    if (!(scoped[0].signal instanceof AbortSignal)) fail("the first request carries no signal");
+    eq(scoped[1].signal.aborted, true, "the second carried the caller's (aborted) signal combined with the scope's");
+    const get = signRequest({ url: url(`${prefix}cells/${cell}/data/e${epoch}/x/1`), ...keys });
+    const stored = await fetch(get.url, { headers: get.headers });
+    eq([stored.status, await stored.text()], [200, "fenced data"], "the PUT's body is in the store");
     const other = make("b");
     eq((await other.readOwner(cell)).epoch, epoch, "the claim is untouched");
+  });
+
+  check("scope's key(name) refuses names that could resolve outside cells/<cell>/data/e<epoch>/", async ({ prefix, leased, cell }) => {
+    const own = await leased("a");
+    const { epoch } = await own.claim(cell);
+    const refused = await own.scope(cell, ({ key }) => {
+      const bad = ["../../own.json", "..", ".", "%2E%2E/own.json", "%2e./x", "a/.%2E/b", "", "a//b", "/a", "a/", "x?y", "x#y", "a\\..\\..\\own.json", "a%2F..", "a%3Fb", "a\u0000b", "a\nb", "a\u007fb", undefined, 7];
+      return bad.map((name) => {
+        try {
+          return [name, key(name)];
+        } catch (e) {
+          return [name, e.code];
+        }
+      }).filter(([, out]) => out !== "invalid-input");
+    });
+    eq(refused, [], "names key() did not refuse");
+    const fine = await own.scope(cell, ({ key }) => ["order-42.json", "a/b/c", "...", "a..b", "100%.txt", "%41"].map((n) => key(n)));
+    eq(fine, ["order-42.json", "a/b/c", "...", "a..b", "100%.txt", "%41"].map((n) => `${prefix}cells/${cell}/data/e${epoch}/${n}`), "ordinary names");
   });
 
   check("scope rejects with the reason when authority ends during fn, and its fetch refuses", async ({ leased, cell }) => {

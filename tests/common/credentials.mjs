@@ -134,5 +134,45 @@ export function credentialsChecks({ api, env, runtime }) {
     await sdk.acquireLease();
   });
 
+  check("keys in the wrong shape (a secrets manager's object, an array) are refused by type and never printed", async ({ provider, make }) => {
+    const SECRET = "Secret-Never-Printed-7f3a";
+    const shapes = [{ SecretString: SECRET }, [SECRET]];
+    const leaks = [];
+    const clean = (what, text) => {
+      if (String(text).includes(SECRET)) leaks.push(`${what}: ${text}`);
+    };
+    for (const shape of shapes) {
+      for (const field of ["accessKeyId", "secretAccessKey", "sessionToken"]) {
+        const keys = { ...good, [field]: shape };
+        const given = `${field} as ${Array.isArray(shape) ? "an array" : "an object"}`;
+        for (const [what, f] of [
+          ["S3Ownership", () => new S3Ownership({ endpoint, bucket, node: "n", ...keys })],
+          ["S3Inspector", () => new S3Inspector({ endpoint, bucket, ...keys })],
+          ["signRequest", () => api.signRequest({ url: `${endpoint}/${bucket}/k`, region: "us-east-1", ...keys })],
+          ["presignUrl", () => api.presignUrl({ url: `${endpoint}/${bucket}/k`, region: "us-east-1", ...keys })],
+          ["AwsClient", () => new api.AwsClient(keys)],
+        ]) {
+          let err;
+          try {
+            f();
+          } catch (e) {
+            err = e;
+          }
+          eq([err?.code, err?.message.includes(`${field} must be a string, got `)], ["invalid-input", true], `${what} with ${given} (${err?.message})`);
+          clean(`${what} with ${given}`, `${err.message} ${err.stack}`);
+        }
+        // From a credentials function: the error and the credentials-failed event's detail.
+        const events = [];
+        const own = make(provider({ ...good, [field]: shape }), { onEvent: (e) => events.push(e) });
+        const err = await rejection(own.acquireLease());
+        eq([err.code, err.message.includes(`${field} must be a string, got object`)], ["auth", true], `a provider answering ${given} (${err.message})`);
+        const failed = events.filter((e) => e.type === "credentials-failed");
+        if (failed.length === 0) fail(`no credentials-failed event for ${given}: ${JSON.stringify(events)}`);
+        clean(`a provider answering ${given}`, `${err.message} ${err.stack} ${JSON.stringify(events)}`);
+      }
+    }
+    eq(leaks, [], "secrets printed");
+  });
+
   return checks;
 }

@@ -3,7 +3,7 @@
 // `testTrap` is the glue's test-only `__celldTestTrap` export of the very instance `api` runs on (import
 // both through the same glue module). `uncaught()` answers what the harness saw reach the runtime's
 // uncaught-error/unhandled-rejection handling since the check started. Runtime-neutral on purpose.
-import { fail, sleep, unique } from "./checks.mjs";
+import { eq, fail, sleep, unique } from "./checks.mjs";
 
 async function rejection(promise, what) {
   try {
@@ -21,7 +21,9 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
   for (const kind of ["panic", "unreachable"]) {
     checks.push([`a trap (${kind}) in an operation's poll rejects every pending operation with "internal", and the next call gets a fresh instance`, async () => {
       const before = uncaught().length;
-      const base = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, prefix: `t-trap-${runtime}-${unique()}/`, probe: false, leaseTtlMs: 1200, maxClockSkewMs: 200 };
+      // Leases long enough that acquiring (and releasing the claim in flight) through a fetch that waits
+      // 150 ms per request leaves authority for the claim after it, on a loaded machine too.
+      const base = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, prefix: `t-trap-${runtime}-${unique()}/`, probe: false, leaseTtlMs: 2400, maxClockSkewMs: 200 };
       // A fetch that answers late, so operations are pending on it when the trap happens (and its answers
       // arrive after the module was re-instantiated).
       const slow = async (req) => {
@@ -50,8 +52,8 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
       const e = await rejection(a.claim("z"), "claim after the trap");
       if (e?.code !== "not-leased") fail(`claim after the trap: expected not-leased, got ${e?.code} (${e?.message})`);
       // The old instance's lease is not known to be ours any more: it must expire first (ttl + skew).
-      await sleep(1500);
-      await a.acquireLease();
+      await sleep(2700);
+      await a.acquireLease(); // it also releases the cell of the claim that was in flight (one read, one write)
       const c = `after-${unique()}`;
       const won = await a.claim(c);
       if (won.outcome !== "applied" || !(await a.verify(c, won.epoch))) fail(`claim after the trap: ${JSON.stringify(won)}`);
@@ -63,5 +65,52 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
       if (seen.length > 0) fail(`errors reached the runtime: ${seen.map(String).join("; ")}`);
     }]);
   }
+  checks.push(["after a trap: callbacks hear of it once the instance is marked replaced, a refused close() changed nothing, and the trapped core's cells are released once the fresh core holds a lease", async () => {
+    const before = uncaught().length;
+    const base = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, prefix: `t-trap-${runtime}-${unique()}/`, probe: false, leaseTtlMs: 2400, maxClockSkewMs: 200 };
+    const a = new S3Ownership({ ...base, node: `${runtime}-orphan-a` });
+    const peer = new S3Ownership({ ...base, node: `${runtime}-orphan-b` });
+    await a.acquireLease();
+    await peer.acquireLease();
+    const cell = `kept-${unique()}`;
+    eq((await a.claim(cell)).outcome, "applied", "a's claim");
+    // Recovery code as users write it: the renewal loop restarted on `internal`, a signal asked for again
+    // by its abort listener. Each is capped, so that a loop shows as a count instead of a hang.
+    const heard = [];
+    let during;
+    const onError = (e) => {
+      heard.push(e.code);
+      if (e.code !== "internal" || heard.length > 5) return;
+      during ??= [a.leaseValid(), a.claimed().length, a.metrics(), a.signal(cell).reason?.code];
+      a.startRenewing(onError);
+    };
+    a.startRenewing(onError);
+    // A close() refused for its options changes nothing: the loop's trap report stays hooked.
+    const refused = await rejection(a.close({ relase: true }), "close with a misspelt option");
+    eq(refused.code, "invalid-input", `the refused close (${refused.message})`);
+    eq([a.leaseValid(), a.claimed().length], [true, 1], "the instance after a refused close()");
+    let listened = 0;
+    const listen = () => {
+      if (++listened < 5) a.signal(cell).addEventListener("abort", listen);
+    };
+    a.signal(cell).addEventListener("abort", listen);
+    testTrap("panic");
+    const trapped = await rejection(a.owner("y"), "the trapping operation");
+    eq(trapped.code, "internal", "the trapping operation");
+    eq([heard.filter((c) => c === "internal").length, listened], [1, 1], "callbacks heard of the trap once each, and registered nothing on the dying instance");
+    eq(during, [false, 0, undefined, "internal"], "what the instance answers while it is being replaced");
+    // The old lease must lapse before the fresh cores may take the node ids' leases (ttl + skew).
+    await sleep(2700);
+    await a.acquireLease(); // a closed instance would refuse this forever
+    await peer.acquireLease();
+    eq((await peer.readOwner(cell)).node, null, "the trapped core's cell, released by the fresh core's acquireLease()");
+    const taken = await peer.claim(cell);
+    eq([taken.outcome, taken.epoch], ["applied", 2], "a peer claims it at once, without waiting on a lease the fresh core renews");
+    eq((await a.claim(`${cell}-new`)).outcome, "applied", "the fresh core claims");
+    a.stopRenewing();
+    await sleep(300);
+    const seen = uncaught().slice(before);
+    if (seen.length > 0) fail(`errors reached the runtime: ${seen.map(String).join("; ")}`);
+  }]);
   return checks;
 }

@@ -174,7 +174,7 @@ async function scoped(cell: string): Promise<string> {
   });
   return own.scope(cell, async ({ epoch, signal, fetch, key }) => {
     const res: Response = await fetch(`https://h/b/${key("0001.json")}`, { method: "PUT", body: "{}", signal });
-    return `${epoch}: ${res.status} ${key()}`;
+    return `${epoch}: ${res.status} ${key("0002.json")}`;
   });
 }
 void scoped;
@@ -188,6 +188,8 @@ new S3Ownership({
 });
 // @ts-expect-error scope needs a function
 own.scope("c", 5);
+// @ts-expect-error key() needs a name (an empty one is refused)
+own.scope("c", ({ key }) => key());
 
 // @ts-expect-error node is required
 new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" });
