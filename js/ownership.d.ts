@@ -95,7 +95,7 @@ export type OwnershipEvent =
   | { type: "credentials-refreshed"; expiresMs: number; ms: number }
   | { type: "credentials-failed"; detail: string };
 
-export type RequestOutcome = "found" | "missing" | "retryable" | "refused" | "applied" | "rejected" | "conflict" | "ambiguous";
+export type RequestOutcome = "found" | "missing" | "retryable" | "refused" | "applied" | "rejected" | "conflict" | "throttled" | "ambiguous";
 
 /** Count, sum, largest and last of a duration, in ms. */
 export interface Latency {

@@ -369,6 +369,39 @@ fn a_conflict_is_re_read_and_decided_again() {
 }
 
 #[test]
+fn a_429_is_a_write_turned_away_backed_off_re_read_and_sent_again() {
+    // R2 answers 429 to more than one write per second per key: nothing was applied.
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+    let (from, wall) = (env.0.borrow().wire.len(), env.0.borrow().wall);
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    let wire = env.wire_since(from);
+    let own = "cells/c/own.json";
+    assert_eq!(wire, [format!("GET {own}"), format!("PUT {own} if-none-match"), format!("GET {own}"), format!("PUT {own} if-none-match")]);
+    assert!(env.0.borrow().wall - wall >= 500, "backed off before reading again");
+    assert_eq!(env.0.borrow().writes.iter().filter(|(k, _)| k == own).count(), 1);
+}
+
+#[test]
+fn a_store_that_keeps_answering_429_is_a_transport_error_never_a_rejection() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    env.push(Fault::Slow(0.0));
+    // Each write turned away, each readback answered (it finds the cell still free).
+    for _ in 0..3 {
+        env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+        env.push(Fault::Slow(0.0));
+    }
+    env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+    let err = block_on(a.claim("c")).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().ends_with("not applied: store kept answering 429 TooManyRequests through 3 readbacks"), "{err}");
+    assert_eq!(block_on(a.owner("c")).unwrap(), None, "nothing landed");
+}
+
+#[test]
 fn a_2xx_without_etag_is_settled_by_readback() {
     let env = MemEnv::new();
     let a = leased(&env, "a");

@@ -82,13 +82,13 @@ fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     assert_eq!(full[..2], [format!("GET {MARKER}"), format!("PUT {MARKER} if-none-match")]);
     assert!(full.len() <= 50, "{full:#?}");
     let wire: Vec<String> = full.into_iter().filter(|w| !w.contains(MARKER)).collect();
-    // Qualification: the record's GET, the probe (38), the record's create; then lease and claim (2 + 2).
-    assert_eq!(Layout::DEFAULT.requests(), 38);
-    assert_eq!(wire.len(), 1 + 38 + 1 + 4, "{wire:#?}");
-    // Qualification: 2 GET (record, a key never written), 30 PUT (29 probe + record), 8 DELETE.
-    assert_eq!((count(&wire, "GET"), count(&wire, "PUT"), count(&wire, "DELETE")), (2 + 2, 30 + 2, 8));
+    // Qualification: the record's GET, the probe (41), the record's create; then lease and claim (2 + 2).
+    assert_eq!(Layout::DEFAULT.requests(), 41);
+    assert_eq!(wire.len(), 1 + 41 + 1 + 4, "{wire:#?}");
+    // Qualification: 2 GET (record, a key never written), 32 PUT (31 probe + record), 9 DELETE.
+    assert_eq!((count(&wire, "GET"), count(&wire, "PUT"), count(&wire, "DELETE")), (2 + 2, 32 + 2, 9));
     assert_eq!(wire[0], format!("GET {RECORD}"));
-    assert_eq!(wire[39], format!("PUT {RECORD} if-none-match"));
+    assert_eq!(wire[42], format!("PUT {RECORD} if-none-match"));
     let rec = record(&env);
     assert_eq!(rec["format"], 1);
     assert_eq!(rec["verdict"], "qualified");
@@ -139,15 +139,15 @@ fn the_record_is_trusted_for_probe_trust_ms_then_the_bucket_is_qualified_again_o
     assert_eq!(count(&wire, "PUT"), 1, "still trusted: only the lease is written");
     env.advance(1);
     let (_, wire) = wire_of(&env, instance(&env, "c", ProbePolicy::Recorded).acquire_lease());
-    assert_eq!(wire.len(), 1 + 38 + 1 + 2, "expired: qualified again");
-    assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "the expired record is replaced on its ETag");
+    assert_eq!(wire.len(), 1 + 41 + 1 + 2, "expired: qualified again");
+    assert_eq!(wire[42], format!("PUT {RECORD} if-match"), "the expired record is replaced on its ETag");
     assert_eq!(record(&env)["at_ms"].as_u64(), Some(first_at + 7 * DAY));
     // A shorter trust, per instance.
     env.advance(DAY);
     let mut config = Config::new(ENDPOINT, BUCKET, "d", "k", "s");
     config.probe_trust_ms = DAY / 2;
     let (_, wire) = wire_of(&env, S3Ownership::new(config, env.clone()).unwrap().acquire_lease());
-    assert_eq!(wire.len(), 42);
+    assert_eq!(wire.len(), 45);
     // More than 90 days is refused before anything is sent.
     let mut config = Config::new(ENDPOINT, BUCKET, "e", "k", "s");
     config.probe_trust_ms = 91 * DAY;
@@ -160,8 +160,8 @@ fn the_policies_always_and_off() {
     block_on(instance(&env, "a", ProbePolicy::Recorded).acquire_lease()).unwrap();
     // Always: probes whatever is recorded (reading the record only for its ETag) and refreshes it.
     let (_, wire) = wire_of(&env, instance(&env, "b", ProbePolicy::Always).acquire_lease());
-    assert_eq!(wire.len(), 1 + 38 + 1 + 2);
-    assert_eq!(wire[39], format!("PUT {RECORD} if-match"));
+    assert_eq!(wire.len(), 1 + 41 + 1 + 2);
+    assert_eq!(wire[42], format!("PUT {RECORD} if-match"));
     // Off: nothing but the protocol's own requests, even on a bucket with no record.
     let fresh = MemEnv::new();
     let (_, wire) = wire_of(&fresh, instance(&fresh, "c", ProbePolicy::Off).acquire_lease());
@@ -169,7 +169,7 @@ fn the_policies_always_and_off() {
     // An explicit probe() always probes, and records.
     let (report, wire) = wire_of(&fresh, instance(&fresh, "d", ProbePolicy::Off).probe());
     assert_eq!(report.unwrap().if_match_missing_status, 404);
-    assert_eq!(wire.len(), 40);
+    assert_eq!(wire.len(), 43);
     assert_eq!(record(&fresh)["verdict"], "qualified");
 }
 
@@ -184,7 +184,7 @@ fn a_corrupt_or_foreign_record_is_not_trusted_and_is_replaced_on_its_etag() {
         "<html>hello</html>".to_owned(),
         r#"{"format":9}"#.to_owned(),
         good.replace(ENDPOINT, "https://elsewhere.example"),
-        good.replace("\"probe_revision\":2", "\"probe_revision\":1"),
+        good.replace("\"probe_revision\":3", "\"probe_revision\":2"),
         good.replace("\"verdict\":\"qualified\"", "\"verdict\":\"fine\""),
         good[..good.len() / 2].to_owned(),
     ];
@@ -192,8 +192,8 @@ fn a_corrupt_or_foreign_record_is_not_trusted_and_is_replaced_on_its_etag() {
         env.put_raw(RECORD, body);
         let (done, wire) = wire_of(&env, instance(&env, &format!("n{i}"), ProbePolicy::Recorded).acquire_lease());
         done.unwrap();
-        assert_eq!(wire.len(), 42, "{body}: qualified again");
-        assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "{body}");
+        assert_eq!(wire.len(), 45, "{body}: qualified again");
+        assert_eq!(wire[42], format!("PUT {RECORD} if-match"), "{body}");
         assert_eq!(record(&env)["verdict"], "qualified", "{body}");
         assert_eq!(record(&env)["endpoint"], ENDPOINT);
     }
@@ -226,7 +226,7 @@ fn a_recorded_refusal_refuses_from_one_get_and_outranks_a_pass() {
     // An explicit probe() re-qualifies the bucket: its pass replaces the refusal, on its ETag.
     let (report, wire) = wire_of(&env, instance(&env, "d", ProbePolicy::Recorded).probe());
     report.unwrap();
-    assert_eq!(wire[39], format!("PUT {RECORD} if-match"));
+    assert_eq!(wire[42], format!("PUT {RECORD} if-match"));
     assert_eq!(record(&env)["verdict"], "qualified");
     // A refusal replaces a recorded pass.
     env.0.borrow_mut().ignore_conditions = true;
@@ -286,7 +286,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     let wire = mem.wire_since(0);
     assert_eq!(count(&wire, &format!("GET {RECORD}")), 1, "one qualification: {wire:#?}");
     assert_eq!(count(&wire, &format!("GET {MARKER}")), 1, "one marker check: {wire:#?}");
-    assert_eq!(wire.len(), 40 + 2 + 4, "qualification, marker read and create, four writes");
+    assert_eq!(wire.len(), 43 + 2 + 4, "qualification, marker read and create, four writes");
     // And they share its failure, which is not kept: the next call qualifies again.
     let mem = MemEnv::new();
     let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Yielding(mem.clone())).unwrap();
@@ -496,7 +496,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let planter = mem.clone();
     // Another instance records its verdict once our probe's last batch (the cleanup) is out.
     let plant = std::future::poll_fn(move |_| {
-        if planter.sent_count() < 1 + 39 {
+        if planter.sent_count() < 1 + 42 {
             return Poll::Pending;
         }
         planter.put_raw(RECORD, r#"{"theirs":true}"#);
@@ -506,7 +506,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let done = run_all(ops);
     assert!(done[0].is_ok(), "{done:?}");
     let wire = mem.wire_since(0);
-    assert_eq!(wire[1 + 39], format!("PUT {RECORD} if-match"), "{wire:#?}");
+    assert_eq!(wire[1 + 42], format!("PUT {RECORD} if-match"), "{wire:#?}");
     assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
     assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
 }

@@ -4,11 +4,16 @@
   s3setup.py strict ENDPOINT BUCKET   moto: create an IAM user with s3:* and an access key, the bucket with
                                       a CORS rule for browser tests, then switch signature checking on;
                                       prints "KEY_ID SECRET" of the new key
+  s3setup.py signed ENDPOINT BUCKET [VERSIONED_BUCKET]
+                                      a server with its own credentials (versitygw; CELLD_SETUP_KEY_ID and
+                                      CELLD_SETUP_SECRET in the environment): create the bucket with a
+                                      signed PUT, and the second one with versioning on
 
 Only ever talks to the endpoint it is given (a loopback server the test scripts started).
 """
 
 import json
+import os
 import sys
 import urllib.request
 
@@ -67,6 +72,14 @@ def strict(endpoint, bucket):
     print(key["AccessKeyId"], key["SecretAccessKey"])
 
 
+def signed(endpoint, bucket, versioned=None):
+    s3 = client("s3", endpoint, os.environ["CELLD_SETUP_KEY_ID"], os.environ["CELLD_SETUP_SECRET"])
+    s3.create_bucket(Bucket=bucket)
+    if versioned:
+        s3.create_bucket(Bucket=versioned)
+        s3.put_bucket_versioning(Bucket=versioned, VersioningConfiguration={"Status": "Enabled"})
+
+
 if __name__ == "__main__":
-    mode, endpoint, bucket = sys.argv[1:4]
-    {"plain": plain, "strict": strict}[mode](endpoint, bucket)
+    mode, endpoint, *buckets = sys.argv[1:]
+    {"plain": plain, "strict": strict, "signed": signed}[mode](endpoint, *buckets)

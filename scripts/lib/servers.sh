@@ -1,13 +1,28 @@
 # Sourced by scripts/test: starts the local S3 servers the tests need on free loopback ports, waits until
 # they answer, exports their coordinates, and stops them (by PID, nothing else) when the shell exits.
-#   ministack — conditional writes applied atomically (races), no signature checks
-#   moto in auth mode — checks every header signature (wrong secret → 403), plus a CORS pass-through for
-#   browsers (moto authenticates preflights and fails them); it cannot check presigned URLs (500)
-#   s3s-fs — checks header signatures and presigned URLs, plus its own CORS pass-through
+# Each test takes the server that has what it needs:
+#   versitygw (CELLD_TEST_REAL_*) — a real S3 server: checks every signature (headers, presigned URLs,
+#     request times), applies conditional writes atomically, answers like AWS where the tests look (411 to
+#     a chunked body without a length, 404 NoSuchKey to If-Match on a missing key). The shared ownership,
+#     listing, trap, credentials, signing and AwsClient checks run against it in every runtime (Chromium
+#     through a CORS pass-through), and so do both races (tests/node/race.test.mjs) and the dialect tests.
+#     CELLD_TEST_VERSIONED_BUCKET is a bucket of it with versioning on, whose deleted keys still count for
+#     conditions: a store the probe must refuse (tests/node/probe.test.mjs).
+#   ministack (CELLD_TEST_ATOMIC_*) — conditional writes applied atomically, no signature checks, fast:
+#     where many requests or a rewritten request matter more than signatures (authority checks, quick
+#     starts and examples, CLI, memory, benches, a listing past 1000 keys, the Tigris imitation).
+#   moto in auth mode (CELLD_TEST_STRICT_*) — checks header signatures but not request times or presigned
+#     URLs, and its conditional writes race now and then: the ownership and listing checks' unprobed paths
+#     (probe: false), the one server that stores a chunked body without a length, the store behind the
+#     fault front's skewed clock, and the native Rust and wasm suites' signature checks.
+#   s3s-fs (CELLD_TEST_PRESIGN_*) — checks header signatures and presigned URLs, and its conditional
+#     writes race: the store the probe must refuse, and a second, independent SigV4 verifier.
+# Every server gets a CORS pass-through for Chromium (…_BROWSER_ENDPOINT).
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
 
 CELLD_VENV=${CELLD_VENV:-$HOME/.cache/celld-edge/venv}
 CELLD_CARGO_ROOT=${CELLD_CARGO_ROOT:-$HOME/.cache/celld-edge/cargo}
+CELLD_VERSITYGW=${CELLD_VERSITYGW:-$HOME/.cache/celld-edge/go/bin/versitygw}
 _celld_pids=()
 _celld_tmp=
 
@@ -73,7 +88,20 @@ celld_start_servers() {
   celld_wait_port "$port" s3s-fs "$_celld_tmp/s3s-fs.log" || return 1
   celld_cors_proxy "$port" s3s-fs CELLD_TEST_PRESIGN_BROWSER_ENDPOINT || return 1
 
-  echo "servers: ministack $CELLD_TEST_ATOMIC_ENDPOINT, moto (auth) $CELLD_TEST_STRICT_ENDPOINT, s3s-fs $CELLD_TEST_PRESIGN_ENDPOINT; browser proxies $CELLD_TEST_STRICT_BROWSER_ENDPOINT, $CELLD_TEST_PRESIGN_BROWSER_ENDPOINT"
+  port=$(celld_free_port)
+  mkdir -p "$_celld_tmp/vgw" "$_celld_tmp/vgw-versions"
+  export CELLD_TEST_REAL_ENDPOINT=http://127.0.0.1:$port CELLD_TEST_REAL_BUCKET=celld-real
+  export CELLD_TEST_REAL_KEY_ID=celld-vgw-key CELLD_TEST_REAL_SECRET=celld-vgw-secret/+=
+  export CELLD_TEST_VERSIONED_BUCKET=celld-versioned
+  "$CELLD_VERSITYGW" --access "$CELLD_TEST_REAL_KEY_ID" --secret "$CELLD_TEST_REAL_SECRET" --port "127.0.0.1:$port" \
+    posix --versioning-dir "$_celld_tmp/vgw-versions" "$_celld_tmp/vgw" >"$_celld_tmp/versitygw.log" 2>&1 &
+  _celld_pids+=($!)
+  celld_wait_port "$port" versitygw "$_celld_tmp/versitygw.log" || return 1
+  CELLD_SETUP_KEY_ID=$CELLD_TEST_REAL_KEY_ID CELLD_SETUP_SECRET=$CELLD_TEST_REAL_SECRET "$CELLD_VENV/bin/python" \
+    "$root/scripts/lib/s3setup.py" signed "$CELLD_TEST_REAL_ENDPOINT" "$CELLD_TEST_REAL_BUCKET" "$CELLD_TEST_VERSIONED_BUCKET" || return 1
+  celld_cors_proxy "$port" versitygw CELLD_TEST_REAL_BROWSER_ENDPOINT || return 1
+
+  echo "servers: versitygw $CELLD_TEST_REAL_ENDPOINT, ministack $CELLD_TEST_ATOMIC_ENDPOINT, moto (auth) $CELLD_TEST_STRICT_ENDPOINT, s3s-fs $CELLD_TEST_PRESIGN_ENDPOINT; browser proxies $CELLD_TEST_REAL_BROWSER_ENDPOINT, $CELLD_TEST_ATOMIC_BROWSER_ENDPOINT, $CELLD_TEST_STRICT_BROWSER_ENDPOINT, $CELLD_TEST_PRESIGN_BROWSER_ENDPOINT"
 }
 
 # celld_cors_proxy UPSTREAM_PORT NAME VAR: starts a CORS pass-through to it and exports its URL as VAR

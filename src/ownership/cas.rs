@@ -51,6 +51,8 @@ impl Reconciles {
         self.0.get().min(MAX_RECONCILES)
     }
 }
+/// The longest pause after a throttled write: R2 takes one write per second per key.
+const THROTTLE_PAUSE_MS: u32 = 1000;
 /// Extra attempts of a failed read.
 const READ_RETRIES: u32 = 3;
 /// Reads of a record that does not decode before `get_decoded` gives up.
@@ -348,6 +350,7 @@ impl<E: Env> Store<E> {
             PutAnswer::Applied { .. } => "applied",
             PutAnswer::Rejected => "rejected",
             PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Throttled(_) => "throttled",
             PutAnswer::Ambiguous { .. } => "ambiguous",
             PutAnswer::Refused(_) => "refused",
         };
@@ -364,7 +367,8 @@ impl<E: Env> Store<E> {
     /// A store's refusal of the keys themselves (expired or revoked early, not a denied permission) has
     /// the provider asked again before the next request.
     fn refused(&self, e: Error) -> Error {
-        const STALE_KEYS: [&str; 5] = ["ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidAccessKeyId", "SignatureDoesNotMatch"];
+        const STALE_KEYS: [&str; 6] =
+            ["ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidAccessKeyId", "XAdminUserNotFound", "SignatureDoesNotMatch"];
         if matches!(&e, Error::Auth(r) if r.status != 0 && STALE_KEYS.contains(&r.code.as_str())) {
             self.rotation.distrust();
         }
@@ -391,6 +395,14 @@ impl<E: Env> Store<E> {
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
         self.sent(key, "delete", req, budget).await
+    }
+
+    /// The pause after a write the store turned away with 429 (R2 takes one write per second per key),
+    /// before reading the record back: half a second to a second, jittered so that throttled writers
+    /// spread out, and never longer than one request of `budget` may take (a renewal's authority).
+    pub async fn back_off(&self, budget: Budget) {
+        let window = THROTTLE_PAUSE_MS.min(self.timeout(budget)).max(2);
+        self.env.sleep(window / 2 + (self.env.random_u64() % u64::from(window / 2)) as u32 + 1).await;
     }
 
     /// Reports how a write that needed readbacks was settled.
@@ -437,6 +449,8 @@ impl<E: Env> Store<E> {
     ) -> Result<Settled> {
         let mut nonces: Vec<String> = Vec::new();
         let mut ambiguity: Option<Fault> = None;
+        // Why the last attempt did not land, when the store said so without deciding (409, 429).
+        let mut turned_away = String::new();
         loop {
             let nonce = self.nonce();
             let answer = self.put_cas(key, guard, body(&nonce), budget).await;
@@ -460,7 +474,12 @@ impl<E: Env> Store<E> {
                 PutAnswer::Rejected => {}
                 PutAnswer::Conflict { .. } if armed!(self, ConflictMeansOwned) => return Ok(Settled::Rejected),
                 // Not applied: the readback decides whether the guard still holds.
-                PutAnswer::Conflict { .. } => {}
+                PutAnswer::Conflict { code } => turned_away = msg!("409 ", code),
+                // Not applied either (never someone else's win): pause, then the readback decides.
+                PutAnswer::Throttled(fault) => {
+                    self.back_off(budget).await;
+                    turned_away = fault.detail;
+                }
                 PutAnswer::Ambiguous(_) if armed!(self, SkipReadback) => {
                     return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
                 }
@@ -481,7 +500,7 @@ impl<E: Env> Store<E> {
             let mut undecodable = false;
             loop {
                 if !reconciles.take() {
-                    return Err(unsettled(key, ambiguity, undecodable));
+                    return Err(unsettled(key, ambiguity, undecodable, &turned_away));
                 }
                 let current = match self.get(key, budget).await {
                     Ok(current) => current,
@@ -517,7 +536,8 @@ impl<E: Env> Store<E> {
 }
 
 /// Why a write could not be settled within the operation's readbacks.
-fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool) -> Error {
+/// `turned_away`: the last not-applied answer that decided nothing (409 or 429).
+fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away: &str) -> Error {
     let key = key.to_owned();
     let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };
     match ambiguity {
@@ -525,8 +545,10 @@ fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool) -> Error {
             let detail = msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", last.detail);
             Error::ambiguous(key, Fault { detail, ..last })
         }
-        None if undecodable => Error::transport(key, msg!("not applied (409), and unsettled after ", MAX_RECONCILES, readbacks)),
-        None => Error::transport(key, msg!("store kept answering 409 after ", MAX_RECONCILES, " readbacks")),
+        None if undecodable => {
+            Error::transport(key, msg!("not applied (", turned_away, "), and unsettled after ", MAX_RECONCILES, readbacks))
+        }
+        None => Error::transport(key, msg!("not applied: store kept answering ", turned_away, " through ", MAX_RECONCILES, " readbacks")),
     }
 }
 

@@ -74,6 +74,8 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
             PutAnswer::Applied { .. } => return Ok(()),
             // Someone created it first (or an earlier attempt of ours landed): read what is there.
             PutAnswer::Rejected | PutAnswer::Conflict { .. } => {}
+            // Turned away for now (429), not applied: pause before reading again.
+            PutAnswer::Throttled(_) => store.back_off(budget).await,
             // The marker's content says everything, whoever wrote it: reading it back settles this.
             PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
             PutAnswer::Refused(e) => return Err(e),

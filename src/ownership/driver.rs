@@ -1738,6 +1738,10 @@ impl<E: Env> S3Ownership<E> {
             PutAnswer::Conflict { code } => {
                 Err(Error::ambiguous(key, msg!("the delete of a dead lease may or may not have landed: ", code)))
             }
+            PutAnswer::Throttled(fault) => {
+                let detail = msg!("the store turned the delete of a dead lease away (", fault.detail, "); nothing was deleted");
+                Err(Error::transport(key, Fault { detail, ..fault }))
+            }
             PutAnswer::Applied { .. } => Ok(LeaseRemoval::Removed),
         }
     }

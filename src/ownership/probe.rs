@@ -1,8 +1,11 @@
 //! The store probe (SPEC §6): before trusting a store with ownership, check on scratch `probe/` keys that
 //! it honours conditional writes — alone and raced by concurrent writers — that it is an S3 API at all,
 //! and note the variants the rest of the library copes with (404 vs 412 for `If-Match` on a missing key,
-//! conditional DELETE, ETag quoting). A violation is `store-violation` naming the step; a refusal (auth,
-//! "not an S3 API") is that refusal; ambiguity is `transport`, never a pass.
+//! conditional DELETE, ETag quoting). It also writes a key again after deleting it: a store that still
+//! counts a deleted object (versitygw's versioned buckets refuse `If-None-Match: *` there and apply
+//! `If-Match` with the deleted ETag) would strand a node id reused after `close()` and any cell record an
+//! operator deleted. A violation is `store-violation` naming the step; a refusal (auth, "not an S3 API")
+//! is that refusal; ambiguity is `transport`, never a pass.
 //!
 //! Budget: one qualification must fit a Workers Free request (50 subrequests) beside the lease and claim,
 //! so the probe is one attempt of a fixed size (`Layout::requests`). Racy stores are caught by many small
@@ -32,14 +35,15 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// What the library runs (chosen by the catch rates in docs/conformance.md): 38 requests.
+    /// What the library runs (chosen by the catch rates in docs/conformance.md): 41 requests.
     pub const DEFAULT: Layout = Layout { keys: 6, writers: 2, pad: 0 };
 
     /// Requests of a probe that passes: two race rounds, the creates' batch extras (`-a`, If-Match on a
     /// missing key, GET of a key never written), create-again, update-current, update-stale with the
-    /// conditional DELETE, and the cleanup.
+    /// conditional DELETE and the DELETE of a raced key, that key's two writes after its deletion, and
+    /// the cleanup.
     pub fn requests(&self) -> usize {
-        2 * self.keys * self.writers + 3 + 1 + 1 + 2 + 1 + self.keys
+        2 * self.keys * self.writers + 3 + 1 + 1 + 3 + 2 + 1 + self.keys
     }
 
     /// Races that must be decided (one winner, the rest cleanly not applied) for a pass: two thirds. A
@@ -102,9 +106,12 @@ enum Phase {
     Updates,
     /// `If-Match` the create's ETag on `-a`: must apply.
     UpdateCurrent,
-    /// `If-Match` the create's ETag again, now stale: must not apply; and a DELETE `If-Match` that stale
-    /// ETag, whose answer is reported.
+    /// `If-Match` the create's ETag again, now stale: must not apply; a DELETE `If-Match` that stale
+    /// ETag, whose answer is reported; and the DELETE of a raced key, which must apply.
     UpdateStale,
+    /// On the deleted key: `If-Match` its last ETag (must not apply) beside `If-None-Match: *` (must
+    /// apply). Sent together: on an honest store each outcome holds whichever is served first.
+    AfterDelete,
     /// Best-effort DELETE of every key written (a leftover costs bytes, not safety), then this verdict.
     Cleanup(Result<ProbeReport>),
 }
@@ -135,6 +142,9 @@ pub struct Probe {
     first: String,
     /// Per race key, the ETag of the one create that applied (`None`: left open).
     winners: Vec<Option<String>>,
+    /// The first race key whose updates were decided, and the ETag it was left with: deleted, then
+    /// written again.
+    deleted: Option<(usize, String)>,
     decided: usize,
     etag_quoted: bool,
     if_match_missing_status: u16,
@@ -157,6 +167,7 @@ impl Probe {
             phase: Phase::Creates,
             first: String::new(),
             winners: Vec::new(),
+            deleted: None,
             decided: 0,
             etag_quoted: false,
             if_match_missing_status: 0,
@@ -303,7 +314,9 @@ impl Probe {
                 rejected("create-again", written(answers.pop()).1)?;
                 for k in 0..self.layout.keys {
                     if self.winners[k].is_some() {
-                        self.count_race("concurrent-update", &mut answers)?;
+                        if let Some(etag) = self.count_race("concurrent-update", &mut answers)? {
+                            self.deleted.get_or_insert((k, etag));
+                        }
                     }
                 }
                 if self.decided < self.layout.decided_needed() {
@@ -319,14 +332,49 @@ impl Probe {
                 self.etag_quoted = applied("update-current", written(answers.pop()).1)?.starts_with('"');
                 self.phase = Phase::UpdateStale;
                 let stale = CasGuard::Match(self.first.clone());
-                Next::Send(vec![
+                let mut batch = vec![
                     self.put("-a", stale.clone(), "stale"),
                     Request::Delete { key: self.key("-a"), guard: Some(stale) },
-                ])
+                ];
+                // Decided updates are what a pass rests on, so there is one to delete.
+                if let Some((k, _)) = &self.deleted {
+                    batch.push(Request::Delete { key: self.race_key(*k), guard: None });
+                }
+                Next::Send(batch)
             }
             Phase::UpdateStale => {
                 rejected("update-stale", written(answers.pop()).1)?;
                 self.conditional_delete = matches!(written(answers.pop()).1, PutAnswer::Rejected);
+                let Some((k, etag)) = self.deleted.clone() else {
+                    return Err(Stop::Ambiguous("no raced key was left to delete".into()));
+                };
+                match written(answers.pop()) {
+                    (200..=299, _) => {}
+                    (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
+                    (status, other) => {
+                        return Err(Stop::Ambiguous(msg!("delete of a raced key: ", status, " ", describe(&other))))
+                    }
+                }
+                self.phase = Phase::AfterDelete;
+                let key = self.race_key(k);
+                Next::Send(vec![
+                    Request::Put { key: key.clone(), guard: CasGuard::Match(etag), body: self.body("stale-after-delete", 0) },
+                    Request::Put { key, guard: CasGuard::Absent, body: self.body("create-after-delete", 0) },
+                ])
+            }
+            Phase::AfterDelete => {
+                let (stale, again) = (written(answers.pop()).1, written(answers.pop()).1);
+                // The worse lie first: a write on a deleted object's token resurrects a stale record.
+                if !matches!(stale, PutAnswer::Rejected) {
+                    return Err(unexpected("stale-after-delete", stale, "If-Match with the ETag of a deleted object was "));
+                }
+                if !matches!(again, PutAnswer::Applied { .. }) {
+                    return Err(unexpected(
+                        "create-after-delete",
+                        again,
+                        "If-None-Match: * on a key just deleted was ",
+                    ));
+                }
                 self.cleanup(Ok(ProbeReport {
                     if_match_missing_status: self.if_match_missing_status,
                     conditional_delete: self.conditional_delete,
@@ -352,7 +400,8 @@ impl Probe {
             match written(answers.pop()).1 {
                 PutAnswer::Applied { etag } => winners.push(etag),
                 PutAnswer::Rejected => {}
-                PutAnswer::Conflict { .. } => conflicts += 1,
+                // Neither applied: a 429 (R2: one write per second per key) is not a lost race.
+                PutAnswer::Conflict { .. } | PutAnswer::Throttled(_) => conflicts += 1,
                 PutAnswer::Ambiguous(fault) => unknown = Some(fault.detail),
                 PutAnswer::Refused(e) => refused = Some(e),
             }
@@ -393,6 +442,7 @@ fn describe(a: &PutAnswer) -> String {
         PutAnswer::Applied { etag } => msg!("applied (ETag ", etag, ")"),
         PutAnswer::Rejected => "rejected".into(),
         PutAnswer::Conflict { code } => msg!("409 ", code),
+        PutAnswer::Throttled(fault) => msg!("turned away (", fault.detail, ")"),
         PutAnswer::Ambiguous(fault) => msg!("ambiguous (", fault.detail, ")"),
         PutAnswer::Refused(e) => msg!("refused (", e, ")"),
     }
@@ -410,7 +460,7 @@ fn written(answer: Option<Answer>) -> (u16, PutAnswer) {
 fn applied(step: &str, answer: PutAnswer) -> core::result::Result<String, Stop> {
     match answer {
         PutAnswer::Applied { etag } => Ok(etag),
-        other => Err(single_failed(step, other, "a write that must apply was ")),
+        other => Err(unexpected(step, other, "a write that must apply was ")),
     }
 }
 
@@ -418,17 +468,7 @@ fn applied(step: &str, answer: PutAnswer) -> core::result::Result<String, Stop> 
 fn rejected(step: &str, answer: PutAnswer) -> core::result::Result<(), Stop> {
     match answer {
         PutAnswer::Rejected => Ok(()),
-        other => Err(single_failed(step, other, "a write whose condition did not hold was ")),
-    }
-}
-
-fn single_failed(step: &str, answer: PutAnswer, lead: &str) -> Stop {
-    match answer {
-        // With the store's own code: a 501 page from something else is "not an S3 API", a refusal.
-        PutAnswer::Refused(Error::Request(r)) if r.status == 501 && !r.code.is_empty() => {
-            violation(step, msg!("the store does not implement conditional writes: 501 ", r.code, ": ", r.message))
-        }
-        other => unexpected(step, other, lead),
+        other => Err(unexpected(step, other, "a write whose condition did not hold was ")),
     }
 }
 
@@ -438,6 +478,8 @@ fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
         PutAnswer::Ambiguous(fault) => Stop::Ambiguous(msg!(step, ": ", fault.detail)),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
         PutAnswer::Conflict { code } => Stop::Ambiguous(msg!(step, ": 409 ", code)),
+        // So is 429, a rate limit (R2: one write per second per key), never a verdict on conditions.
+        PutAnswer::Throttled(fault) => Stop::Ambiguous(msg!(step, ": ", fault.detail, " (throttled)")),
         PutAnswer::Refused(e) => Stop::Refused(e),
         other => violation(step, msg!(lead, describe(&other))),
     }
@@ -446,6 +488,7 @@ fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Fault;
     use std::collections::BTreeMap;
 
     const L: Layout = Layout::DEFAULT;
@@ -459,6 +502,9 @@ mod tests {
         /// (1: honest; more: a store that checks and writes in two steps).
         winners: usize,
         ignore_conditions: bool,
+        /// Deleted keys keep their last ETag for conditions (versitygw's versioned buckets).
+        remember_deleted: bool,
+        deleted: BTreeMap<String, String>,
         if_match_missing: u16,
         quoted: bool,
         /// Replaces the answer to the n-th request (counted from 0 over the whole probe).
@@ -473,6 +519,8 @@ mod tests {
             writes: 0,
             winners: 1,
             ignore_conditions: false,
+            remember_deleted: false,
+            deleted: BTreeMap::new(),
             if_match_missing: 404,
             quoted: true,
             fault: |_, _| None,
@@ -498,6 +546,19 @@ mod tests {
     }
 
     impl Fake {
+        /// What a condition is checked against: the objects, and the deleted ones where they linger.
+        fn seen(&self, state: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+            let mut seen = state.clone();
+            if self.remember_deleted {
+                for (k, e) in &self.deleted {
+                    seen.entry(k.clone()).or_insert_with(|| e.clone());
+                }
+            }
+            seen
+        }
+    }
+
+    impl Fake {
         fn answer(&mut self, requests: Vec<Request>) -> Vec<Answer> {
             self.batches.push(requests.len());
             let before = self.objects.clone();
@@ -509,9 +570,9 @@ mod tests {
                 let answer = match &request {
                     Request::Put { key, guard, .. } => {
                         let early = checked_early.entry(key.clone()).or_default();
-                        let state = if *early < self.winners { &before } else { &self.objects };
+                        let state = self.seen(if *early < self.winners { &before } else { &self.objects });
                         *early += 1;
-                        if self.ignore_conditions || holds(state, key, guard) {
+                        if self.ignore_conditions || holds(&state, key, guard) {
                             self.writes += 1;
                             let etag =
                                 if self.quoted { format!("\"e{}\"", self.writes) } else { format!("e{}", self.writes) };
@@ -526,7 +587,9 @@ mod tests {
                     Request::Get { key } => Answer::Read(Ok(self.objects.get(key).cloned())),
                     Request::Delete { key, guard } => {
                         if guard.as_ref().is_none_or(|g| self.ignore_conditions || holds(&self.objects, key, g)) {
-                            self.objects.remove(key);
+                            if let Some(etag) = self.objects.remove(key) {
+                                self.deleted.insert(key.clone(), etag);
+                            }
                             put(204, PutAnswer::Applied { etag: String::new() })
                         } else {
                             put(412, PutAnswer::Rejected)
@@ -572,9 +635,15 @@ mod tests {
         let report = run(&mut store).unwrap();
         assert_eq!(report, ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true });
         let races = L.keys * L.writers;
-        assert_eq!(store.batches, [races + 3, 1 + races, 1, 2, L.keys + 1]);
+        assert_eq!(store.batches, [races + 3, 1 + races, 1, 3, 2, L.keys + 1]);
         assert_eq!(store.sent.len(), L.requests());
-        assert_eq!(L.requests(), 38);
+        assert_eq!(L.requests(), 41);
+        // The first raced key is deleted, then written on its last ETag and created again.
+        let after = races + 3 + 1 + races + 1;
+        assert_eq!(store.sent[after + 2], Request::Delete { key: "t/probe/cas-n0-r0".into(), guard: None });
+        assert!(matches!(&store.sent[after + 3], Request::Put { key, guard: CasGuard::Match(e), .. }
+            if key == "t/probe/cas-n0-r0" && e == "\"e8\""));
+        assert!(matches!(&store.sent[after + 4], Request::Put { key, guard: CasGuard::Absent, .. } if key == "t/probe/cas-n0-r0"));
         assert_eq!(
             store.sent[CREATE_A],
             Request::Put {
@@ -723,15 +792,75 @@ mod tests {
     }
 
     #[test]
-    fn a_501_on_a_single_write_is_a_violation_elsewhere_a_refusal() {
+    fn a_501_is_the_stores_refusal_wherever_it_comes() {
+        // B2 answers 501 NotImplemented to conditional headers: the classified refusal (which says the
+        // store has no conditional writes) is the verdict, whichever write met it first.
         let mut store = fake();
         store.fault = |n, _| (n == CREATE_A).then(|| put(501, refused(501, "NotImplemented")));
         let err = run(&mut store).unwrap_err();
-        assert_eq!(err.code(), "store-violation");
-        assert_eq!(err.to_string(), "store violates conditional writes at step create: the store does not implement conditional writes: 501 NotImplemented: m");
+        assert_eq!((err.code(), err.to_string().as_str()), ("request", "store refused request for k: 501 NotImplemented: m"));
         let mut store = fake();
         store.fault = |_, r| is_race(r).then(|| put(501, refused(501, "NotImplemented")));
         assert_eq!(run(&mut store).unwrap_err().code(), "request");
+        assert_eq!(store.batches.len(), 1, "a refusal is final");
+    }
+
+    #[test]
+    fn a_store_that_still_counts_a_deleted_object_is_a_violation() {
+        // versitygw's versioned buckets: after a DELETE the ETag still matches and the key is not absent.
+        let mut store = fake();
+        store.remember_deleted = true;
+        let err = run(&mut store).unwrap_err();
+        assert_eq!(err.code(), "store-violation");
+        assert_eq!(
+            err.to_string(),
+            "store violates conditional writes at step stale-after-delete: If-Match with the ETag of a deleted object was applied (ETag \"e15\")"
+        );
+        assert!(store.objects.is_empty(), "cleaned up: {:?}", store.objects);
+        // Only If-None-Match: * refused on the deleted key.
+        let mut store = fake();
+        store.fault = |_, r| {
+            matches!(r, Request::Put { guard: CasGuard::Absent, body, .. } if body.starts_with(br#"{"probe":"create-after-delete""#))
+                .then(|| put(412, PutAnswer::Rejected))
+        };
+        assert_eq!(
+            run(&mut store).unwrap_err().to_string(),
+            "store violates conditional writes at step create-after-delete: If-None-Match: * on a key just deleted was rejected"
+        );
+    }
+
+    #[test]
+    fn the_raced_key_deleted_is_one_whose_updates_were_decided_and_its_delete_must_apply() {
+        let mut store = fake();
+        // The first key's updates left open: the second key is deleted and written again.
+        store.fault = |n, r| (n == 16 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
+        run(&mut store).unwrap();
+        let deleted = store.sent.iter().position(|r| matches!(r, Request::Delete { key, guard: None } if key.contains("-r"))).unwrap();
+        assert_eq!(key_of(&store.sent[deleted]), "t/probe/cas-n0-r1");
+        assert!(matches!(&store.sent[deleted + 1], Request::Put { key, guard: CasGuard::Match(e), .. } if key == "t/probe/cas-n0-r1" && e == "\"e9\""));
+        // A refused DELETE is the verdict (deleting is part of the protocol); a lost one proves nothing.
+        let mut store = fake();
+        store.fault = |_, r| matches!(r, Request::Delete { guard: None, .. }).then(|| put(403, refused(403, "AccessDenied")));
+        assert_eq!(run(&mut store).unwrap_err().code(), "auth");
+        let mut store = fake();
+        store.fault = |_, r| matches!(r, Request::Delete { guard: None, .. }).then(|| put(0, PutAnswer::Ambiguous("reset".into())));
+        let err = run(&mut store).unwrap_err();
+        assert_eq!(err.code(), "transport");
+        assert!(err.to_string().ends_with("delete of a raced key: 0 ambiguous (reset)"), "{err}");
+    }
+
+    #[test]
+    fn a_429_is_a_write_turned_away_never_a_verdict() {
+        // R2 answers 429 to more than one write per second per key: in a race, the other writer's loss.
+        let mut store = fake();
+        store.fault = |n, r| (n % 2 == 1 && n < 12 && is_race(r)).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+        assert!(run(&mut store).is_ok());
+        // On a single write: inconclusive, tried again later.
+        let mut store = fake();
+        store.fault = |n, _| (n == CREATE_A).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+        let err = run(&mut store).unwrap_err();
+        assert_eq!(err.code(), "transport");
+        assert!(err.to_string().ends_with("create: 429 TooManyRequests (throttled)"), "{err}");
     }
 
     #[test]
@@ -786,7 +915,7 @@ mod tests {
     #[test]
     fn layouts_scale_the_script() {
         let layout = Layout { keys: 3, writers: 4, pad: 10 };
-        assert_eq!(layout.requests(), 2 * 12 + 8 + 3);
+        assert_eq!(layout.requests(), 2 * 12 + 8 + 3 + 3);
         let (_, next) = Probe::with_layout("", "n".into(), layout);
         let Next::Send(batch) = next else { panic!() };
         assert_eq!(batch.len(), 12 + 3);

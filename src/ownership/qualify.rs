@@ -28,8 +28,9 @@ use crate::s3::PutAnswer;
 /// The record's own format.
 const FORMAT: u64 = 1;
 /// What a pass proves changes with the probe's script: a record of another revision is not trusted.
-/// 1 was the bursts of 16 writers on one key; 2 is many small races on fresh keys.
-pub const PROBE_REVISION: u64 = 2;
+/// 1 was the bursts of 16 writers on one key; 2 is many small races on fresh keys; 3 also writes a key
+/// again after deleting it.
+pub const PROBE_REVISION: u64 = 3;
 const LIBRARY: &str = concat!("celld-edge ", env!("CARGO_PKG_VERSION"));
 
 /// Where a verdict holds: a record names all three, and is trusted only where all three are ours.
@@ -411,7 +412,7 @@ mod tests {
             concat!(
                 r#"{"format":1,"verdict":"qualified","at_ms":1000,"library":"celld-edge "#,
                 env!("CARGO_PKG_VERSION"),
-                r#"","probe_revision":2,"endpoint":"https://s3.example","bucket":"cells","prefix":"p/","#,
+                r#"","probe_revision":3,"endpoint":"https://s3.example","bucket":"cells","prefix":"p/","#,
                 r#""if_match_missing_status":404,"conditional_delete":true,"etag_quoted":true,"races":12}"#
             )
         );
@@ -441,7 +442,7 @@ mod tests {
         ] {
             assert_eq!(judge(read(&qualified), &here, 10 * DAY, 7 * DAY, 0), Judged::Qualify { replace: replace.clone(), why: "foreign" });
         }
-        let old = String::from_utf8(qualified.clone()).unwrap().replace("\"probe_revision\":2", "\"probe_revision\":1");
+        let old = String::from_utf8(qualified.clone()).unwrap().replace("\"probe_revision\":3", "\"probe_revision\":2");
         assert_eq!(judge(read(old.as_bytes()), &HERE, 10 * DAY, 7 * DAY, 0).clone(), Judged::Qualify { replace: replace.clone(), why: "another probe revision" });
         assert_eq!(judge(None, &HERE, 0, 7 * DAY, 0), Judged::Qualify { replace: CasGuard::Absent, why: "no record" });
         // No trust period: never trusted.

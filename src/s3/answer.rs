@@ -18,7 +18,10 @@ pub enum PutAnswer {
     Rejected,
     /// 409 ConditionalRequestConflict / OperationAborted: not applied; re-read and decide again.
     Conflict { code: String },
-    /// 5xx, 429, timeout, network error, or 2xx without an ETag: it may have landed.
+    /// 429: the store turned the write away for now (R2 takes one write per second per key); not applied:
+    /// back off, re-read and decide again. Never another owner's rejection.
+    Throttled(Fault),
+    /// 5xx, timeout, network error, or 2xx without an ETag: it may have landed.
     Ambiguous(Fault),
     /// Refused outright (auth / malformed request): not applied, and trying again will not help.
     Refused(Error),
@@ -71,6 +74,10 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
         "RequestTimeTooSkewed",
         "AuthorizationHeaderMalformed",
         "MissingSecurityHeader",
+        // Unknown access keys, as stores other than AWS S3 name them (versitygw: 404 XAdminUserNotFound).
+        "XAdminUserNotFound",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
     ];
     let key = key.to_owned();
     let auth = status == 401 || status == 403 || auth_codes.contains(&code.as_str());
@@ -116,6 +123,13 @@ fn refusal(key: &str, status: u16, body: &[u8]) -> Error {
     }
 }
 
+/// The `request` refusal of a store that answers 501 to a conditional write, saying why it cannot be used.
+fn no_conditional_writes(key: &str, body: &[u8]) -> Error {
+    let (code, store_message) = parse_error(body);
+    let message = msg!("the store does not implement conditional writes (If-None-Match / If-Match), which ownership needs: ", store_message);
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 501, code, message }))
+}
+
 /// A 5xx's or 429's fault: its status and the store's code.
 fn answered(status: u16, body: &[u8]) -> Fault {
     let (code, _) = parse_error(body);
@@ -155,11 +169,16 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
                 _ => PutAnswer::Refused(store_error(key, 409, &resp.body)),
             }
         }
-        // 501: the store does not implement what the request asks (conditional headers, on B2 and
-        // others); nothing was applied.
+        // 501 from the store itself (an S3 error body): it does not implement the conditional headers
+        // every write here carries (Backblaze B2); nothing was applied, and nothing here can work.
+        501 if foreign(&resp.body).is_none() && !parse_error(&resp.body).0.is_empty() => {
+            PutAnswer::Refused(no_conditional_writes(key, &resp.body))
+        }
         501 => PutAnswer::Refused(refusal(key, 501, &resp.body)),
+        // A rate limit turns a request away before it is served (R2: one write per second per key).
+        429 => PutAnswer::Throttled(answered(429, &resp.body)),
         // A CDN's error page in front of a real store is HTML too: a 5xx stays "may have landed".
-        429 | 500..=599 => PutAnswer::Ambiguous(answered(resp.status, &resp.body)),
+        500..=599 => PutAnswer::Ambiguous(answered(resp.status, &resp.body)),
         status => PutAnswer::Refused(refusal(key, status, &resp.body)),
     }
 }
@@ -229,7 +248,11 @@ mod tests {
             (resp(403, None, &xml("SignatureDoesNotMatch")), "auth"),
             (resp(403, None, &xml("AccessDenied")), "auth"),
             (resp(301, None, &xml("PermanentRedirect")), "request"),
-            (resp(429, None, ""), "ambiguous"),
+            (resp(429, None, ""), "throttled"),
+            (resp(429, None, &xml("TooManyRequests")), "throttled"),
+            (resp(404, None, &xml("XAdminUserNotFound")), "auth"),
+            (resp(403, None, &xml("InvalidAccessKeyId")), "auth"),
+            (resp(400, None, &xml("InvalidClientTokenId")), "auth"),
             (resp(500, None, &xml("InternalError")), "ambiguous"),
             (resp(503, None, &xml("SlowDown")), "ambiguous"),
             (resp(501, None, &xml("NotImplemented")), "request"),
@@ -241,6 +264,7 @@ mod tests {
                 Applied { .. } => "applied",
                 Rejected => "rejected",
                 Conflict { .. } => "conflict",
+                Throttled(_) => "throttled",
                 Ambiguous(_) => "ambiguous",
                 Refused(e) => e.code(),
             };
@@ -259,6 +283,28 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_501_to_a_conditional_write_says_the_store_has_no_conditional_writes() {
+        let b2 = "<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>";
+        let PutAnswer::Refused(e) = classify_put("cells/c/own.json", resp(501, None, b2)) else { panic!("501 is refused") };
+        assert_eq!(e.code(), "request");
+        assert_eq!((e.fault().status, e.fault().code.as_str()), (501, "NotImplemented"));
+        assert_eq!(
+            e.to_string(),
+            "store refused request for cells/c/own.json: 501 NotImplemented: the store does not implement conditional writes (If-None-Match / If-Match), which ownership needs: A header you provided implies functionality that is not implemented"
+        );
+    }
+
+    #[test]
+    fn an_unknown_access_key_is_auth_whatever_the_status() {
+        // versitygw answers an access key it does not know with 404 XAdminUserNotFound, to reads and writes.
+        let body = xml("XAdminUserNotFound");
+        let PutAnswer::Refused(e) = classify_put("k", resp(404, None, &body)) else { panic!("refused") };
+        assert_eq!((e.code(), e.fault().status), ("auth", 404));
+        let GetAnswer::Refused(e) = classify_get("k", resp(404, None, &body)) else { panic!("refused") };
+        assert_eq!((e.code(), e.fault().code.as_str()), ("auth", "XAdminUserNotFound"));
     }
 
     #[test]
@@ -293,6 +339,7 @@ mod tests {
             PutAnswer::Applied { .. } => "applied",
             PutAnswer::Rejected => "rejected",
             PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Throttled(_) => "throttled",
             PutAnswer::Ambiguous(_) => "ambiguous",
             PutAnswer::Refused(e) => kind_error(&e),
         }

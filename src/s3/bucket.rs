@@ -21,6 +21,16 @@ pub struct Bucket {
     secret_access_key: String,
     session_token: Option<String>,
     signer: Signer,
+    /// Tigris: every request asks for global strong consistency (`X-Tigris-Consistent: true`); a Global
+    /// bucket is otherwise only eventually consistent across regions, and a conditional write checked
+    /// against another region's stale copy could let two owners win.
+    tigris: bool,
+}
+
+/// Tigris's endpoints (`t3.storage.dev`, formerly `fly.storage.tigris.dev`), bucket subdomains included.
+fn is_tigris(host: &str) -> bool {
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name).to_ascii_lowercase();
+    ["storage.dev", "tigris.dev"].iter().any(|domain| name == *domain || name.ends_with(&msg!(".", domain)))
 }
 
 /// Bucket names as S3 allows them (3..=63 of `a-z 0-9 . -`); MinIO/R2 accept the same set.
@@ -95,6 +105,7 @@ impl Bucket {
             secret_access_key: secret_access_key.to_owned(),
             session_token: session_token.map(str::to_owned),
             signer: Signer::new(),
+            tigris: is_tigris(host),
         })
     }
 
@@ -123,7 +134,10 @@ impl Bucket {
         self.sign(method, url, headers, body, now_ms)
     }
 
-    fn sign(&mut self, method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>, now_ms: u64) -> Result<HttpRequest> {
+    fn sign(&mut self, method: &'static str, url: String, mut headers: Vec<(String, String)>, body: Vec<u8>, now_ms: u64) -> Result<HttpRequest> {
+        if self.tigris {
+            headers.push(("x-tigris-consistent".to_owned(), "true".to_owned()));
+        }
         let credentials = Credentials {
             access_key_id: &self.access_key_id,
             secret_access_key: &self.secret_access_key,
@@ -244,6 +258,27 @@ mod tests {
     fn example(endpoint: &str, path_style: bool) -> Bucket {
         Bucket::new(endpoint, "bkt", "us-east-1", path_style, "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", None)
             .unwrap()
+    }
+
+    #[test]
+    fn tigris_requests_ask_for_global_consistency_signed_and_no_one_elses_do() {
+        let now = 1_796_119_657_000;
+        for (endpoint, path_style) in [("https://t3.storage.dev", true), ("https://fly.storage.tigris.dev", false), ("https://T3.Storage.dev:443", true)] {
+            let mut b = example(endpoint, path_style);
+            for req in [
+                b.get("k", now).unwrap(),
+                b.put("k", &CasGuard::Absent, b"{}".to_vec(), now).unwrap(),
+                b.delete("k", None, now).unwrap(),
+                b.list("", None, None, None, now).unwrap(),
+            ] {
+                assert_eq!(req.header("x-tigris-consistent"), Some("true"), "{endpoint} {}", req.method);
+                assert!(req.header("authorization").unwrap().contains("x-tigris-consistent"), "signed: {endpoint}");
+            }
+        }
+        for endpoint in ["https://acct.r2.cloudflarestorage.com", "https://s3.us-east-1.amazonaws.com", "https://storage.dev.example.com", "https://notstorage.dev"] {
+            let req = example(endpoint, true).get("k", now).unwrap();
+            assert_eq!(req.header("x-tigris-consistent"), None, "{endpoint}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ if (!endpoint) throw new Error("no CORS pass-through for the atomic server: run 
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("CELLD_TEST_")));
 env.CELLD_TEST_ATOMIC_ENDPOINT = endpoint;
 env.CELLD_TEST_STRICT_ENDPOINT = process.env.CELLD_TEST_STRICT_BROWSER_ENDPOINT;
+env.CELLD_TEST_REAL_ENDPOINT = process.env.CELLD_TEST_REAL_BROWSER_ENDPOINT;
 
 test("authority and credentials checks inside Chromium", async (t) => {
   const results = await resultsFromChromium(`

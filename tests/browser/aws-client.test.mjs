@@ -6,13 +6,13 @@ import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import { asSubtests } from "../common/checks.mjs";
 import { resultsFromChromium } from "./harness.mjs";
-import { presignServer, strictServer } from "../common/signing.mjs";
+import { presignServer, realServer, strictServer } from "../common/signing.mjs";
 import { AWS_CLIENT_VECTOR_CASES } from "../common/aws-client.mjs";
 import { loadVectorCases } from "../common/vectors-fs.mjs";
 import { loadBotocoreCases } from "../botocore/cases.mjs";
 
 const env = { CELLD_EDGE_REQUIRE_BOTOCORE: process.env.CELLD_EDGE_REQUIRE_BOTOCORE };
-for (const [prefix, server] of [["CELLD_TEST_STRICT", strictServer(process.env)], ["CELLD_TEST_PRESIGN", presignServer(process.env)]]) {
+for (const [prefix, server] of [["CELLD_TEST_REAL", realServer(process.env)], ["CELLD_TEST_STRICT", strictServer(process.env)], ["CELLD_TEST_PRESIGN", presignServer(process.env)]]) {
   const browserEndpoint = process.env[`${prefix}_BROWSER_ENDPOINT`];
   if (!browserEndpoint) throw new Error(`${prefix}_BROWSER_ENDPOINT not set: run scripts/test`);
   Object.assign(env, {

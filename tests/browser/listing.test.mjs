@@ -7,7 +7,7 @@ import { asSubtests } from "../common/checks.mjs";
 import { resultsFromChromium } from "./harness.mjs";
 
 const servers = ownershipServers(process.env).map((s) => {
-  const browserEndpoint = process.env[s.atomic ? "CELLD_TEST_ATOMIC_BROWSER_ENDPOINT" : "CELLD_TEST_STRICT_BROWSER_ENDPOINT"];
+  const browserEndpoint = process.env[`CELLD_TEST_${s.kind}_BROWSER_ENDPOINT`];
   if (!browserEndpoint) throw new Error(`no CORS pass-through for ${s.name}: run through scripts/test`);
   return { ...s, endpoint: browserEndpoint };
 });

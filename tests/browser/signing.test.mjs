@@ -5,13 +5,13 @@ import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import { asSubtests } from "../common/checks.mjs";
 import { resultsFromChromium } from "./harness.mjs";
-import { presignServer, strictServer } from "../common/signing.mjs";
+import { presignServer, realServer, strictServer } from "../common/signing.mjs";
 import { loadVectors } from "../common/vectors-fs.mjs";
 
 // The page talks to the servers through their CORS pass-throughs, which forward the Host header, so what
 // the page signs for the pass-through's address is what the server checks.
 const env = {};
-for (const [prefix, server] of [["CELLD_TEST_STRICT", strictServer(process.env)], ["CELLD_TEST_PRESIGN", presignServer(process.env)]]) {
+for (const [prefix, server] of [["CELLD_TEST_REAL", realServer(process.env)], ["CELLD_TEST_STRICT", strictServer(process.env)], ["CELLD_TEST_PRESIGN", presignServer(process.env)]]) {
   const browserEndpoint = process.env[`${prefix}_BROWSER_ENDPOINT`];
   if (!browserEndpoint) throw new Error(`${prefix}_BROWSER_ENDPOINT not set: run scripts/test`);
   Object.assign(env, {

@@ -1,5 +1,5 @@
-// Short-lived credentials checks shared by every JS runtime's suite, against the signature-checking test
-// server (moto in auth mode: a wrong key is refused there): the `credentials` option's function is asked
+// Short-lived credentials checks shared by every JS runtime's suite, against a signature-checking test
+// server (versitygw: a wrong key is refused there): the `credentials` option's function is asked
 // before the first request (once for concurrent callers), asked again before its keys expire without the
 // lease or claims being lost, and a failure is an `auth` error keeping what the function threw.
 // Runtime-neutral: no fs, no node: imports. No timing assertions: waits only outlast the keys' lifetime.
@@ -21,7 +21,7 @@ const LIFE_MS = 2_000;
 
 export function credentialsChecks({ api, env, runtime }) {
   const { S3Ownership, S3Inspector } = api;
-  const strict = ownershipServers(env).find((s) => !s.atomic);
+  const strict = ownershipServers(env).find((s) => s.checksSignatures);
   const { endpoint, bucket } = strict;
   const good = { accessKeyId: strict.accessKeyId, secretAccessKey: strict.secretAccessKey };
   const checks = [];

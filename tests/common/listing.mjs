@@ -171,7 +171,7 @@ export function listingChecks({ api, server, runtime }) {
     const json = new S3Inspector({ ...store, fetch: async () => Response.json({ items: [] }) });
     await rejectsCode(json.listCells(), "request", "not an S3 API", "a JSON API");
     await rejectsCode(new S3Inspector({ ...store, bucket: `no-such-${unique()}` }).listCells(), "request", "NoSuchBucket", "a missing bucket");
-    if (!server.atomic) {
+    if (server.checksSignatures) {
       await rejectsCode(new S3Inspector({ ...store, secretAccessKey: "wrong" }).listCells(), "auth", "SignatureDoesNotMatch", "a wrong secret");
     }
   });

@@ -1,8 +1,11 @@
 // Ownership checks shared by every JS runtime's suite (Node, Deno, workerd, Chromium): the protocol's
 // paths against a real S3-compatible server. Runtime-neutral on purpose (no fs, no node: imports): each
 // harness supplies the package's API and the server coordinates, and wraps each [name, fn] pair in its own
-// test runner. `server.atomic` marks a server whose conditional writes are atomic (ministack); the
-// signature-strict one (moto in auth mode) gets the sequential paths plus the credential checks.
+// test runner. Each server says what it offers: `atomic` (conditional writes applied atomically: it is
+// probed, and gets the concurrent paths and the conditional DELETE) and `checksSignatures` (a wrong secret
+// is refused: the credential checks). versitygw offers both; moto in auth mode checks signatures but races
+// now and then, so it runs unprobed (`probe: false`): the paths of a store whose conditional DELETE is not
+// verified.
 import { fail, sleep, unique } from "./checks.mjs";
 
 /** JSON with object keys sorted, so comparisons ignore key order. */
@@ -28,28 +31,29 @@ async function rejectsWith(promise, code, what, mention) {
   fail(`${what}: expected a ${code} error, but it succeeded`);
 }
 
-/** The atomic server (ministack) as S3Ownership options, from the environment scripts/test exports. */
+/** The fast atomic server (ministack: no signature checks) as S3Ownership options, from the environment scripts/test exports. */
 export function atomicStore(env) {
-  const [atomic] = ownershipServers(env);
-  const { endpoint, bucket, accessKeyId, secretAccessKey } = atomic;
-  return { endpoint, bucket, region: "us-east-1", accessKeyId, secretAccessKey };
+  const pick = (name) => env[`CELLD_TEST_ATOMIC_${name}`] ?? fail(`CELLD_TEST_ATOMIC_${name} is not set: run the suites through scripts/test`);
+  return { endpoint: pick("ENDPOINT"), bucket: pick("BUCKET"), region: "us-east-1", accessKeyId: pick("KEY_ID"), secretAccessKey: pick("SECRET") };
 }
 
-/** Server coordinates from the environment scripts/test exports. */
+/** Server coordinates from the environment scripts/test exports (scripts/lib/servers.sh says who is who). */
 export function ownershipServers(env) {
-  const pick = (kind, atomic) => {
+  const pick = (kind, name, atomic) => {
     const endpoint = env[`CELLD_TEST_${kind}_ENDPOINT`];
     if (!endpoint) fail(`CELLD_TEST_${kind}_ENDPOINT is not set: run the suites through scripts/test`);
     return {
-      name: atomic ? "ministack" : "moto-auth",
+      name,
+      kind,
       atomic,
+      checksSignatures: true,
       endpoint,
       bucket: env[`CELLD_TEST_${kind}_BUCKET`],
       accessKeyId: env[`CELLD_TEST_${kind}_KEY_ID`],
       secretAccessKey: env[`CELLD_TEST_${kind}_SECRET`],
     };
   };
-  return [pick("ATOMIC", true), pick("STRICT", false)];
+  return [pick("REAL", "versitygw", true), pick("STRICT", "moto-auth", false)];
 }
 
 /** The checks for one server, as [name, async fn] pairs. */
@@ -65,8 +69,8 @@ export function ownershipChecks({ api, server, runtime }) {
       accessKeyId: server.accessKeyId,
       secretAccessKey: server.secretAccessKey,
       prefix,
-      // moto is here for its signature checks; its conditional writes race under load, so it is not
-      // asked to pass the probe's concurrent steps. ministack runs the probe before every first write.
+      // moto's conditional writes race under load, so it is not asked to pass the probe's concurrent
+      // steps. versitygw runs the probe before every first write.
       probe: server.atomic,
     };
     const make = (node, extra = {}) => new S3Ownership({ ...base, node: `${runtime}-${node}`, addr: `${node}.test:1`, ...extra });
@@ -561,7 +565,7 @@ export function ownershipChecks({ api, server, runtime }) {
     const cells = [cell("rel1"), cell("rel2"), cell("rel3")];
     await Promise.all(cells.map((c) => a.claim(c)));
     const closed = await a.close({ release: true });
-    // Only a store whose probe showed a conditional DELETE (ministack, probed here) gets the delete.
+    // Only a store whose probe showed a conditional DELETE (versitygw, probed here) gets the delete.
     const deletes = server.atomic && (server.variants?.conditionalDelete ?? true);
     eq(closed, { retired: true, deleted: deletes, released: 3 }, "close({ release: true })");
     const lease = await raw(`nodes/${runtime}-releaser.json`);
@@ -660,18 +664,21 @@ export function ownershipChecks({ api, server, runtime }) {
   if (server.atomic) {
     check("the probe qualifies the store and reports its variants", async ({ make }) => {
       const report = await make("prober").probe();
-      // server.variants: what this store is known to report (the conformance runner passes its own probe's); ministack's by default.
+      // server.variants: what this store is known to report (the conformance runner passes its own probe's); versitygw's by default.
       const expected = server.variants ?? { ifMatchMissingStatus: 404, conditionalDelete: true, etagQuoted: true };
       eq(report, expected, `${server.name}'s variants`);
     });
   }
 
-  if (!server.atomic) {
+  if (server.checksSignatures) {
     check("wrong credentials are auth errors with the store's code; nothing is written", async ({ base, make, leased, cell, plant, raw }) => {
       const bad = make("badcreds", { secretAccessKey: "not-the-secret" });
       const read = await rejectsWith(bad.readOwner("c"), "auth", "read with a wrong secret", "SignatureDoesNotMatch");
       eq([read instanceof api.CelldEdgeError, read.status, read.s3Code, read.key?.endsWith("cells/c/own.json")], [true, 403, "SignatureDoesNotMatch", true], "the refusal's status, S3 code and key");
       await rejectsWith(bad.acquireLease(), "auth", "acquire with a wrong secret");
+      // An access key the store does not know (versitygw answers 404 XAdminUserNotFound, AWS 403 InvalidAccessKeyId).
+      const unknown = await rejectsWith(make("unknownkey", { accessKeyId: `no-such-key-${unique()}` }).readOwner("c"), "auth", "read with an unknown access key");
+      eq([unknown.status >= 400, unknown.s3Code !== ""], [true, true], `the refusal's status and S3 code (${unknown.status} ${unknown.s3Code})`);
       const e = await rejectsWith(bad.casNodeLease("absent", 1), "auth", "write with a wrong secret");
       if (e.message.includes("not-the-secret")) fail("the secret leaked into the error");
       eq(await make("check").readOwner("c"), null, "nothing was written");

@@ -1,4 +1,4 @@
-// Deno suite for seeing the bucket: the shared listing checks against ministack and moto in auth mode,
+// Deno suite for seeing the bucket: the shared listing checks against versitygw and moto in auth mode,
 // importing "celld-edge" through tests/deno/deno.json (the deno entry).
 import * as api from "celld-edge";
 import { listingChecks } from "../common/listing.mjs";

@@ -1,4 +1,4 @@
-// Deno suite for ownership: the shared checks against ministack (atomic) and moto in auth mode (strict),
+// Deno suite for ownership: the shared checks against versitygw (probed) and moto in auth mode (unprobed),
 // importing "celld-edge" through tests/deno/deno.json (the deno entry).
 import * as api from "celld-edge";
 import { ownershipChecks, ownershipServers } from "../common/ownership.mjs";

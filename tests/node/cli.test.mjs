@@ -276,7 +276,8 @@ test("probe qualifies ministack once, text and --json; a store that ignores cond
   await own.acquireLease();
   assert.ok(!sent.some((s) => s.startsWith("PUT") && /\/probe\/(?!qualified)/.test(s)), sent.join("\n"));
 
-  // A store that ignores conditions (what s3rver does): ministack behind a proxy that drops them.
+  // A store that ignores conditions (what s3rver does): ministack behind a proxy that drops them. It needs
+  // a store that checks no signature (ministack): dropping signed headers breaks any signature.
   const lax = createServer(async (req, res) => {
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["if-match", "if-none-match", "host", "connection"].includes(k)));
     const chunks = [];

@@ -1,4 +1,4 @@
-// Node suite for seeing the bucket: the shared listing checks (tests/common/listing.mjs) against ministack
+// Node suite for seeing the bucket: the shared listing checks (tests/common/listing.mjs) against versitygw
 // and moto in auth mode, importing the package by its name as users do; plus a listing past 1000 keys,
 // which follows the store's own continuation token (too many writes to repeat in every runtime).
 import { test } from "node:test";

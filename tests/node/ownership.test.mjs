@@ -1,4 +1,4 @@
-// Node suite for ownership: the shared checks against ministack (atomic) and moto in auth mode (strict),
+// Node suite for ownership: the shared checks against versitygw (probed) and moto in auth mode (unprobed),
 // importing the package by its name as users do.
 import { test } from "node:test";
 import * as api from "celld-edge";

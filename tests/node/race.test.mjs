@@ -1,17 +1,26 @@
-// The race: 8 nodes in two runtimes (4 in this Node process, 4 in a Deno process) contend for a few cells
-// of the atomic server, 200 claims each. Checked against the store itself: each (cell, epoch) has exactly
-// one winner, every epoch from 1 to the record's final epoch was won by someone (no write landed unseen),
-// and every winner verified its claim and released it.
+// Two races against versitygw (a real S3 server: every signature checked, conditions applied atomically).
+// 1. 8 nodes in two runtimes (4 in this Node process, 4 in a Deno process) contend for a few cells, 200
+//    claims each. Checked against the store itself: each (cell, epoch) has exactly one winner, every epoch
+//    from 1 to the record's final epoch was won by someone (no write landed unseen), and every winner
+//    verified its claim and released it.
+// 2. 4 nodes, each its own process (tests/race/process-racer.mjs), while the test kills one while it holds
+//    a cell and restarts it under the same id, pauses another (SIGSTOP) while it holds a cell for longer
+//    than its lease, and kills and restarts a third: no split brain — one winner per (cell, epoch), and no
+//    node acted on a cell after another node's claim of a later epoch had landed (the paused node's cell is
+//    taken over while it sleeps; a node that acted on its old claim after waking would be caught).
 import { test } from "node:test";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import * as api from "celld-edge";
-import { ownershipServers } from "../common/ownership.mjs";
+import { testServer } from "../common/signing.mjs";
 import { race } from "../race/racer.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const [atomic] = ownershipServers(process.env);
-const server = { endpoint: atomic.endpoint, bucket: atomic.bucket, accessKeyId: atomic.accessKeyId, secretAccessKey: atomic.secretAccessKey };
+const server = testServer(process.env, "CELLD_TEST_REAL");
 
 function runDeno(orders) {
   return new Promise((resolve, reject) => {
@@ -57,4 +66,106 @@ test("8 nodes in Node and Deno, 200 contended claims each: one winner per (cell,
   const rejected = log.length - wins;
   if (wins < 50 || rejected < 50) throw new Error(`not contended enough: ${wins} wins, ${rejected} rejections`);
   console.log(`race: ${wins} wins, ${rejected} rejections across ${cells.length} cells`);
+});
+
+test("4 node processes, killed, paused past their lease and restarted: one winner per (cell, epoch), no act after a later epoch landed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-race-"));
+  const stopFile = join(dir, "stop");
+  const prefix = `procs-${Date.now()}/`;
+  const cells = ["alpha", "beta", "gamma"];
+  const lease = { leaseTtlMs: 1500, maxClockSkewMs: 200 };
+  const procs = new Map();
+  const exited = [];
+  const start = (node) => {
+    const orders = { server, prefix, node, cells, logFile: join(dir, `${node}.log`), stopFile, ...lease };
+    const child = spawn(process.execPath, [`${root}/tests/race/process-racer.mjs`, JSON.stringify(orders)], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const done = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ node, code, signal, stderr })));
+    exited.push(done);
+    procs.set(node, { child, done });
+    return child;
+  };
+  const nodes = [0, 1, 2, 3].map((i) => `proc-${i}`);
+  const lastEvent = (node) => {
+    const lines = existsSync(join(dir, `${node}.log`)) ? readFileSync(join(dir, `${node}.log`), "utf8").trim().split("\n") : [];
+    return lines.length && lines.at(-1) ? JSON.parse(lines.at(-1)) : null;
+  };
+  /** Until `node` holds a cell (its last event is a win or an act); then that event. */
+  const holding = async (node) => {
+    for (let i = 0; i < 1000; i++) {
+      const last = lastEvent(node);
+      if (last && ["won", "act"].includes(last.ev)) return last;
+      await sleep(5);
+    }
+    throw new Error(`${node} never held a cell`);
+  };
+  try {
+    nodes.forEach(start);
+    await sleep(2500);
+    await holding("proc-1");
+    procs.get("proc-1").child.kill("SIGKILL");
+    await procs.get("proc-1").done;
+    start("proc-1"); // the same id: it waits out its predecessor's lease
+    await sleep(1000);
+    const held = await holding("proc-2");
+    procs.get("proc-2").child.kill("SIGSTOP");
+    const pausedAt = Date.now();
+    await sleep(lease.leaseTtlMs + lease.maxClockSkewMs + 3000); // its lease dies meanwhile; others take its cell
+    procs.get("proc-2").child.kill("SIGCONT");
+    const resumedAt = Date.now();
+    await sleep(1500);
+    procs.get("proc-3").child.kill("SIGKILL");
+    await procs.get("proc-3").done;
+    start("proc-3");
+    await sleep(3000);
+    writeFileSync(stopFile, "");
+    const ends = await Promise.race([Promise.all(exited), sleep(20_000).then(() => null)]);
+    if (!ends) throw new Error("the racers did not stop within 20 s of the stop file");
+    const killed = ends.filter((e) => e.signal === "SIGKILL").length;
+    if (killed !== 2) throw new Error(`expected 2 killed processes, got ${JSON.stringify(ends.map((e) => [e.node, e.code, e.signal]))}`);
+    for (const e of ends) if (!e.signal && e.code !== 0) throw new Error(`${e.node} exited ${e.code}: ${e.stderr}`);
+
+    const events = nodes.flatMap((n) => (existsSync(join(dir, `${n}.log`)) ? readFileSync(join(dir, `${n}.log`), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : []));
+    // A paused node finds its lease gone (not-leased, fenced); a loaded machine may time a request out
+    // (transport, ambiguous). Anything else is a bug.
+    const expected = ["not-leased", "fenced", "transport", "ambiguous"];
+    const errors = events.filter((e) => e.ev === "error" && !expected.includes(e.code));
+    if (errors.length) throw new Error(`errors during the race:\n${errors.map((e) => `${e.node} ${e.op}: ${e.code} ${e.message}`).join("\n")}`);
+    const ambiguousClaims = events.filter((e) => e.ev === "error" && e.op === "claim" && e.code === "ambiguous").length;
+    const wins = events.filter((e) => e.ev === "won");
+    const reader = new api.S3Ownership({ ...server, prefix, node: "checker" });
+    let unreported = 0;
+    for (const cell of cells) {
+      const won = new Map();
+      for (const w of wins.filter((w) => w.cell === cell)) {
+        if (won.has(w.epoch)) throw new Error(`${cell}@${w.epoch} won by both ${won.get(w.epoch).node} and ${w.node}: split brain`);
+        won.set(w.epoch, w);
+      }
+      const record = await reader.readOwner(cell);
+      const final = record?.epoch ?? 0;
+      for (const e of won.keys()) if (e > final) throw new Error(`${cell}@${e} reported won, but the store's record is at epoch ${final}`);
+      for (let e = 1; e <= final; e++) if (!won.has(e)) unreported++;
+      // An act on epoch e after a later epoch's claim had been answered: two nodes acting on one cell.
+      for (const act of events.filter((a) => a.ev === "act" && a.cell === cell)) {
+        const later = wins.find((w) => w.cell === cell && w.epoch > act.epoch && w.t < act.t);
+        if (later) throw new Error(`${act.node} acted on ${cell}@${act.epoch} at ${act.t}, after ${later.node} won ${cell}@${later.epoch} at ${later.t}: split brain`);
+      }
+    }
+    // A killed process can have won an epoch it never got to log, and an ambiguous claim may have landed;
+    // nothing else can leave an epoch unreported.
+    if (unreported > killed + ambiguousClaims) throw new Error(`${unreported} epochs in the store were won by no node that said so (${killed} processes killed, ${ambiguousClaims} ambiguous claims)`);
+    const resumed = events.filter((e) => e.node === "proc-2" && e.t > resumedAt);
+    if (!resumed.length) throw new Error("proc-2 did nothing after it was resumed");
+    // The situation the pause is for: the paused node's cell changed hands while it slept.
+    const takeover = wins.find((w) => w.cell === held.cell && w.epoch > held.epoch && w.t > pausedAt && w.t < resumedAt);
+    if (!takeover) throw new Error(`nobody took ${held.cell} over from the paused proc-2 (held at epoch ${held.epoch})`);
+    if (wins.length < 30) throw new Error(`not contended enough: ${wins.length} wins`);
+    if (!events.some((e) => e.node === "proc-1" && e.ev === "leased" && e.pid !== events.find((f) => f.node === "proc-1").pid)) throw new Error("the restarted proc-1 never got a lease");
+    console.log(`process race: ${wins.length} wins (${wins.filter((w) => w.tookOver).length} took over), ${events.filter((e) => e.ev === "act").length} acts, ${unreported} unreported epochs, proc-2's ${held.cell}@${held.epoch} taken over by ${takeover.node} at ${takeover.epoch}; proc-2 after its pause: ${[...new Set(resumed.map((e) => e.code ?? e.ev))].join(", ")}; errors: ${events.filter((e) => e.ev === "error").map((e) => e.code).join(", ") || "none"}`);
+  } finally {
+    writeFileSync(stopFile, "");
+    for (const { child } of procs.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

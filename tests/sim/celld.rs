@@ -305,7 +305,7 @@ async fn write_lease(me: &CelldNode, guard: &CasGuard, held_until: f64, held_exp
     let bytes = serde_json::to_vec(&body).expect("a lease serializes");
     let etag = match me.put(&key, guard, bytes.clone()).await {
         PutAnswer::Applied { etag } => Some(etag),
-        PutAnswer::Ambiguous { .. } | PutAnswer::Conflict { .. } => match me.get(&key).await {
+        PutAnswer::Ambiguous { .. } | PutAnswer::Conflict { .. } | PutAnswer::Throttled(_) => match me.get(&key).await {
             Ok(Some((read, etag))) if read == bytes => Some(etag),
             _ => None,
         },
@@ -372,7 +372,7 @@ async fn claim_once(me: &CelldNode, cell: &str) -> OpResult {
         }
         PutAnswer::Applied { .. } => OpResult::Failed("fenced"),
         PutAnswer::Rejected => OpResult::Failed("lost-race"),
-        PutAnswer::Ambiguous { .. } | PutAnswer::Conflict { .. } => OpResult::Failed("ambiguous"),
+        PutAnswer::Ambiguous { .. } | PutAnswer::Conflict { .. } | PutAnswer::Throttled(_) => OpResult::Failed("ambiguous"),
         PutAnswer::Refused(e) => OpResult::Failed(e.code()),
     }
 }
