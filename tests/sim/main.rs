@@ -150,10 +150,16 @@ fn catch(tooth: Tooth, budget: u64) -> Option<(u64, Report)> {
     })
 }
 
+/// Teeth the random world does not produce (within the budget) and a deterministic scenario catches
+/// instead, each named with its test. `TrustOwnNodeId` (F9) needs a twin process, a late delete and a
+/// re-claim lined up inside one renewal interval; issue 21's draws made that rarer than 1 in 1,500 seeds
+/// (docs/simulation.md). Its scenario: tests/driver.rs `the_f9_world_catches_the_trust_own_node_id_tooth`.
+const CAUGHT_BY_SCENARIO: [Tooth; 1] = [Tooth::TrustOwnNodeId];
+
 #[test]
 fn every_tooth_is_caught() {
     let mut missed = Vec::new();
-    for tooth in Tooth::ALL {
+    for tooth in Tooth::ALL.into_iter().filter(|t| !CAUGHT_BY_SCENARIO.contains(t)) {
         match catch(tooth, TOOTH_BUDGET) {
             Some((n, r)) => {
                 println!("{tooth:?}: caught after {n} seeds by [{}] {}", r.violations[0].rule, r.violations[0].detail)
