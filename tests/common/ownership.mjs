@@ -110,12 +110,12 @@ export function ownershipChecks({ api, server, runtime }) {
     const won = await a.claim(c);
     eq([won.outcome, won.epoch, won.tookOver, won.prior], ["applied", 1, false, null], "first claim");
     const lost = await b.claim(c);
-    eq(lost, { outcome: "rejected", owner: { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true, awaitingRecovery: false } }, "second claim");
+    eq(lost, { outcome: "rejected", owner: { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true, awaitingRecovery: false, held: false } }, "second claim");
     const rec = await b.readOwner(c);
     eq([rec.node, rec.epoch, typeof rec.etag], [`${runtime}-a`, 1, "string"], "readOwner");
     eq(await a.verify(c, 1), true, "owner verifies");
     eq(await b.verify(c, 1), false, "non-owner verifies");
-    eq(await b.owner(c), { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true, awaitingRecovery: false }, "owner()");
+    eq(await b.owner(c), { node: `${runtime}-a`, epoch: 1, addr: "a.test:1", live: true, awaitingRecovery: false, held: false }, "owner()");
     eq(await a.claim(c).then((r) => r.epoch), 2, "re-claim by the owner advances the epoch");
   });
 
@@ -267,7 +267,7 @@ export function ownershipChecks({ api, server, runtime }) {
     const c = `celld-${unique()}`;
     await plant(`cells/${c}/own.json`, JSON.stringify({ node: "celld-9", epoch: 41, extra: { x: 1 } }));
     await plant("nodes/celld-9.json", JSON.stringify({ node: "celld-9", expires_ms: 1, addr: "10.0.0.9:4000", load: 0.5, peer_protocol: 2 }));
-    eq(await a.owner(c), { node: "celld-9", epoch: 41, addr: "10.0.0.9:4000", live: false, awaitingRecovery: false }, "owner() of a dead celld node");
+    eq(await a.owner(c), { node: "celld-9", epoch: 41, addr: "10.0.0.9:4000", live: false, awaitingRecovery: false, held: false }, "owner() of a dead celld node");
     eq((await a.claim(c)).epoch, 42, "takeover from celld");
     const body = JSON.parse(await raw(`cells/${c}/own.json`));
     eq([body.node, body.epoch, typeof body.nonce], [`${runtime}-celld`, 42, "string"], "what celld will read");
@@ -380,7 +380,7 @@ export function ownershipChecks({ api, server, runtime }) {
     eq([again.outcome, again.epoch, again.prior?.node, again.prior?.epoch], ["applied", 2, null, 1], "re-claim");
     await a.release(c);
     eq((await b.claim(c)).epoch, 3, "another node claims the released cell");
-    const owner = { node: `${runtime}-rt-b`, epoch: 3, addr: "rt-b.test:1", live: true, awaitingRecovery: false };
+    const owner = { node: `${runtime}-rt-b`, epoch: 3, addr: "rt-b.test:1", live: true, awaitingRecovery: false, held: false };
     const stale = await sent("a claim over a stale remembered version", () => a.claim(c), ["PUT own if-match", "GET own", "GET lease"]);
     eq(stale, { outcome: "rejected", owner }, "stale version: the refused write, then the usual read");
     const held = await sent("expectNew on an existing cell", () => a.claim(c, { expectNew: true }), ["PUT own if-none-match", "GET own", "GET lease"]);
