@@ -197,3 +197,17 @@ fn one_seed() {
     }
     println!("faults: {:?}\ncoverage: {:?}", r.faults, r.coverage);
 }
+
+/// Measures one tooth given by `SIM_TOOTH` over `SIM_SEEDS` seeds (default the budget): the seeds on which
+/// the armed run has violations, and of those the ones the correct protocol passes (the catches).
+/// `SIM_TOOTH=<Tooth> [SIM_SEEDS=n] cargo test --test sim one_tooth -- --nocapture`.
+#[test]
+fn one_tooth() {
+    let Ok(name) = std::env::var("SIM_TOOTH") else { return };
+    let tooth = *Tooth::ALL.iter().find(|t| format!("{t:?}") == name).expect("SIM_TOOTH names a Tooth variant");
+    let seeds: u64 = std::env::var("SIM_SEEDS").map_or(TOOTH_BUDGET, |s| s.parse().expect("SIM_SEEDS is a number"));
+    let armed = Params { tooth: Some(tooth), ..Params::default() };
+    let flagged: Vec<u64> = (0..seeds).filter(|&s| !run_seed(s, &armed).violations.is_empty()).collect();
+    let caught: Vec<u64> = flagged.iter().copied().filter(|&s| run_seed(s, &Params::default()).violations.is_empty()).collect();
+    println!("{tooth:?}: armed runs with violations on seeds {flagged:?}; caught on {} of {seeds} seeds: {caught:?}", caught.len());
+}
