@@ -22,7 +22,7 @@ use crate::ownership::join::join_all;
 use crate::ownership::lease::peer_dead;
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
-use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
+use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord, Recovery};
 use crate::s3::list::Listed;
 
 /// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
@@ -90,6 +90,9 @@ pub struct NodeEntry {
     /// Dead, and carrying a celld node log that is not sealed: celld recovers it before anyone may take
     /// the node's cells over (SPEC §2).
     pub awaiting_recovery: bool,
+    /// While `awaiting_recovery`: which celld node is recovering that log and how long ago it last beat
+    /// on its claim (stale after 30 s), from the lease's `log`.
+    pub recovery: Option<Recovery>,
     /// The wall clock the liveness was judged at (sampled before the lease was read, as a claim does).
     pub judged_at_ms: u64,
 }
@@ -256,6 +259,7 @@ impl<E: Env> Inspector<E> {
             etag: String::new(),
             modified_ms,
             awaiting_recovery: false,
+            recovery: None,
             judged_at_ms: now,
         };
         match read {
@@ -269,6 +273,9 @@ impl<E: Env> Inspector<E> {
                     LeaseView::Live { expires_ms }
                 };
                 entry.awaiting_recovery = awaiting_recovery(Some(&record), self.max_clock_skew_ms, now);
+                if entry.awaiting_recovery {
+                    entry.recovery = record.log.as_ref().map(|log| log.recovery(now));
+                }
                 entry.addr = record.addr;
                 entry.etag = record.etag;
             }
