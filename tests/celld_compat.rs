@@ -1,19 +1,21 @@
 //! Sharing a bucket with celld v0.3-v0.6 (SPEC §2, docs/protocol.md "Sharing a bucket with celld"):
-//! records as celld writes them decode, the fleet marker is read before the first write (created when
-//! absent, refused when it names another backend, with nothing written), a dead celld owner whose node log
+//! records as celld writes them decode, the fleet marker is read before the first write (never created,
+//! refused when it names another backend, with nothing written), a dead celld owner whose node log
 //! is not sealed is not taken over, and ids default to celld's sets, encoded once.
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
+#[path = "support/celld_v06.rs"]
+mod v06;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Waker};
 
 use celld_edge::env::{Env, TransportError};
-use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
-use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner};
+use celld_edge::ownership::control::{MARKER_KEY, WAKE_FORMAT_KEY};
+use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner, encode_celld_lease, UNDIALABLE_ADDR};
 use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, S3Ownership};
 use celld_edge::s3::Bucket;
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
@@ -78,30 +80,133 @@ fn celld_records_of_every_version_decode() {
     assert_eq!(decode_lease("k", fixture("lease-v0.6-tombstone.json").as_bytes(), "t").unwrap().expires_ms, 0);
 }
 
+// ---- the leases this library writes in a celld fleet, as celld v0.6 reads them ----
+
+/// Every lease body this library writes in a celld fleet: acquire and renew (`expires_ms` a ttl after the
+/// sample), and retire (`expires_ms: 0`), with and without a configured `addr`.
+fn celld_fleet_bodies(now: u64) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("acquire", encode_celld_lease("edge-7", now + TTL, "", "n1", now)),
+        ("renew", encode_celld_lease("edge-7", now + 3_333 + TTL, "", "n2", now + 3_333)),
+        ("retire", encode_celld_lease("edge-7", 0, "", "n3", now + 5_000)),
+        ("acquire with addr", encode_celld_lease("edge-7", now + TTL, "edge-7.internal:7000", "n4", now)),
+    ]
+}
+
+/// What celld v0.6 must conclude from one of our live leases, read at `view` (celld's wall clock): a live
+/// node (so it takes none of our cells and routes none of its requests to us), never a placement,
+/// hand-off or rebalance target, and nothing that halts its planner, readiness or paging.
+fn judged_as_celld_needs(name: &str, lease: &v06::Lease, view: u64) {
+    assert!(lease.live_to_celld("edge-7", view), "{name}: celld must see a live owner");
+    assert!(!lease.placement_target(view) && !lease.handoff_target(view), "{name}: never a target");
+    assert!(!lease.receives_cells(), "{name}: never a rebalance receiver");
+    assert!(lease.keeps_planner_running(view, 0), "{name}: the planner must go on");
+    assert!(lease.lets_readiness_pass() && lease.keeps_paging_open(), "{name}");
+    assert!(!lease.kept_by_cleanup(), "{name}: celld's clean-up may remove it once dead");
+}
+
+#[test]
+fn every_lease_this_library_writes_in_a_celld_fleet_decodes_as_celld_v06_reads_it() {
+    let now = 1_800_000_000_000;
+    for (name, body) in celld_fleet_bodies(now) {
+        let lease = v06::decode(&body).unwrap_or_else(|e| panic!("{name}: celld v0.6 cannot read it: {e}"));
+        assert_eq!((lease.peer_protocol, lease.log.is_none(), lease.probe_public_key.as_str()), (0, true, ""), "{name}");
+        assert!(!lease.addr.is_empty(), "{name}: an empty addr reads as dead");
+        assert!(lease.paced_handoff && lease.load.draining == Some(true), "{name}");
+        assert_eq!((lease.load.owned_cells, lease.load.placement_weight), (Some(0), Some(1)), "{name}");
+        assert_eq!((lease.load.rebalance_paused, lease.load.pressured, lease.load.restoring), (None, false, 0), "{name}");
+        if lease.expires_ms == 0 {
+            // Retired: dead to celld at once, and still nothing that stops its fleet.
+            assert!(!lease.live_to_celld("edge-7", now) && lease.keeps_planner_running(now, 0), "{name}");
+            continue;
+        }
+        // Throughout the lease's life, whenever celld reads it.
+        for view in [lease.load.sampled_ms, lease.load.sampled_ms + TTL / 2, lease.expires_ms - 1] {
+            judged_as_celld_needs(name, &lease, view);
+        }
+        assert!(!lease.live_to_celld("edge-7", lease.expires_ms), "{name}: dead to celld at its expiry");
+    }
+    let placeholder = v06::decode(&celld_fleet_bodies(now)[0].1).unwrap();
+    assert_eq!(placeholder.addr, UNDIALABLE_ADDR);
+}
+
+#[test]
+fn the_restatement_of_celld_v06_catches_every_incomplete_lease() {
+    // The tooth: a body missing one field celld requires never decodes. If the restatement accepted it,
+    // this test (and the one above) could not fail.
+    let now = 1_800_000_000_000;
+    let body: serde_json::Value = serde_json::from_slice(&encode_celld_lease("edge-7", now + TTL, "", "n", now)).unwrap();
+    for field in v06::REQUIRED_LOAD {
+        let mut broken = body.clone();
+        broken["load"].as_object_mut().unwrap().remove(field);
+        assert!(v06::decode(broken.to_string().as_bytes()).is_err(), "a load without {field} must not decode");
+    }
+    for field in ["node", "expires_ms"] {
+        let mut broken = body.clone();
+        broken.as_object_mut().unwrap().remove(field);
+        assert!(v06::decode(broken.to_string().as_bytes()).is_err(), "{field}");
+    }
+    let mut wrong = body.clone();
+    wrong["load"]["bucket_format"] = 70_000.into();
+    assert!(v06::decode(wrong.to_string().as_bytes()).is_err(), "bucket_format is a u16");
+    // Bodies that decode but stop celld's fleet, each caught by one rule.
+    let halts = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = body.clone();
+        edit(&mut v);
+        let lease = v06::decode(v.to_string().as_bytes()).unwrap();
+        lease.keeps_planner_running(now, 0) && lease.lets_readiness_pass() && lease.keeps_paging_open() && lease.live_to_celld("edge-7", now)
+    };
+    assert!(halts(&|_| ()), "the body as written passes");
+    let edits: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+        ("no load", &|v| drop(v.as_object_mut().unwrap().remove("load"))),
+        ("no paced_handoff", &|v| drop(v.as_object_mut().unwrap().remove("paced_handoff"))),
+        ("no owned_cells", &|v| drop(v["load"].as_object_mut().unwrap().remove("owned_cells"))),
+        ("no placement_weight", &|v| drop(v["load"].as_object_mut().unwrap().remove("placement_weight"))),
+        ("stale sample", &|v| v["load"]["sampled_ms"] = (now - v06::CELLD_TTL_MS - 1).into()),
+        ("paused", &|v| v["load"]["rebalance_paused"] = true.into()),
+        ("pressured", &|v| v["load"]["pressured"] = true.into()),
+        ("old format", &|v| drop(v["load"].as_object_mut().unwrap().remove("bucket_format"))),
+        ("empty addr", &|v| v["addr"] = "".into()),
+    ];
+    for (name, edit) in edits {
+        assert!(!halts(edit), "{name} must be caught");
+    }
+}
+
+#[test]
+fn celld_v06_records_decode_under_the_restatement() {
+    for name in ["lease-v0.3-no-log.json", "lease-v0.3-open.json", "lease-v0.6-no-log.json", "lease-v0.6-open.json",
+        "lease-v0.6-open-inactive.json", "lease-v0.6-recovering.json", "lease-v0.6-sealed.json", "lease-v0.6-tombstone.json",
+        "lease-v0.6-unknown-state.json"]
+    {
+        let lease = v06::decode(fixture(name).as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(lease.peer_protocol != 0 && !lease.probe_public_key.is_empty(), "{name}: written by celld");
+    }
+}
+
 // ---- the fleet marker ----
 
 #[test]
-fn an_absent_marker_is_created_with_if_none_match_before_the_first_write() {
+fn the_marker_and_wake_format_are_read_at_once_before_the_first_write_and_never_created() {
     let env = MemEnv::new();
     let a = node(env.clone(), "a");
     block_on(a.acquire_lease()).unwrap();
     let wire = env.wire_since(0);
-    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"], "{wire:?}");
-    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER, "byte for byte what celld writes");
-    assert_eq!(writes(&env)[0], MARKER_KEY, "the marker is the first write");
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"], "{wire:?}");
+    assert_eq!(env.body(MARKER_KEY), None, "the marker is read, never created");
+    assert!(writes(&env).iter().all(|k| !k.starts_with("fleet/") && !k.starts_with("wake/")), "{:?}", writes(&env));
     // Once per instance: claims and renewals send no marker request.
     let from = env.sent_count();
     block_on(a.claim("c")).unwrap();
     block_on(a.renew_lease()).unwrap();
     block_on(a.claim("d")).unwrap();
-    assert!(env.wire_since(from).iter().all(|w| !w.contains(MARKER_KEY)), "{:?}", env.wire_since(from));
-    // A second instance finds it: one GET, no write.
+    assert!(env.wire_since(from).iter().all(|w| !w.contains(MARKER_KEY) && !w.contains(WAKE_FORMAT_KEY)), "{:?}", env.wire_since(from));
+    // A second instance reads both again, and writes neither.
     let from = env.sent_count();
     let b = leased(&env, "b");
     let wire = env.wire_since(from);
-    assert_eq!(wire[0], "GET fleet/control.json");
-    assert!(wire[1..].iter().all(|w| !w.contains(MARKER_KEY)), "{wire:?}");
-    assert_eq!(writes(&env).iter().filter(|k| *k == MARKER_KEY).count(), 1);
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"], "{wire:?}");
+    assert!(writes(&env).iter().all(|k| !k.starts_with("fleet/")));
     drop(b);
 }
 
@@ -129,8 +234,8 @@ fn a_dynamodb_fleet_is_refused_naming_the_backend_and_nothing_is_written() {
     // An owner-record write needs a lease first, which the refused fleet never gave.
     assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "not-leased");
     assert!(writes(&env).is_empty(), "{:?}", writes(&env));
-    // The verdict is kept: one GET for all four refusals.
-    assert_eq!(env.wire_since(0), ["GET fleet/control.json"]);
+    // The verdict is kept: one read of each for all four refusals.
+    assert_eq!(env.wire_since(0), ["GET fleet/control.json", "GET wake/format.json"]);
 }
 
 #[test]
@@ -144,7 +249,7 @@ fn the_marker_is_read_under_the_prefix() {
     // Another prefix is another fleet.
     let b = node(env.clone(), "b");
     block_on(b.acquire_lease()).unwrap();
-    assert!(env.body(MARKER_KEY).is_some());
+    assert_eq!(env.body(MARKER_KEY), None, "read, never created");
 }
 
 #[test]
@@ -162,40 +267,6 @@ fn a_corrupt_marker_is_corrupt_record_nothing_is_written_and_it_is_read_again_la
 }
 
 #[test]
-fn a_lost_create_is_settled_by_reading_the_marker_back() {
-    // Our create is lost while a celld node set up for DynamoDB creates its marker: refuse.
-    let env = MemEnv::new();
-    let a = node(env.clone(), "a");
-    env.push(Fault::Slow(0.0)); // the GET: absent
-    env.push(Fault::DropAndPlant(
-        r#"{"format":1,"backend":"dynamodb","table":"t-1","region":"us-east-1","fleet":"f"}"#,
-        TransportError::TimedOut,
-    ));
-    assert_eq!(block_on(a.acquire_lease()).unwrap_err().code(), "unsupported-backend");
-    assert_eq!(writes(&env), Vec::<String>::new());
-    // Our create lands but its answer is lost: the readback finds the bucket marker, whoever wrote it.
-    let env = MemEnv::new();
-    let b = node(env.clone(), "b");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::LandThen(Err(TransportError::Network("reset".into()))));
-    block_on(b.acquire_lease()).unwrap();
-    // A 412 on a create we then find absent again: create once more.
-    let env = MemEnv::new();
-    let c = node(env.clone(), "c");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::Drop(Ok((412, "PreconditionFailed"))));
-    block_on(c.acquire_lease()).unwrap();
-    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
-    // A refusal of the create is the store's error, and nothing else is tried.
-    let env = MemEnv::new();
-    let d = node(env.clone(), "d");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::Drop(Ok((403, "AccessDenied"))));
-    assert_eq!(block_on(d.acquire_lease()).unwrap_err().code(), "auth");
-    assert!(writes(&env).is_empty());
-}
-
-#[test]
 fn concurrent_first_writes_share_one_marker_check() {
     let mem = MemEnv::new();
     let env = Yielding(mem.clone());
@@ -206,8 +277,9 @@ fn concurrent_first_writes_share_one_marker_check() {
         run_all(expiries.iter().map(|e| Box::pin(a.cas_node_lease(&CasGuard::Absent, *e)) as Pin<Box<dyn Future<Output = _>>>).collect());
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     let wire = mem.wire_since(0);
-    assert_eq!(wire.iter().filter(|w| w.contains(MARKER_KEY)).count(), 2, "one GET and one create: {wire:?}");
-    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"]);
+    let fleet_reads = wire.iter().filter(|w| w.contains(MARKER_KEY) || w.contains(WAKE_FORMAT_KEY)).count();
+    assert_eq!(fleet_reads, 2, "one GET of each: {wire:?}");
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"]);
 }
 
 #[test]
@@ -227,7 +299,7 @@ fn a_cancelled_check_is_taken_up_by_the_next_caller() {
     }
     let lease: serde_json::Value = serde_json::from_str(&mem.body("nodes/a.json").expect("the second write landed")).unwrap();
     assert_eq!(lease["expires_ms"], 2, "the cancelled first write never went out");
-    assert_eq!(mem.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
+    assert_eq!(mem.body(MARKER_KEY), None);
 }
 
 // ---- the node-log gate ----
