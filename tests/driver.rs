@@ -641,7 +641,7 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
     assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
-    assert!(env.body("tenants/x/fleet/control.json").is_some());
+    assert!(env.body("tenants/x/fleet/control.json").is_none(), "the backend marker is read, never created");
     assert!(env.body("tenants/x/cells/cell %2F ☃/own.json").is_some());
     let owner = block_on(a.owner("cell %2F ☃")).unwrap().unwrap();
     assert_eq!((owner.node.as_str(), owner.live), ("n 1+ü", true));
@@ -1537,7 +1537,7 @@ mod issue21 {
         let (out, wire) = wire_of(&env, a.probe());
         let err = out.unwrap_err();
         assert_eq!(err.code(), "unsupported-backend", "{err}");
-        assert_eq!(wire, ["GET fleet/control.json"]);
+        assert_eq!(wire, ["GET fleet/control.json", "GET wake/format.json"]);
         assert!(env.0.borrow().writes.is_empty());
         // The inspector's probe (`npx celld-edge probe`) too.
         let inspector = celld_edge::ownership::Inspector::new(&qualified(""), env.clone()).unwrap();
