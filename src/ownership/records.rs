@@ -287,6 +287,25 @@ pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecor
     })
 }
 
+/// What only celld writes into a lease: its node log (sealed included), its probe key, its peer protocol.
+#[derive(Deserialize)]
+struct CelldMarks {
+    #[serde(default)]
+    log: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    probe_public_key: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    peer_protocol: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether a lease body (`key`) was written by celld, not by this library: celld's dead-lease clean-up
+/// keeps a lease with a log on purpose (its log clean-up needs the record) and is the one to remove the
+/// others, so `remove_dead_lease` leaves every such lease alone.
+pub fn written_by_celld(key: &str, body: &[u8]) -> Result<bool> {
+    let marks: CelldMarks = decode_object(key, body)?;
+    Ok(marks.log.is_some() || marks.probe_public_key.is_some() || marks.peer_protocol.is_some())
+}
+
 /// The writer nonce of any record this library wrote, to recognise "my write landed" on readback.
 pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
     decode_object::<NonceIn>(key, body).map(|r| r.nonce)
@@ -405,6 +424,23 @@ mod tests {
         assert!(log(Some("c"), None).recovery(0).stale);
         let nobody = log(None, None).recovery(0);
         assert!(nobody.stale && nobody.claimant.is_none() && nobody.heartbeat_age_ms.is_none());
+    }
+
+    #[test]
+    fn leases_celld_wrote_are_told_from_ours() {
+        for ours in [encode_lease("a", 0, "", "n"), encode_celld_lease("a", 0, "", "n", 1)] {
+            assert_eq!(written_by_celld("k", &ours), Ok(false));
+        }
+        // celld's clean-up tombstone of an edge lease keeps its fields: still ours.
+        assert_eq!(written_by_celld("k", br#"{"node":"a","expires_ms":0,"addr":"x","nonce":"n"}"#), Ok(false));
+        for celld in [
+            r#"{"node":"a","expires_ms":0,"log":{"state":"sealed","epoch":1,"ensemble":[],"tiered":0}}"#,
+            r#"{"node":"a","expires_ms":0,"probe_public_key":"k"}"#,
+            r#"{"node":"a","expires_ms":0,"peer_protocol":5}"#,
+        ] {
+            assert_eq!(written_by_celld("k", celld.as_bytes()), Ok(true), "{celld}");
+        }
+        assert_eq!(written_by_celld("k", b"[]").unwrap_err().code(), "corrupt-record");
     }
 
     #[test]
