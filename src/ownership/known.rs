@@ -9,7 +9,6 @@
 //! over while at least about half of them are current (under contention they mostly are not). The rate is
 //! a moving average over roughly the last eight claims that had a version to try.
 
-use crate::prelude::*;
 use crate::ownership::records::OwnerRecord;
 
 /// Cells remembered per instance: enough for a node's working set, small enough to scan.
