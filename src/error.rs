@@ -286,20 +286,9 @@ mod tests {
     }
 
     #[test]
-    fn numbers_read_as_display_prints_them() {
-        for n in [0u64, 7, 10, 99, 100, 604_800, (1 << 53) - 1, u64::MAX] {
-            assert_eq!(format!("{n}"), n.to_string());
-        }
-        assert_eq!(format!("{} {} {}", u16::MAX, usize::MAX, 0u32), format!("{} {} 0", u16::MAX, usize::MAX));
-        for n in [0i64, -1, 42, -604_801, i64::MIN, i64::MAX] {
-            assert_eq!(format!("{n}"), n.to_string());
-        }
-    }
-
-    #[test]
-    fn an_error_is_a_tag_and_a_pointer() {
-        // A payload added unboxed would grow every Result the async operations carry.
-        assert_eq!(core::mem::size_of::<Error>(), 2 * core::mem::size_of::<usize>());
+    fn an_error_is_no_bigger_than_a_string() {
+        // A structured payload added unboxed would grow every Result the async operations carry.
+        assert!(core::mem::size_of::<Error>() <= core::mem::size_of::<String>());
     }
 
     #[test]

@@ -68,14 +68,9 @@ pub fn awaits_recovery(lease: &NodeLeaseRecord) -> bool {
     lease.log.as_ref().is_some_and(|log| log.state != "sealed")
 }
 
-/// The precondition of a conditional PUT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CasGuard {
-    /// `If-None-Match: *`: create only.
-    Absent,
-    /// `If-Match: <etag>`: replace only this version.
-    Match(String),
-}
+/// A write's precondition is a store condition (`crate::s3::CasGuard`); named here too, where the
+/// records' writes use it.
+pub use crate::s3::CasGuard;
 
 /// How a conditional write ended, once settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
