@@ -15,7 +15,7 @@
 //! docs/conformance.md).
 //!
 //! It is a pure machine: [`Probe::step`] takes the answers to the requests it last asked for and says
-//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the driver
+//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the node
 //! sends the requests and the nonce comes in as data.
 
 
@@ -83,7 +83,7 @@ pub enum Answer {
     Read(Result<Option<String>>),
 }
 
-/// What the driver must do next.
+/// What the node must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// Send these concurrently, then hand [`Probe::step`] their answers in the same order.
