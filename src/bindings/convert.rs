@@ -61,6 +61,13 @@ const OPTION_NAMES: [&str; 19] = [
     "credentials",
 ];
 
+/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
+/// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
+pub fn ownership_option_names() -> Vec<String> {
+    OPTION_NAMES.iter().map(|&n| n.to_owned()).collect()
+}
+
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
 /// probe policy (an inspector holds none).
 pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 13] = [

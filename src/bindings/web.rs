@@ -1,8 +1,9 @@
 //! [`WebEnv`]: the protocol's [`Env`] in a JS runtime. Requests go out through the injected `fetch`, built
-//! with web-sys (`Request`, `RequestInit`, `Headers`, an `AbortController` for the timeout, `cache:
-//! "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are `Date.now()`
-//! and `performance.now()`, randomness `crypto.getRandomValues`, sleeping the global `setTimeout`. It only
-//! sends and reads: it never retries a request and never decides anything.
+//! with web-sys (`Request`, `RequestInit` with the headers as a plain object, an `AbortController` for the
+//! timeout, `cache: "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are
+//! `Date.now()` and `performance.now()`, randomness `crypto.getRandomValues` (drawn 64 words at a time:
+//! each call crosses into JS and allocates there), sleeping the global `setTimeout`. It only sends and
+//! reads: it never retries a request and never decides anything.
 
 use std::cell::{Cell, RefCell};
 
@@ -10,7 +11,7 @@ use js_sys::{Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, Request, RequestCache, RequestInit, Response};
+use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
 use super::convert::EventOut;
 use super::trap::Hooks;
@@ -33,7 +34,12 @@ thread_local! {
     /// Whether this runtime's `Request` takes `cache: "no-store"` (some refuse the option at
     /// construction: then requests are built without it, which sends nothing twice).
     static NO_STORE: Cell<bool> = const { Cell::new(true) };
+    /// Random words drawn ahead, used from the back.
+    static RANDOM: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Words drawn per `crypto.getRandomValues` call (512 bytes; the call takes at most 65,536).
+const RANDOM_BATCH: usize = 64;
 
 pub(crate) struct WebEnv {
     /// The injected fetch (or `globalThis.fetch`), called with `globalThis` as `this`.
@@ -168,9 +174,11 @@ impl WebEnv {
 
     /// The answer, and its `Response.type` (`"cors"` for a cross-origin answer in a browser).
     async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
-        let headers = Headers::new()?;
+        // A plain object: a `Headers` built here would be copied again by `Request` (the names are
+        // lower-case and unique, as the signer made them).
+        let headers = js_sys::Object::new();
         for (name, value) in &req.headers {
-            headers.append(name, value)?;
+            js_sys::Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
         }
         let init = RequestInit::new();
         init.set_method(req.method);
@@ -187,8 +195,12 @@ impl WebEnv {
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
         let response_type = string_at(&res, "type");
-        let body = self.wait(&res.array_buffer()?).await?;
-        Ok((HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() }, response_type))
+        // No body (`null`): nothing to read, and no stream to drain.
+        let body = match js_sys::Reflect::get(&res, &JsValue::from_str("body")) {
+            Ok(b) if b.is_null() => Vec::new(),
+            _ => Uint8Array::new(&self.wait(&res.array_buffer()?).await?).to_vec(),
+        };
+        Ok((HttpResponse { status: res.status(), etag, body }, response_type))
     }
 }
 
@@ -241,10 +253,15 @@ impl Env for WebEnv {
     }
 
     fn random_u64(&self) -> u64 {
-        let mut bytes = [0u8; 8];
-        // getRandomValues fails only for more than 65536 bytes.
-        let _ = CRYPTO.with(|c| c.get_random_values_with_u8_array(&mut bytes));
-        u64::from_le_bytes(bytes)
+        RANDOM.with_borrow_mut(|words| {
+            if words.is_empty() {
+                let mut bytes = [0u8; RANDOM_BATCH * 8];
+                // getRandomValues fails only for more than 65536 bytes.
+                let _ = CRYPTO.with(|c| c.get_random_values_with_u8_array(&mut bytes));
+                words.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+            }
+            words.pop().unwrap_or_default()
+        })
     }
 
     async fn sleep(&self, ms: u32) {
