@@ -65,7 +65,13 @@ const OPTION_NAMES: [&str; 19] = [
 /// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
 pub fn ownership_option_names() -> Vec<String> {
-    OPTION_NAMES.iter().map(|&n| n.to_owned()).collect()
+    OWNERSHIP.options.iter().map(|&n| n.to_owned()).collect()
+}
+
+/// `inspectorOptionNames()`: the options `new S3Inspector(...)` takes, for the check of js/ownership.d.ts.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = inspectorOptionNames)]
+pub fn inspector_option_names() -> Vec<String> {
+    INSPECTOR.options.iter().map(|&n| n.to_owned()).collect()
 }
 
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
