@@ -541,7 +541,7 @@ pub(crate) fn cas_node_lease((o, etag): (CasOutcome, Option<String>)) -> Result<
     })
 }
 
-pub(crate) fn claim(c: ClaimOutcome) -> Result<JsValue, Error> {
+pub(crate) fn claim_outcome(c: ClaimOutcome) -> Result<JsValue, Error> {
     to_js(&match &c {
         ClaimOutcome::Applied { epoch, took_over, prior } => {
             ClaimOut::Applied { epoch: *epoch, took_over: *took_over, prior: prior.as_ref().map(OwnerRecordOut::from) }

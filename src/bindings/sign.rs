@@ -26,7 +26,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
-use super::js_error;
+use super::error::{js_error, use_error_class};
 use crate::error::{Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
@@ -153,7 +153,7 @@ impl SignerIo {
     /// `hooks` from js/instance.js (only its error class is used).
     #[wasm_bindgen(constructor)]
     pub fn new(hooks: super::trap::Hooks) -> SignerIo {
-        super::use_error_class(hooks.error_class());
+        use_error_class(hooks.error_class());
         SignerIo {
             signer: Signer::new(),
             io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() },

@@ -16,7 +16,7 @@ use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 use super::convert::EventOut;
 use super::trap::Hooks;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, NetworkError, TransportError};
-use crate::error::{msg, Source};
+use crate::error::{msg, Fault, Source};
 
 #[wasm_bindgen]
 extern "C" {
@@ -51,8 +51,6 @@ pub(crate) struct WebEnv {
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
     /// The `credentials` option: called for fresh keys (`Env::credentials`).
     pub(crate) provider: Option<Function>,
-    /// What the provider last threw, for the `auth` error's `cause`.
-    pub(crate) provider_error: RefCell<Option<JsValue>>,
     /// Every event counted, for `own.metrics()`.
     pub(crate) metrics: RefCell<crate::metrics::Metrics>,
     /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
@@ -141,7 +139,7 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), metrics: RefCell::default(), watcher: RefCell::default() }
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, metrics: RefCell::default(), watcher: RefCell::default() }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -273,22 +271,19 @@ impl Env for WebEnv {
         drop(asleep);
     }
 
-    async fn credentials(&self) -> Result<crate::env::Credentials, String> {
+    async fn credentials(&self) -> Result<crate::env::Credentials, Fault> {
         let Some(provider) = &self.provider else { return Err("no credentials provider".into()) };
         let answer = match provider.call0(&JsValue::UNDEFINED) {
             Ok(v) => self.wait(&Promise::resolve(&v)).await,
             Err(e) => Err(e),
         };
-        // What it threw is the next provider error's cause; an answer clears it.
-        let outcome = answer.map_err(|e| {
-            let why = format!("the credentials function failed: {}", describe(&e));
-            *self.provider_error.borrow_mut() = Some(e);
-            why
-        });
-        if outcome.is_ok() {
-            *self.provider_error.borrow_mut() = None;
-        }
-        outcome.and_then(super::convert::provided_credentials)
+        // What it threw travels on, as the `auth` error's `cause` (as a failed fetch's error does).
+        let answer = answer.map_err(|e| Fault {
+            detail: format!("the credentials function failed: {}", describe(&e)),
+            source: Some(Source::new(e)),
+            ..Fault::default()
+        })?;
+        super::convert::provided_credentials(answer).map_err(Fault::from)
     }
 
     fn observe(&self, event: Event<'_>) {
@@ -297,7 +292,7 @@ impl Env for WebEnv {
             // Cloned out: the watcher's abort listeners may call back into this instance.
             let watcher = self.watcher.borrow().clone();
             if let Some(f) = watcher {
-                let reason = super::authority::lost_error(cell, epoch, lost, detail);
+                let reason = super::error::lost_error(cell, epoch, lost, detail);
                 let _ = f.call3(&JsValue::UNDEFINED, &JsValue::from_str(cell), &JsValue::from_f64(epoch as f64), &reason);
             }
         }
