@@ -54,7 +54,8 @@ impl Layout {
 }
 
 /// What the probe learnt about a store that passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
     /// Status for `If-Match` on a missing key (404 on AWS, 412 on some stores).
     pub if_match_missing_status: u16,
