@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::env::Event;
-use crate::error::{msg, Error, Quoted};
+use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
     OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
@@ -44,6 +44,8 @@ struct OptionsIn {
     probe_trust_ms: Option<u64>,
     /// `"celld"` (celld's id sets) or `"utf8"` (wider ids, for buckets no celld node shares).
     ids: Option<String>,
+    /// `true`: a celld v0.6 fleet shares the bucket (an uninitialised one is refused).
+    celld: Option<bool>,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
@@ -55,11 +57,24 @@ struct OptionsIn {
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 19] = [
+const OPTION_NAMES: [&str; 20] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
-    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
-    "credentials",
+    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "celld", "fetch",
+    "onEvent", "credentials",
 ];
+
+/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
+/// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
+pub fn ownership_option_names() -> Vec<String> {
+    OWNERSHIP.options.iter().map(|&n| n.to_owned()).collect()
+}
+
+/// `inspectorOptionNames()`: the options `new S3Inspector(...)` takes, for the check of js/ownership.d.ts.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = inspectorOptionNames)]
+pub fn inspector_option_names() -> Vec<String> {
+    INSPECTOR.options.iter().map(|&n| n.to_owned()).collect()
+}
 
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
 /// probe policy (an inspector holds none).
@@ -190,7 +205,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
             Some(meant) => format!(": did you mean {meant}?"),
             None => String::new(),
         };
-        return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
+        return Err(invalid_option(format!("unknown option {}{why}", Quoted(&k))));
     }
     if let Some(why) = mistyped_secret(&js) {
         return Err(invalid_option(why));
@@ -240,8 +255,9 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     config.ids = match o.ids.as_deref() {
         None | Some("celld") => IdSet::Celld,
         Some("utf8") => IdSet::Utf8,
-        Some(other) => return Err(invalid_option(msg!(r#"ids must be "celld" or "utf8", got "#, Quoted(other)))),
+        Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {}"#, Quoted(other)))),
     };
+    config.celld = o.celld.unwrap_or(config.celld);
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
     let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
     let on_event = match o.on_event {
@@ -416,7 +432,7 @@ pub(crate) fn claim_options(v: JsValue) -> Result<Claim, Error> {
         return Err(Error::invalid("claim options must be an object"));
     }
     if let Some(k) = unknown_key(&v, &["expectNew", "wait", "signal"]) {
-        return Err(Error::invalid(msg!("unknown claim option ", Quoted(&k))));
+        return Err(Error::invalid(format!("unknown claim option {}", Quoted(&k))));
     }
     let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
     let wait = o.wait.unwrap_or(false);
@@ -435,49 +451,8 @@ pub(crate) fn claim_options(v: JsValue) -> Result<Claim, Error> {
     Ok(Claim { options: ClaimOptions { expect_new: o.expect_new.unwrap_or(false) }, wait, signal })
 }
 
-/// A released record names no node: `null` to JS.
-fn node_or_null(node: &str) -> Option<&str> {
-    Some(node).filter(|n| !n.is_empty())
-}
-
-#[derive(Serialize)]
-struct OwnerRecordOut<'a> {
-    node: Option<&'a str>,
-    epoch: u64,
-    etag: &'a str,
-}
-
-impl<'a> From<&'a OwnerRecord> for OwnerRecordOut<'a> {
-    fn from(r: &'a OwnerRecord) -> Self {
-        OwnerRecordOut { node: node_or_null(&r.node), epoch: r.epoch, etag: &r.etag }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct OwnerInfoOut<'a> {
-    node: Option<&'a str>,
-    epoch: u64,
-    addr: &'a str,
-    live: bool,
-    awaiting_recovery: bool,
-    held: bool,
-}
-
-impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
-    fn from(o: &'a OwnerInfo) -> Self {
-        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery, held: o.held }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NodeLeaseOut<'a> {
-    node: &'a str,
-    expires_ms: u64,
-    addr: &'a str,
-    etag: &'a str,
-}
+// The results below are the core's own types, `Serialize`d in the shapes js/ownership.d.ts declares (the
+// serde attributes are on the types: ownership::records, driver, probe).
 
 #[derive(Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
@@ -486,32 +461,16 @@ enum CasNodeLeaseOut<'a> {
     Rejected,
 }
 
-#[derive(Serialize)]
-#[serde(tag = "outcome", rename_all = "camelCase")]
-enum ClaimOut<'a> {
-    #[serde(rename_all = "camelCase")]
-    Applied { epoch: u64, took_over: bool, prior: Option<OwnerRecordOut<'a>> },
-    Rejected { owner: OwnerInfoOut<'a> },
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProbeOut {
-    if_match_missing_status: u16,
-    conditional_delete: bool,
-    etag_quoted: bool,
-}
-
 pub(crate) fn owner_record(r: Option<OwnerRecord>) -> Result<JsValue, Error> {
-    to_js(&r.as_ref().map(OwnerRecordOut::from))
+    to_js(&r)
 }
 
 pub(crate) fn owner_info(o: Option<OwnerInfo>) -> Result<JsValue, Error> {
-    to_js(&o.as_ref().map(OwnerInfoOut::from))
+    to_js(&o)
 }
 
 pub(crate) fn node_lease(l: Option<NodeLeaseRecord>) -> Result<JsValue, Error> {
-    to_js(&l.as_ref().map(|l| NodeLeaseOut { node: &l.node, expires_ms: l.expires_ms, addr: &l.addr, etag: &l.etag }))
+    to_js(&l)
 }
 
 pub(crate) fn cas_outcome(o: CasOutcome) -> JsValue {
@@ -528,13 +487,8 @@ pub(crate) fn cas_node_lease((o, etag): (CasOutcome, Option<String>)) -> Result<
     })
 }
 
-pub(crate) fn claim(c: ClaimOutcome) -> Result<JsValue, Error> {
-    to_js(&match &c {
-        ClaimOutcome::Applied { epoch, took_over, prior } => {
-            ClaimOut::Applied { epoch: *epoch, took_over: *took_over, prior: prior.as_ref().map(OwnerRecordOut::from) }
-        }
-        ClaimOutcome::Rejected { owner } => ClaimOut::Rejected { owner: owner.into() },
-    })
+pub(crate) fn claim_outcome(c: ClaimOutcome) -> Result<JsValue, Error> {
+    to_js(&c)
 }
 
 #[derive(Serialize)]
@@ -567,15 +521,8 @@ pub(crate) fn close_options(v: JsValue) -> Result<CloseOptions, Error> {
     Ok(CloseOptions { release: o.release.unwrap_or(false) })
 }
 
-#[derive(Serialize)]
-struct ClosedOut {
-    retired: bool,
-    deleted: bool,
-    released: usize,
-}
-
 pub(crate) fn closed(c: Closed) -> Result<JsValue, Error> {
-    to_js(&ClosedOut { retired: c.retired, deleted: c.deleted, released: c.released })
+    to_js(&c)
 }
 
 #[derive(Deserialize)]
@@ -597,32 +544,12 @@ pub(crate) fn remove_options(v: JsValue) -> Result<Vec<String>, Error> {
     o.cells.ok_or_else(bad)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LeaseRemovalOut<'a> {
-    outcome: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<&'a str>,
-}
-
 pub(crate) fn lease_removal(r: LeaseRemoval) -> Result<JsValue, Error> {
-    let (outcome, cell) = match &r {
-        LeaseRemoval::Removed => ("removed", None),
-        LeaseRemoval::Absent => ("absent", None),
-        LeaseRemoval::Live => ("live", None),
-        LeaseRemoval::Needed { cell } => ("needed", cell.as_deref()),
-        LeaseRemoval::Unsupported => ("unsupported", None),
-        LeaseRemoval::Changed => ("changed", None),
-    };
-    to_js(&LeaseRemovalOut { outcome, cell })
+    to_js(&r)
 }
 
 pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
-    to_js(&ProbeOut {
-        if_match_missing_status: r.if_match_missing_status,
-        conditional_delete: r.conditional_delete,
-        etag_quoted: r.etag_quoted,
-    })
+    to_js(&r)
 }
 
 /// What `onEvent` receives (js/ownership.d.ts, `OwnershipEvent`): fields an event does not have are left out.

@@ -14,15 +14,15 @@
 //! Both are read at once (one round trip), by one caller at a time, and the verdict is kept for the
 //! instance's life: it must never cost a request per claim.
 
-use crate::prelude::*;
-use alloc::rc::Rc;
 use core::cell::RefCell;
+use core::future::Future;
 use serde::Deserialize;
 
 use crate::env::Env;
-use crate::error::{msg, Error, Failure, Quoted, Result};
+use crate::error::{Error, Failure, Quoted, Result};
 use crate::ownership::cas::{Budget, Store};
-use crate::ownership::join::{join_all, Flight, Lead};
+use crate::ownership::flight::{Joined, Share, Single};
+use crate::ownership::join::join_all;
 use crate::ownership::records::decode_object;
 
 /// Where a celld fork keeps its backend marker, under the fleet's prefix.
@@ -77,16 +77,16 @@ pub fn judge(key: &str, body: &[u8]) -> Result<()> {
     let marker: Marker = decode_object(key, body)?;
     let refuse = |detail: String| Err(Error::UnsupportedBackend(Box::new(Failure::new(key, detail))));
     if marker.format != FORMAT {
-        return refuse(msg!("marker format ", marker.format, "; this library reads format ", FORMAT));
+        return refuse(format!("marker format {}; this library reads format {FORMAT}", marker.format));
     }
     match marker.backend.as_str() {
         "bucket" => Ok(()),
-        "dynamodb" => refuse(msg!(
-            "the fleet keeps its ownership records in celld's \"dynamodb\" backend (table ",
-            Quoted(marker.table.as_deref().unwrap_or("")),
-            "), which this library cannot reach: every cell in the bucket would read as absent"
+        "dynamodb" => refuse(format!(
+            "the fleet keeps its ownership records in celld's \"dynamodb\" backend (table {}), which this library \
+             cannot reach: every cell in the bucket would read as absent",
+            Quoted(marker.table.as_deref().unwrap_or(""))
         )),
-        other => refuse(msg!("the fleet names backend ", Quoted(other), ", which this library cannot reach")),
+        other => refuse(format!("the fleet names backend {}, which this library cannot reach", Quoted(other))),
     }
 }
 
@@ -105,7 +105,7 @@ pub fn judge_wake_format(key: &str, body: Option<&[u8]>, celld_required: bool) -
     };
     let wake: WakeFormat = decode_object(key, body)?;
     if wake.format != WAKE_FORMAT {
-        let detail = msg!("celld's wake format ", u64::from(wake.format), "; this library knows format ", u64::from(WAKE_FORMAT), " (celld v0.5-v0.6)");
+        let detail = format!("celld's wake format {}; this library knows format {WAKE_FORMAT} (celld v0.5-v0.6)", wake.format);
         return Err(Error::UnsupportedBackend(Box::new(Failure::new(key, detail))));
     }
     if wake.migrating {
@@ -120,15 +120,15 @@ pub fn judge_wake_format(key: &str, body: Option<&[u8]>, celld_required: bool) -
 /// is judged first: a fleet whose records live elsewhere is refused whatever else it says.
 pub fn judge_fleet(prefix: &str, marker: Option<&[u8]>, wake: Option<&[u8]>, celld_required: bool) -> Result<Fleet> {
     if let Some(body) = marker {
-        judge(&msg!(prefix, MARKER_KEY), body)?;
+        judge(&format!("{prefix}{MARKER_KEY}"), body)?;
     }
-    judge_wake_format(&msg!(prefix, WAKE_FORMAT_KEY), wake, celld_required)
+    judge_wake_format(&format!("{prefix}{WAKE_FORMAT_KEY}"), wake, celld_required)
 }
 
 /// Reads the marker and `wake/format.json` under `prefix` at once (one round trip) and judges them.
 /// Writes nothing.
 pub async fn read_fleet<E: Env>(store: &Store<E>, prefix: &str, celld_required: bool, budget: Budget) -> Result<Fleet> {
-    let keys = [msg!(prefix, MARKER_KEY), msg!(prefix, WAKE_FORMAT_KEY)];
+    let keys = [format!("{prefix}{MARKER_KEY}"), format!("{prefix}{WAKE_FORMAT_KEY}")];
     let checks: [fn(&str, &[u8]) -> Result<()>; 2] = [judge, |key, body| decode_object::<WakeFormat>(key, body).map(drop)];
     let reads = join_all(keys.iter().zip(checks).map(|(key, check)| read(store, key, check, budget))).await;
     let mut reads = reads.into_iter();
@@ -140,7 +140,7 @@ pub async fn read_fleet<E: Env>(store: &Store<E>, prefix: &str, celld_required: 
 /// Reads the marker under `prefix` (the inspector, which has no `celld` option): `Ok` when it is absent or
 /// names the bucket backend.
 pub async fn check_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
-    let key = msg!(prefix, MARKER_KEY);
+    let key = format!("{prefix}{MARKER_KEY}");
     match read(store, &key, judge, budget).await? {
         Some(body) => judge(&key, &body),
         None => Ok(()),
@@ -158,16 +158,14 @@ async fn read<E: Env>(store: &Store<E>, key: &str, check: fn(&str, &[u8]) -> Res
 }
 
 /// The fleet's verdict for one instance: checked once, by one caller at a time; concurrent callers wait
-/// for that caller's answer (a `join::Flight`). A verdict is kept only when the bucket cannot change its
+/// for that caller's answer (a `flight::Single`). A verdict is kept only when the bucket cannot change its
 /// mind under this instance (a fleet to write in, or one that keeps its records elsewhere); any other
 /// failure (an uninitialised celld fleet included) is tried again by the next write, and by every waiter
 /// of the check that failed.
 #[derive(Default)]
 pub struct FleetMarker {
-    /// The option `celld: true`.
-    celld_required: bool,
     known: RefCell<Option<Result<Fleet>>>,
-    checking: RefCell<Option<Rc<Flight<Result<Fleet>>>>>,
+    checking: Single<Result<Fleet>>,
 }
 
 /// Whether a check's verdict holds for the rest of the instance's life.
@@ -176,40 +174,28 @@ fn kept(verdict: &Result<Fleet>) -> bool {
 }
 
 impl FleetMarker {
-    /// With `celld: true`, an absent `wake/format.json` is refused.
-    pub fn new(celld_required: bool) -> Self {
-        FleetMarker { celld_required, ..FleetMarker::default() }
+    /// The fleet, once it is known that this instance may write in it, checking now (`check`: the reads
+    /// and their judgement, `read_fleet`) if nobody is.
+    pub async fn ensure<F: Future<Output = Result<Fleet>>>(&self, check: impl FnOnce() -> F) -> Result<Fleet> {
+        let joined = |_: &(), joined: Joined<Result<Fleet>>| match joined {
+            // A check that failed in a way not kept, or was cancelled: check again.
+            Joined::Done(verdict) if kept(&verdict) => Some(verdict),
+            Joined::Done(_) | Joined::Abandoned | Joined::Impatient => None,
+        };
+        let ready = || self.known.borrow().clone();
+        let check = || async {
+            let verdict = check().await;
+            if kept(&verdict) {
+                *self.known.borrow_mut() = Some(verdict.clone());
+            }
+            (verdict.clone(), verdict)
+        };
+        self.checking.share((), Share { joined, ready, patience: core::future::pending }, check).await
     }
 
     /// The verdict kept, once there is one that lets this instance write.
     pub fn known(&self) -> Option<Fleet> {
         self.known.borrow().as_ref().and_then(|v| v.as_ref().ok().copied())
-    }
-
-    /// The fleet, once it is known that this instance may write in it, checking now if nobody is.
-    pub async fn ensure<E: Env>(&self, store: &Store<E>, prefix: &str, budget: Budget) -> Result<Fleet> {
-        loop {
-            if let Some(verdict) = self.known.borrow().clone() {
-                return verdict;
-            }
-            let in_flight = self.checking.borrow().clone();
-            if let Some(flight) = in_flight {
-                // A check that failed in a way not kept, or was cancelled (`None`): check again.
-                match flight.wait().await {
-                    Some(verdict) if kept(&verdict) => return verdict,
-                    _ => continue,
-                }
-            }
-            let flight = Flight::new();
-            *self.checking.borrow_mut() = Some(flight.clone());
-            let lead = Lead::new(flight, || *self.checking.borrow_mut() = None);
-            let verdict = read_fleet(store, prefix, self.celld_required, budget).await;
-            if kept(&verdict) {
-                *self.known.borrow_mut() = Some(verdict.clone());
-            }
-            lead.finish(verdict.clone());
-            return verdict;
-        }
     }
 }
 

@@ -3,24 +3,26 @@
 //! naming the key, never "absent", never a panic), the guard/outcome vocabulary of conditional writes, and
 //! the one fact of celld's folded node log that ownership depends on (`awaits_recovery`).
 
-use crate::prelude::*;
-use alloc::string::ToString;
+use std::string::ToString;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{msg, Error, Failure, Result};
+use crate::error::{Error, Failure, Result};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
 
-/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept). Serialized as JS
+/// sees it (`node` null when released; not the wire form, which `OwnerWire` is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OwnerRecord {
+    #[serde(serialize_with = "node_or_null")]
     pub node: String,
     pub epoch: u64,
     /// The token to guard the next write with, exactly as the store sent it.
     pub etag: String,
     /// The writer's nonce, when this library wrote the record (celld writes none).
+    #[serde(skip)]
     pub nonce: Option<String>,
 }
 
@@ -30,15 +32,24 @@ impl OwnerRecord {
     }
 }
 
-/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A record's node for JS: `null` when it names none (released).
+pub(crate) fn node_or_null<S: serde::Serializer>(node: &str, s: S) -> core::result::Result<S::Ok, S::Error> {
+    if node.is_empty() { s.serialize_none() } else { s.serialize_some(node) }
+}
+
+/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock. Serialized
+/// as JS sees it (`readNodeLease`), not in the wire form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeLeaseRecord {
     pub node: String,
     pub expires_ms: u64,
     pub addr: String,
     pub etag: String,
+    #[serde(skip)]
     pub nonce: Option<String>,
     /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
+    #[serde(skip)]
     pub log: Option<NodeLog>,
 }
 
@@ -77,7 +88,8 @@ pub const RECOVERY_CLAIM_TTL_MS: u64 = 30_000;
 
 /// Who is recovering a dead celld node's log, as its lease says (SPEC §2.1): what a rejected claim, an
 /// owner and the inspector report instead of only "awaiting recovery".
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Recovery {
     /// The celld node that claimed the recovery; `None` while no celld node has.
     pub claimant: Option<String>,
@@ -99,14 +111,9 @@ impl NodeLog {
     }
 }
 
-/// The precondition of a conditional PUT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CasGuard {
-    /// `If-None-Match: *`: create only.
-    Absent,
-    /// `If-Match: <etag>`: replace only this version.
-    Match(String),
-}
+/// A write's precondition is a store condition (`crate::s3::CasGuard`); named here too, where the
+/// records' writes use it.
+pub use crate::s3::CasGuard;
 
 /// How a conditional write ended, once settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +276,7 @@ pub fn encode_celld_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str, 
 pub fn decode_owner(key: &str, body: &[u8], etag: &str) -> Result<OwnerRecord> {
     let rec: OwnerIn = decode_object(key, body)?;
     if rec.epoch > MAX_EPOCH {
-        return Err(corrupt(key, msg!("epoch ", rec.epoch, " exceeds 2^53 - 1")));
+        return Err(corrupt(key, format!("epoch {} exceeds 2^53 - 1", rec.epoch)));
     }
     Ok(OwnerRecord { node: rec.node, epoch: rec.epoch, etag: etag.to_owned(), nonce: rec.nonce })
 }
