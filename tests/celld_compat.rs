@@ -1,10 +1,15 @@
 //! Sharing a bucket with celld v0.3-v0.6 (SPEC §2, docs/protocol.md "Sharing a bucket with celld"):
 //! records as celld writes them decode, the fleet marker is read before the first write (never created,
 //! refused when it names another backend, with nothing written), a dead celld owner whose node log
-//! is not sealed is not taken over, and ids default to celld's sets, encoded once.
+//! is not sealed is not taken over, and ids default to celld's sets, encoded once. A celld v0.6 fleet
+//! (`wake/format.json`, SPEC §2.1): `celld: true` refuses a bucket celld has not initialised, every lease
+//! written decodes under a restatement of celld v0.6's lease (`support/celld_v06.rs`) and keeps its planner
+//! running, nothing is written under celld's prefixes, `removeDeadLease` leaves celld's leases alone,
+//! `ids: "utf8"` is refused, and who recovers a dead celld node's log is reported.
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
+#[allow(dead_code)] // the helpers other tests use
 mod support;
 #[path = "support/celld_v06.rs"]
 mod v06;
@@ -13,12 +18,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Waker};
 
-use celld_edge::env::{Env, TransportError};
+use celld_edge::env::Env;
 use celld_edge::ownership::control::{MARKER_KEY, WAKE_FORMAT_KEY};
 use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner, encode_celld_lease, UNDIALABLE_ADDR};
-use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, S3Ownership};
+use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, LeaseRemoval, S3Ownership};
 use celld_edge::s3::Bucket;
-use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
 use support::overlap::{run_all, Yielding};
 
 const TTL: u64 = 10_000;
@@ -410,4 +415,205 @@ fn wider_ids_only_behind_the_option() {
     block_on(a.acquire_lease()).unwrap();
     assert!(matches!(block_on(a.claim("tenant 42 ü")).unwrap(), ClaimOutcome::Applied { .. }));
     assert!(env.body("cells/tenant 42 ü/own.json").is_some());
+}
+
+// ---- a celld v0.6 fleet (SPEC §2.1, issue 26) ----
+
+/// A bucket a celld v0.6 fleet initialised: `wake/format.json`, the fleet's peer secret, a seeded wake-up.
+fn celld_fleet() -> MemEnv {
+    let env = MemEnv::new();
+    env.put_raw(WAKE_FORMAT_KEY, &fixture("wake-format.json"));
+    env.put_raw("fleet/peer-auth.json", &fixture("fleet-peer-auth.json"));
+    env.put_raw("wake/entries/1970-01-01T00:00/Counter:a/migration", &fixture("wake-entry-migration-seed.json"));
+    env
+}
+
+fn celld_config(id: &str) -> Config {
+    let mut c = config(id);
+    c.celld = true;
+    c.addr = String::new(); // the default: no addr
+    c
+}
+
+/// Every body written to `key`, in order.
+fn bodies(env: &MemEnv, key: &str) -> Vec<Vec<u8>> {
+    env.0.borrow().writes.iter().filter(|(k, _)| k == key).map(|(_, b)| b.clone()).collect()
+}
+
+#[test]
+fn celld_true_refuses_a_bucket_no_celld_node_initialised_and_writes_nothing() {
+    for wake in [None, Some("wake-format-migrating.json")] {
+        let env = MemEnv::new();
+        if let Some(name) = wake {
+            env.put_raw(WAKE_FORMAT_KEY, &fixture(name));
+        }
+        let a = S3Ownership::new(celld_config("a"), env.clone()).unwrap();
+        let e = block_on(a.acquire_lease()).unwrap_err();
+        assert_eq!((e.code(), e.key()), ("uninitialized-fleet", Some(WAKE_FORMAT_KEY)), "{wake:?}: {e}");
+        assert!(e.to_string().contains(if wake.is_none() { "start a celld node first" } else { "migrating" }), "{e}");
+        assert_eq!(block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err().code(), "uninitialized-fleet");
+        assert!(writes(&env).is_empty(), "{wake:?}: nothing at all is written: {:?}", writes(&env));
+        // The two first reads went out together, and nothing else.
+        assert_eq!(env.wire_since(0)[..2], ["GET fleet/control.json", "GET wake/format.json"]);
+        assert!(env.wire_since(0).iter().all(|w| w.starts_with("GET ")), "{:?}", env.wire_since(0));
+        // Not kept: once celld has initialised the bucket, the same instance goes on.
+        env.put_raw(WAKE_FORMAT_KEY, &fixture("wake-format.json"));
+        block_on(a.acquire_lease()).unwrap();
+    }
+    // Without the option an uninitialised bucket is not a celld fleet: plain leases.
+    let env = MemEnv::new();
+    leased(&env, "a");
+    assert!(v06::decode(&bodies(&env, "nodes/a.json")[0]).unwrap().load.sampled_ms == 0, "no load block");
+}
+
+#[test]
+fn every_lease_written_in_a_celld_fleet_is_one_celld_v06_reads_as_a_live_node_never_a_target() {
+    // Found by wake/format.json alone, or said by the option.
+    for with_option in [false, true] {
+        let env = celld_fleet();
+        let mut c = if with_option { celld_config("edge-7") } else { config("edge-7") };
+        c.addr = String::new();
+        let a = S3Ownership::new(c, env.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        assert!(matches!(block_on(a.claim("Counter:a")).unwrap(), ClaimOutcome::Applied { epoch: 1, .. }));
+        env.advance(3_400);
+        block_on(a.renew_lease()).unwrap();
+        env.advance(3_400);
+        block_on(a.renew_lease()).unwrap();
+        let closed = block_on(a.close(Default::default())).unwrap();
+        assert!(closed.retired);
+        let written = bodies(&env, "nodes/edge-7.json");
+        assert_eq!(written.len(), 4, "acquire, two renewals, the retirement");
+        for (i, body) in written.iter().enumerate() {
+            let lease = v06::decode(body).unwrap_or_else(|e| panic!("write {i}: celld v0.6 cannot read it: {e}"));
+            assert_eq!((lease.peer_protocol, lease.log.is_none()), (0, true), "write {i}");
+            assert_eq!(lease.addr, UNDIALABLE_ADDR, "write {i}");
+            if i == 3 {
+                assert_eq!(lease.expires_ms, 0, "retired");
+                assert!(lease.keeps_planner_running(lease.load.sampled_ms, 0) && lease.lets_readiness_pass());
+                continue;
+            }
+            // Sampled when the write went out: fresh through the lease's life, whenever celld reads it.
+            assert_eq!(lease.expires_ms - lease.load.sampled_ms, TTL, "write {i}");
+            for view in [lease.load.sampled_ms, lease.expires_ms - 1] {
+                judged_as_celld_needs(&format!("write {i}"), &lease, view);
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_is_written_under_a_prefix_celld_reserves() {
+    let env = celld_fleet();
+    let mut c = celld_config("edge-7");
+    c.probe = celld_edge::ownership::ProbePolicy::Recorded;
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    block_on(a.acquire_lease()).unwrap();
+    for cell in ["Counter:a", "Counter:b"] {
+        block_on(a.claim(cell)).unwrap();
+    }
+    block_on(a.release("Counter:b")).unwrap();
+    block_on(a.probe()).unwrap();
+    block_on(a.close(celld_edge::ownership::CloseOptions { release: true })).unwrap();
+    let keys: std::collections::BTreeSet<String> = writes(&env).into_iter().collect();
+    assert!(keys.contains("nodes/edge-7.json") && keys.contains("cells/Counter:a/own.json"), "{keys:?}");
+    for key in &keys {
+        let ours = key.starts_with("cells/") && key.ends_with("/own.json") || key == "nodes/edge-7.json" || key.starts_with("probe/");
+        assert!(ours, "wrote {key}");
+    }
+    for reserved in ["fleet/", "wake/", "log/", "drain/", "deploy/", "deploy-blobs/", "node-cells/", "telemetry/"] {
+        assert!(keys.iter().all(|k| !k.starts_with(reserved)), "{reserved}: {keys:?}");
+    }
+    assert_eq!(env.body("fleet/peer-auth.json").unwrap(), fixture("fleet-peer-auth.json"), "celld's objects untouched");
+}
+
+#[test]
+fn remove_dead_lease_leaves_every_lease_celld_wrote_and_removes_ours() {
+    let env = celld_fleet();
+    let celld = ["lease-v0.6-sealed.json", "lease-v0.6-tombstone.json", "lease-v0.3-no-log.json", "lease-v0.6-no-log.json", "lease-v0.6-open.json"];
+    for (i, name) in celld.iter().enumerate() {
+        env.put_raw(&format!("nodes/celld-{i}.json"), &fixture(name));
+    }
+    // One of ours, dead (its instance crashed).
+    let crashed = leased(&env, "crashed");
+    drop(crashed);
+    env.advance(60_000);
+    let mut c = celld_config("cleaner");
+    c.probe = celld_edge::ownership::ProbePolicy::Recorded; // a verified conditional DELETE
+    let cleaner = S3Ownership::new(c, env.clone()).unwrap();
+    for i in 0..celld.len() {
+        let key = format!("nodes/celld-{i}.json");
+        let before = env.body(&key);
+        assert_eq!(block_on(cleaner.remove_dead_lease(&format!("celld-{i}"), &[])).unwrap(), LeaseRemoval::Celld, "{}", celld[i]);
+        assert_eq!(env.body(&key), before, "{} left as it was", celld[i]);
+    }
+    assert_eq!(block_on(cleaner.remove_dead_lease("crashed", &[])).unwrap(), LeaseRemoval::Removed);
+    assert_eq!(env.body("nodes/crashed.json"), None);
+}
+
+#[test]
+fn utf8_ids_are_refused_in_a_celld_fleet() {
+    // Said up front: refused before anything is sent.
+    let mut c = celld_config("a");
+    c.ids = IdSet::Utf8;
+    let env = MemEnv::new();
+    assert_eq!(S3Ownership::new(c, env.clone()).err().unwrap().code(), "invalid-input");
+    // Found by wake/format.json: refused at the first write, with nothing written.
+    let env = celld_fleet();
+    let mut c = config("a");
+    c.ids = IdSet::Utf8;
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    let e = block_on(a.acquire_lease()).unwrap_err();
+    assert!(e.code() == "invalid-input" && e.to_string().contains("wake/format.json"), "{e}");
+    assert!(writes(&env).is_empty());
+}
+
+/// The recovering fixture, with celld-c's last heartbeat `ago` ms before `env`'s clock.
+fn recovering_since(env: &MemEnv, ago: u64) -> String {
+    let at = env.0.borrow().wall - ago;
+    fixture("lease-v0.6-recovering.json").replace("1800000012000", &at.to_string())
+}
+
+#[test]
+fn owner_and_a_rejected_claim_say_who_recovers_a_dead_celld_log() {
+    let (env, a) = dead_celld_owner("lease-v0.6-recovering.json");
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 4_000));
+    let ClaimOutcome::Rejected { owner } = block_on(a.claim("c")).unwrap() else { panic!("claimable") };
+    let r = owner.recovery.clone().expect("who recovers");
+    assert!(owner.awaiting_recovery);
+    assert_eq!((r.claimant.as_deref(), r.heartbeat_age_ms, r.stale), (Some("celld-c"), Some(4_000), false));
+    let seen = block_on(a.owner("c")).unwrap().unwrap();
+    assert_eq!(seen.recovery.as_ref().map(|r| r.claimant.as_deref()), Some(Some("celld-c")));
+    // 30 s without a heartbeat: stale.
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 30_000));
+    let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();
+    assert!(r.stale && r.heartbeat_age_ms == Some(30_000));
+    // An open log: nobody recovering yet.
+    env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-open.json"));
+    let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();
+    assert!(r.claimant.is_none() && r.stale);
+    // Nothing to report for a live owner or one that can be taken over.
+    env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-sealed.json"));
+    assert_eq!(block_on(a.owner("c")).unwrap().unwrap().recovery, None);
+}
+
+#[test]
+fn a_waiting_claim_on_a_log_awaiting_recovery_looks_again_on_celld_heartbeat() {
+    let (env, a) = dead_celld_owner("lease-v0.6-recovering.json");
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 1_000));
+    let start = env.0.borrow().wall;
+    // celld seals the log 5 s into the wait (seen by the wait's own check of its signal).
+    let sealer = env.clone();
+    let sealed = std::cell::Cell::new(false);
+    let cancel = std::future::poll_fn(|_| {
+        if !sealed.get() && sealer.0.borrow().wall >= start + 5_000 {
+            sealer.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-sealed.json"));
+            sealed.set(true);
+        }
+        std::task::Poll::<()>::Pending
+    });
+    let won = block_on(a.claim_waiting("c", Default::default(), cancel)).unwrap();
+    assert!(matches!(won, ClaimOutcome::Applied { epoch: 42, took_over: true, .. }), "{won:?}");
+    let waited = env.0.borrow().wall - start;
+    assert_eq!(waited, 5_000, "one heartbeat, not a whole ttl ({TTL} ms)");
 }

@@ -18,8 +18,8 @@ const MAX_SLEEP_MS: u32 = i32::MAX as u32;
 impl<E: Env> S3Ownership<E> {
     /// `claim_with`, waiting until the cell can be claimed: after a rejection it sleeps until the moment
     /// the holder's lease, as read, can be judged dead (`expires_ms + maxClockSkewMs` on this wall clock;
-    /// a missing lease once it has stayed missing `ttl + skew`; a log awaiting celld's recovery a ttl
-    /// later), then claims again — a renewed holder means another sleep until its new expiry. No request
+    /// a missing lease once it has stayed missing `ttl + skew`; a log awaiting celld's recovery 5 s later,
+    /// celld's recovery heartbeat, or a ttl if shorter), then claims again — a renewed holder means another sleep until its new expiry. No request
     /// is sent while it sleeps. Resolves applied, or fails: `aborted` when `cancel` finishes first (checked
     /// while sleeping and before each attempt; an attempt already sent is answered first), `not-leased`
     /// when `close()` is called, or the error of an attempt (this node's lease must stay valid meanwhile).
