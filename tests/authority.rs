@@ -19,7 +19,7 @@ fn leased(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
     config.lease_ttl_ms = TTL;
     config.max_clock_skew_ms = SKEW;
     config.probe = ProbePolicy::Off;
-    let n = S3Ownership::new(config, env.clone()).unwrap();
+    let n = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
     block_on(n.acquire_lease()).unwrap();
     n
 }
@@ -96,7 +96,7 @@ fn no_authority_without_a_claim_or_a_lease() {
     let env = MemEnv::new();
     let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
     config.probe = ProbePolicy::Off;
-    let a = S3Ownership::new(config, env.clone()).unwrap();
+    let a = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
     assert_eq!(code(a.authority("c")), "not-leased");
     block_on(a.acquire_lease()).unwrap();
     let err = a.authority("c").unwrap_err();
