@@ -129,7 +129,10 @@ fn reads_verify_and_claims_that_see_another_owner_end_the_claim() {
     // A record that vanished after the claim was made ends it too.
     claim(&a, "f");
     env.0.borrow_mut().objects.remove("cells/f/own.json");
+    // celld's `read_owner` only reads: the claim stands until a judged read (JS `readOwner`) sees it gone.
     assert!(block_on(a.read_owner("f")).unwrap().is_none());
+    assert!(lost_since(&env, from + 3).is_empty());
+    assert!(block_on(a.read_owner_and_judge("f")).unwrap().is_none());
     assert_eq!(lost_since(&env, from + 3), [lost("f", 1, Lost::TakenOver)]);
     let _ = b;
 }

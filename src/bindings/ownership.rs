@@ -73,7 +73,7 @@ impl WasmOwnership {
 
     #[wasm_bindgen(js_name = readOwner)]
     pub fn read_owner(&self, cell: JsValue) -> Promise {
-        self.run(|c| async move { convert::owner_record(c.ownership.read_owner(&convert::id(&cell, "cell")?).await?) })
+        self.run(|c| async move { convert::owner_record(c.ownership.read_owner_and_judge(&convert::id(&cell, "cell")?).await?) })
     }
 
     #[wasm_bindgen(js_name = casOwner)]

@@ -819,7 +819,7 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                     .await;
             }
             81..=85 => {
-                let call = async { own.read_owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
+                let call = async { own.read_owner_and_judge(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
                 let _ = life.op(OpKind::ReadOwner(random_cell.clone()), call, read).await;
             }
             86..=90 => {
