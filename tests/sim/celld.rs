@@ -341,7 +341,7 @@ async fn claim(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32, cel
 /// celld's resolution of one cell: read the record; absent → create at epoch 1; released or ours →
 /// epoch + 1; a live holder → route to it; a dead one → recover its log if unsealed, else take over.
 async fn claim_once(me: &CelldNode, cell: &str) -> OpResult {
-    let Ok(current) = me.read_owner_and_judge(cell).await else { return OpResult::Failed("transport") };
+    let Ok(current) = me.read_owner(cell).await else { return OpResult::Failed("transport") };
     let (guard, epoch, took_over) = match &current {
         None => (CasGuard::Absent, 1, false),
         Some(rec) if rec.node.is_empty() || rec.node == me.name => (CasGuard::Match(rec.etag.clone()), rec.epoch + 1, false),
@@ -387,7 +387,7 @@ async fn release(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, incarnation: u32, c
     }
     let op = ctx.begin(node, incarnation, me.gen.get(), OpKind::Release(cell.to_owned()));
     let result = exec::tagged(&ctx.world, node, op, async {
-        match me.read_owner_and_judge(cell).await {
+        match me.read_owner(cell).await {
             Ok(Some(_)) if !me.may_act() => OpResult::Failed("fenced"),
             Ok(Some(rec)) if rec.node == me.name && rec.epoch == epoch => {
                 let key = me.key(&format!("cells/{cell}/own.json"));
