@@ -194,4 +194,7 @@ impl<E: Env> Env for &E {
     async fn sleep(&self, ms: u32) {
         (**self).sleep(ms).await
     }
+    async fn credentials(&self) -> Result<Credentials, Fault> {
+        (**self).credentials().await
+    }
 }
