@@ -16,6 +16,8 @@
 use crate::prelude::*;
 use alloc::collections::VecDeque;
 
+use crate::ownership::lease::RETIRED_EXPIRES_MS;
+
 /// How far from true time any clock this rule relies on may run, as a rate (0.1 %): the store's clock,
 /// and this machine's monotonic and wall clocks between two readings. Quartz clocks are off by about
 /// 50 ppm, and NTP slews a clock by at most 500 ppm.
@@ -289,8 +291,10 @@ pub enum Judgement {
 /// `max_skew_ms`, as before); `max_skew_ms` is how far a writer's wall clock (celld's, or an earlier
 /// release's) may be from the store's, for leases whose `expires_ms` is on a wall clock.
 ///
+/// - Retired (`expires_ms: 0`, written by `close()` or celld's clean-up after the holder stopped): dead.
 /// - Present, written by this release (`ttl_ms`): dead once seen unchanged for `ttl_ms + rate_margin`, or
-///   once served at or after `expires_ms` by the store's clock when the holder wrote it on the store's clock.
+///   once served at or after `expires_ms + rate_margin` by the store's clock when the holder wrote it on the
+///   store's clock.
 /// - Present, with no `ttl_ms` (celld's, an earlier release's): dead once served at or after
 ///   `expires_ms + max_skew_ms` by the store's clock; the writer's own clock is within the skew of it.
 /// - Missing: dead once missing, for the same owner-record version, for `own_ttl_ms + max_skew_ms`.
@@ -299,12 +303,14 @@ pub fn judge(found: Found, own_ttl_ms: u64, max_skew_ms: u64) -> Judgement {
         Found::Present { terms, unchanged_ms, served } => {
             let observe_after = terms.ttl_ms.map(|ttl| unchanged_dead_after_ms(ttl) as f64 - unchanged_ms);
             let store_after = match (terms.ttl_ms, terms.store_clock) {
-                (Some(_), true) => Some(terms.expires_ms),
+                (Some(ttl), true) => Some(terms.expires_ms.saturating_add(rate_margin_ms(ttl))),
                 (Some(_), false) => None,
                 (None, _) => Some(terms.expires_ms.saturating_add(max_skew_ms)),
             };
             let by_store = matches!((store_after, served), (Some(at), Some(served)) if served >= at);
-            if by_store || observe_after.is_some_and(|ms| ms <= 0.0) {
+            // A retired lease (`close()`, or celld's tombstone) was written after its holder stopped.
+            let retired = terms.expires_ms == RETIRED_EXPIRES_MS;
+            if retired || by_store || observe_after.is_some_and(|ms| ms <= 0.0) {
                 Judgement::Dead
             } else {
                 Judgement::Live { observe_after_ms: observe_after, store_after }
@@ -502,20 +508,21 @@ mod tests {
         assert_eq!(unchanged_dead_after_ms(3_000), 3_008);
         assert_eq!(
             judge(present(ours(50_000), 0.0, Some(40_000)), 3_000, 400),
-            Judgement::Live { observe_after_ms: Some(3_008.0), store_after: Some(50_000) }
+            Judgement::Live { observe_after_ms: Some(3_008.0), store_after: Some(50_008) }
         );
         assert_eq!(
             judge(present(ours(50_000), 3_007.0, None), 3_000, 400),
-            Judgement::Live { observe_after_ms: Some(1.0), store_after: Some(50_000) }
+            Judgement::Live { observe_after_ms: Some(1.0), store_after: Some(50_008) }
         );
         assert_eq!(judge(present(ours(50_000), 3_008.0, None), 3_000, 400), Judgement::Dead);
-        assert_eq!(judge(present(ours(50_000), 0.0, Some(50_000)), 3_000, 400), Judgement::Dead);
-        assert!(matches!(judge(present(ours(50_000), 0.0, Some(49_999)), 3_000, 400), Judgement::Live { .. }));
+        assert_eq!(judge(present(ours(50_000), 0.0, Some(50_008)), 3_000, 400), Judgement::Dead);
+        assert!(matches!(judge(present(ours(50_000), 0.0, Some(50_007)), 3_000, 400), Judgement::Live { .. }));
+        assert_eq!(judge(present(ours(0), 0.0, None), 3_000, 400), Judgement::Dead, "retired");
         // The holder's own ttl counts, not the judge's.
         let long = LeaseTerms { ttl_ms: Some(60_000), ..ours(u64::MAX) };
         assert!(matches!(judge(present(long, 10_000.0, None), 3_000, 400), Judgement::Live { .. }));
         // expires on the writer's wall clock: only observation can tell.
-        let walled = LeaseTerms { store_clock: false, ..ours(0) };
+        let walled = LeaseTerms { store_clock: false, ..ours(7) };
         assert_eq!(
             judge(present(walled, 0.0, Some(u64::MAX)), 3_000, 400),
             Judgement::Live { observe_after_ms: Some(3_008.0), store_after: None }
@@ -530,7 +537,7 @@ mod tests {
         assert_eq!(judge(found(Some(50_400)), 3_000, 400), Judgement::Dead);
         assert!(matches!(judge(found(None), 3_000, 400), Judgement::Live { .. }), "no store clock, no verdict");
         let tombstone = LeaseTerms { expires_ms: 0, ..celld };
-        assert_eq!(judge(Found::Present { terms: tombstone, unchanged_ms: 0.0, served: Some(400) }, 3_000, 400), Judgement::Dead);
+        assert_eq!(judge(Found::Present { terms: tombstone, unchanged_ms: 0.0, served: None }, 3_000, 400), Judgement::Dead);
     }
 
     #[test]
