@@ -84,6 +84,9 @@ impl Clock {
     }
 }
 
+/// How far from a backward step of its wall clock a machine never sleeps (longer than any lease here).
+const UNGUARDED_MS: u64 = 10_000;
+
 /// The store's clock at true time `at` (what its `Date` headers say, before rounding to the second): the
 /// one true clock of the world.
 pub fn store_ms(at: u64) -> u64 {
@@ -531,7 +534,13 @@ impl World {
                         inner.store.count(Fault::NodeSlept);
                         inner.store.downtime.push((node, at, at + ms));
                         let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
-                        if from < until {
+                        // A sleep and a wall clock stepped back within one lease is the one case no clock of
+                        // the machine can count (docs/protocol.md): that machine is paused instead.
+                        let stepped_back = inner.clocks[node]
+                            .steps
+                            .iter()
+                            .any(|&(t, ms)| ms < 0.0 && t + UNGUARDED_MS > from && t < until + UNGUARDED_MS);
+                        if from < until && !stepped_back {
                             inner.clocks[node].stops.push((from, until));
                         }
                         inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);

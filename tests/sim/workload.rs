@@ -308,6 +308,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         run_ms: params.run_ms,
         provider: provider.is_some(),
         restorer,
+        clock_proof: params.wild_clocks,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
