@@ -13,8 +13,7 @@
 //!
 //! No local wall clock decides anything here: it only bridges machine sleeps in [`StoreClock`].
 
-use crate::prelude::*;
-use alloc::collections::VecDeque;
+use std::collections::VecDeque;
 
 use crate::ownership::lease::RETIRED_EXPIRES_MS;
 
