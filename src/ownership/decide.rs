@@ -105,7 +105,16 @@ mod tests {
     }
 
     fn lease(expires_ms: u64) -> NodeLeaseRecord {
-        NodeLeaseRecord { node: "b".into(), expires_ms, addr: String::new(), etag: "l".into(), nonce: None, log: None }
+        NodeLeaseRecord {
+            node: "b".into(),
+            expires_ms,
+            addr: String::new(),
+            etag: "l".into(),
+            nonce: None,
+            log: None,
+            ttl_ms: None,
+            store_clock: false,
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Failure, Result};
+use crate::ownership::clock::LeaseTerms;
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
@@ -29,7 +30,8 @@ impl OwnerRecord {
     }
 }
 
-/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock.
+/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the store's clock (`clock: "store"`)
+/// or on the writer's wall clock (celld's leases, earlier releases', and ours before any `Date` was seen).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeLeaseRecord {
     pub node: String,
@@ -39,6 +41,18 @@ pub struct NodeLeaseRecord {
     pub nonce: Option<String>,
     /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
     pub log: Option<NodeLog>,
+    /// `ttl_ms`: how long after sending this write its writer may act (its `leaseTtlMs`), which the
+    /// clock-proof peer rule counts on; only this library writes it.
+    pub ttl_ms: Option<u64>,
+    /// `clock: "store"`: `expires_ms` is on the store's clock, as its writer learnt it from `Date` headers.
+    pub store_clock: bool,
+}
+
+impl NodeLeaseRecord {
+    /// What the peer rule judges the lease by (`clock::judge`).
+    pub fn terms(&self) -> LeaseTerms {
+        LeaseTerms { expires_ms: self.expires_ms, ttl_ms: self.ttl_ms, store_clock: self.store_clock }
+    }
 }
 
 /// celld's folded node log (`log` in its lease): the writes the node acknowledged that may live only in
@@ -131,7 +145,14 @@ struct LeaseIn {
     nonce: Option<String>,
     #[serde(default)]
     log: Option<NodeLog>,
+    #[serde(default)]
+    ttl_ms: Option<u64>,
+    #[serde(default)]
+    clock: Option<String>,
 }
+
+/// The `clock` a lease's `expires_ms` is on, when it is the store's.
+const STORE_CLOCK: &str = "store";
 
 #[derive(Deserialize)]
 struct NonceIn {
@@ -173,6 +194,8 @@ pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecor
         etag: etag.to_owned(),
         nonce: rec.nonce,
         log: rec.log,
+        ttl_ms: rec.ttl_ms,
+        store_clock: rec.clock.as_deref() == Some(STORE_CLOCK),
     })
 }
 
@@ -237,6 +260,19 @@ mod tests {
             let e = lease(bad).unwrap_err();
             assert_eq!(e.code(), "corrupt-record", "{bad}");
             assert!(e.to_string().contains("corrupt record at k"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_lease_says_its_ttl_and_the_clock_its_expiry_is_on() {
+        let ours = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a","nonce":"z","ttl_ms":3000,"clock":"store"}"#, "t").unwrap();
+        assert_eq!(ours.terms(), LeaseTerms { expires_ms: 5, ttl_ms: Some(3_000), store_clock: true });
+        let celld = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a"}"#, "t").unwrap();
+        assert_eq!(celld.terms(), LeaseTerms { expires_ms: 5, ttl_ms: None, store_clock: false });
+        let walled = decode_lease("k", br#"{"node":"n","expires_ms":5,"ttl_ms":10,"clock":"wall"}"#, "t").unwrap();
+        assert!(!walled.store_clock, "any other clock is not the store's");
+        for bad in [r#"{"node":"n","expires_ms":5,"ttl_ms":"3000"}"#, r#"{"node":"n","expires_ms":5,"clock":1}"#] {
+            assert_eq!(decode_lease("k", bad.as_bytes(), "t").unwrap_err().code(), "corrupt-record", "{bad}");
         }
     }
 

@@ -1,11 +1,14 @@
 //! S3 requests and answers: `bucket` builds signed GET / conditional PUT / DELETE / list requests as data,
-//! `answer` classifies what the store sends back, `list` reads ListObjectsV2 pages (through `xml`).
+//! `answer` classifies what the store sends back, `date` reads the store's clock from its `Date` header,
+//! `list` reads ListObjectsV2 pages (through `xml`).
 //! None of them sends anything.
 
 pub mod answer;
 pub mod bucket;
+pub mod date;
 pub mod list;
 mod xml;
 
 pub use answer::{classify_get, classify_put, parse_error, GetAnswer, PutAnswer};
 pub use bucket::Bucket;
+pub use date::parse_http_date;

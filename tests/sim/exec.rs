@@ -57,22 +57,26 @@ impl Rng {
     }
 }
 
-/// One node's view of time: wall = true + offset + drift·true; mono = base + (1 + drift)·(true − time
-/// asleep), for the machine sleeps in `stops` (true-time intervals during which the monotonic clock stood).
+/// One node's view of time: wall = true + offset + drift·true + the steps taken so far; mono = base +
+/// (1 + drift)·(true − time asleep), for the machine sleeps in `stops` (true-time intervals during which
+/// the monotonic clock stood). `steps` are (true time, ms) jumps of the wall clock, forward or back (NTP
+/// stepping a clock, a user setting one).
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
     pub offset_ms: f64,
     pub drift: f64,
     pub mono_base: f64,
     pub stops: Vec<(u64, u64)>,
+    pub steps: Vec<(u64, f64)>,
 }
 
 impl Clock {
     pub fn new(offset_ms: f64, drift: f64, mono_base: f64) -> Self {
-        Clock { offset_ms, drift, mono_base, stops: Vec::new() }
+        Clock { offset_ms, drift, mono_base, stops: Vec::new(), steps: Vec::new() }
     }
     pub fn wall_ms(&self, now: u64) -> u64 {
-        (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms) as u64
+        let stepped: f64 = self.steps.iter().filter(|&&(at, _)| at <= now).map(|&(_, ms)| ms).sum();
+        (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms + stepped) as u64
     }
     pub fn mono_ms(&self, now: u64) -> f64 {
         let asleep: u64 = self.stops.iter().map(|&(a, b)| now.min(b).saturating_sub(a)).sum();
@@ -80,8 +84,44 @@ impl Clock {
     }
 }
 
+/// How far from a backward step of its wall clock a machine never sleeps (longer than any lease here).
+const UNGUARDED_MS: u64 = 10_000;
+
+/// The store's clock at true time `at` (what its `Date` headers say, before rounding to the second): the
+/// one true clock of the world.
+pub fn store_ms(at: u64) -> u64 {
+    EPOCH_MS + at
+}
+
+/// An HTTP `Date` header (IMF-fixdate) for Unix ms, whole seconds as stores send it.
+pub fn http_date(ms: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let secs = ms / 1000;
+    let days = secs / 86_400;
+    // Hinnant's civil_from_days (days since 1970-01-01 → year, month, day).
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let rem = secs % 86_400;
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        MONTHS[month as usize - 1],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Draws clocks whose pairwise wall difference stays within `max_skew_ms` for the whole run: offsets
-/// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show.
+/// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show. The store's
+/// clock ([`store_ms`]) is true time, so each is also within the skew of the store's.
 pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, max_drift: f64) -> Vec<Clock> {
     let half = max_skew_ms as f64 / 2.0 - max_drift * run_ms as f64 - 1.0;
     assert!(half > 0.0, "drift budget exceeds the skew bound");
@@ -96,6 +136,26 @@ pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, m
             Clock::new(offset_ms, drift, rng.range(0, 1_000_000) as f64)
         })
         .collect()
+}
+
+/// Makes a clock arbitrary (issue 25: no wall clock may decide safety): its wall clock is off by anything
+/// up to half a day (a third of them by exactly ±30 s, the cross-process race's setting, or not at all),
+/// and in half of them it is stepped once or twice mid-run, forward or back, by 1 s to 2 h. Its drift and
+/// monotonic clock are kept.
+pub fn make_wild(rng: &mut Rng, clock: &mut Clock, run_ms: u64) {
+    clock.offset_ms += match rng.range(0, 5) {
+        0 => 30_000.0,
+        1 => -30_000.0,
+        2 => 0.0,
+        _ => (rng.unit() * 2.0 - 1.0) * 43_200_000.0,
+    };
+    if rng.chance(0.5) {
+        for _ in 0..rng.range(1, 2) {
+            let ms = [1_000.0, 60_000.0, 7_200_000.0][rng.range(0, 2) as usize] * rng.unit().max(0.001);
+            let ms = if rng.chance(0.5) { ms } else { -ms };
+            clock.steps.push((rng.range(0, run_ms), ms));
+        }
+    }
 }
 
 /// What happens to nodes during a run, drawn from the seed before it starts.
@@ -474,7 +534,13 @@ impl World {
                         inner.store.count(Fault::NodeSlept);
                         inner.store.downtime.push((node, at, at + ms));
                         let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
-                        if from < until {
+                        // A sleep and a wall clock stepped back within one lease is the one case no clock of
+                        // the machine can count (docs/protocol.md): that machine is paused instead.
+                        let stepped_back = inner.clocks[node]
+                            .steps
+                            .iter()
+                            .any(|&(t, ms)| ms < 0.0 && t + UNGUARDED_MS > from && t < until + UNGUARDED_MS);
+                        if from < until && !stepped_back {
                             inner.clocks[node].stops.push((from, until));
                         }
                         inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
@@ -772,6 +838,35 @@ mod tests {
             for c in &clocks {
                 assert!(c.mono_ms(1_000) > c.mono_ms(999), "monotonic clocks move forward");
             }
+        }
+    }
+
+    #[test]
+    fn wild_clocks_are_hours_off_and_step_both_ways_while_the_monotonic_clock_runs_on() {
+        let mut rng = Rng::new(11);
+        let (mut far, mut forward, mut back) = (0, 0, 0);
+        for _ in 0..300 {
+            let mut c = draw_clocks(&mut rng, 1, 400, 80_000, 5e-4).remove(0);
+            let before = c.clone();
+            make_wild(&mut rng, &mut c, 20_000);
+            far += usize::from(c.wall_ms(0).abs_diff(store_ms(0)) > 3_600_000);
+            for &(at, ms) in &c.steps {
+                let jump = c.wall_ms(at) as f64 - c.wall_ms(at.saturating_sub(1)) as f64;
+                assert!(at == 0 || (jump - ms).abs() < 2.0, "a step of {ms} shows as {jump}");
+                forward += usize::from(ms > 0.0);
+                back += usize::from(ms < 0.0);
+            }
+            assert_eq!(c.mono_ms(12_345), before.mono_ms(12_345), "the monotonic clock is untouched");
+        }
+        assert!(far > 100 && forward > 50 && back > 50, "{far} hours off, {forward} steps forward, {back} back");
+    }
+
+    #[test]
+    fn the_store_dates_its_answers_in_whole_seconds_as_http_does() {
+        assert_eq!(http_date(784_111_777_999), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date(store_ms(0)), "Tue, 14 Nov 2023 22:13:20 GMT");
+        for ms in [0, 951_782_400_000, 1_709_251_199_000, store_ms(86_400_000 * 400 + 1)] {
+            assert_eq!(celld_edge::s3::parse_http_date(&http_date(ms)), Some(ms / 1000 * 1000), "{ms}");
         }
     }
 
