@@ -182,9 +182,11 @@ impl WebEnv {
         let res = self.wait(&Promise::resolve(&sent)).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
+        // The store's clock (docs/protocol.md, Clocks); hidden from a browser unless CORS exposes it.
+        let date = res.headers().get("date")?;
         let response_type = string_at(&res, "type");
         let body = self.wait(&res.array_buffer()?).await?;
-        Ok((HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() }, response_type))
+        Ok((HttpResponse { status: res.status(), etag, date, body: Uint8Array::new(&body).to_vec() }, response_type))
     }
 }
 

@@ -77,9 +77,14 @@ struct Bounds {
 }
 
 impl Bounds {
-    /// The same knowledge at a later reading.
+    /// The same knowledge at another reading: carried forward, or back to an earlier one (a request sent
+    /// before the latest answer was learnt).
     fn at(self, now: Reading) -> (f64, f64) {
-        (self.lo + elapsed_at_least(self.at, now), self.hi + elapsed_at_most(self.at, now))
+        if now.mono >= self.at.mono {
+            (self.lo + elapsed_at_least(self.at, now), self.hi + elapsed_at_most(self.at, now))
+        } else {
+            (self.lo - elapsed_at_most(now, self.at), self.hi - elapsed_at_least(now, self.at))
+        }
     }
 }
 
@@ -444,6 +449,19 @@ mod tests {
         assert_eq!(c.served_at_least(now, Some(1_003_000)), Some(1_003_000));
         assert_eq!(c.served_at_least(now, None), Some(1_000_000));
         assert_eq!(StoreClock::default().served_at_least(now, None), None);
+    }
+
+    #[test]
+    fn a_read_sent_before_the_latest_answer_is_judged_by_what_held_when_it_was_sent() {
+        // A read sent at mono 0; while it is slow, another answer teaches the clock at mono 2_500.
+        let mut c = StoreClock::default();
+        c.learn(stamp(1_000_000, at(-10.0, 0), at(0.0, 10)));
+        c.learn(stamp(1_002_000, at(2_490.0, 2_500), at(2_500.0, 2_510)));
+        let sent = at(0.0, 10);
+        // Carried back to the send, not taken as it stands at 2_500.
+        let served = c.served_at_least(sent, None).unwrap();
+        assert!(served <= 1_000_000, "{served}");
+        assert!(c.upper(sent).unwrap() >= 1_000_000);
     }
 
     fn read(sent: f64, arrived: f64) -> Read {

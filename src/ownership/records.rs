@@ -125,6 +125,10 @@ struct LeaseOut<'a> {
     expires_ms: u64,
     addr: &'a str,
     nonce: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clock: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -170,9 +174,11 @@ pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
     to_json(&OwnerOut { node, epoch, nonce })
 }
 
-/// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…"}`.
-pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec<u8> {
-    to_json(&LeaseOut { node, expires_ms, addr, nonce })
+/// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…","ttl_ms":N,"clock":"store"}`: `ttl_ms` when
+/// `terms` has one, `clock` when `expires_ms` is on the store's clock.
+pub fn encode_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str) -> Vec<u8> {
+    let clock = terms.store_clock.then_some(STORE_CLOCK);
+    to_json(&LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock })
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
@@ -228,7 +234,8 @@ mod tests {
 
     #[test]
     fn lease_round_trip_and_celld_extras() {
-        let body = encode_lease("n", 1_700_000_000_000, "10.0.0.1:7000", "z");
+        let terms = LeaseTerms { expires_ms: 1_700_000_000_000, ttl_ms: None, store_clock: false };
+        let body = encode_lease("n", terms, "10.0.0.1:7000", "z");
         let r = decode_lease("k", &body, "t").unwrap();
         assert_eq!((r.expires_ms, r.addr.as_str(), r.log.as_ref()), (1_700_000_000_000, "10.0.0.1:7000", None));
         let celld = br#"{"node":"n","expires_ms":5,"addr":"a:1","load":{"sampled_ms":1},"peer_protocol":2,
@@ -265,6 +272,10 @@ mod tests {
 
     #[test]
     fn a_lease_says_its_ttl_and_the_clock_its_expiry_is_on() {
+        let terms = LeaseTerms { expires_ms: 5, ttl_ms: Some(3_000), store_clock: true };
+        let body = encode_lease("n", terms, "a", "z");
+        assert_eq!(body, br#"{"node":"n","expires_ms":5,"addr":"a","nonce":"z","ttl_ms":3000,"clock":"store"}"#);
+        assert_eq!(decode_lease("k", &body, "t").unwrap().terms(), terms);
         let ours = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a","nonce":"z","ttl_ms":3000,"clock":"store"}"#, "t").unwrap();
         assert_eq!(ours.terms(), LeaseTerms { expires_ms: 5, ttl_ms: Some(3_000), store_clock: true });
         let celld = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a"}"#, "t").unwrap();
@@ -279,7 +290,8 @@ mod tests {
     #[test]
     fn nonces_of_any_record() {
         assert_eq!(decode_nonce("k", &encode_owner("a", 1, "n1")).unwrap().as_deref(), Some("n1"));
-        assert_eq!(decode_nonce("k", &encode_lease("a", 1, "x", "n2")).unwrap().as_deref(), Some("n2"));
+        let terms = LeaseTerms { expires_ms: 1, ttl_ms: None, store_clock: false };
+        assert_eq!(decode_nonce("k", &encode_lease("a", terms, "x", "n2")).unwrap().as_deref(), Some("n2"));
         assert_eq!(decode_nonce("k", br#"{"node":"a","epoch":1}"#).unwrap(), None);
         assert_eq!(decode_nonce("k", br#"{"nonce":null,"z":{}}"#).unwrap(), None);
         for body in [&b"[]"[..], b"", br#"{"nonce":1}"#, br#"{"nonce":"a","nonce":"b"}"#] {

@@ -952,15 +952,22 @@ fn lease_expiry(key: &str, v: &Version) -> Option<u64> {
 /// celld's rule keeps). A retired or tombstoned version (`expires_ms: 0`) and a deletion give none, and a
 /// version the backup tool put back is not held against anyone (its writer cannot know of it).
 fn spent(facts: &Facts, key: &str, v: &Version, t: u64) -> bool {
-    let Some(expires) = lease_expiry(key, v) else { return true };
-    let w = v.writer.node;
+    let Some(lease) = v.body.as_deref().and_then(|b| decode_lease(key, b, "").ok()) else { return true };
+    let (w, expires) = (v.writer.node, lease.expires_ms);
     if expires == 0 || Some(w) == facts.restorer || Some(w) == facts.gc {
         return true;
     }
+    // The writer anchored its authority before this request was sent, and before any earlier attempt of the
+    // same write (a resend keeps the first attempt's anchor and expiry): an expiry on the store's clock says
+    // the anchor was at most `expires_ms - ttl` (it is the store's clock at the anchor, at its upper bound).
+    let anchor = match lease.store_clock {
+        true => v.writer.sent.min(expires.saturating_sub(facts.lease_ttl_ms + crate::exec::EPOCH_MS)),
+        false => v.writer.sent,
+    };
     let clock = &facts.clocks[w];
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
-    let mono = clock.mono_ms(t) - clock.mono_ms(v.writer.sent);
-    let wall = clock.wall_ms(t) as f64 - clock.wall_ms(v.writer.sent) as f64;
+    let mono = clock.mono_ms(t) - clock.mono_ms(anchor);
+    let wall = clock.wall_ms(t) as f64 - clock.wall_ms(anchor) as f64;
     mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
 }
 
@@ -995,8 +1002,17 @@ fn check_authority(
     }
     if facts.clock_proof && !facts.celld[n] {
         // A monotonic clock that stopped (machine sleep) must not stretch authority: the wall clock's
-        // advance since the send counts too (its value means nothing).
-        let advanced = clock.wall_ms(at) as f64 - clock.wall_ms(last.writer.sent) as f64;
+        // advance since the send counts too (its value means nothing). Judged against the lease in force
+        // then: the last one the node had installed by `at` (a write sent before `at` but installed after it
+        // does not count yet: its wall clock may have stepped since the older anchor, either way).
+        let key = facts.lease_key(&facts.nodes[n]);
+        let reported = ledger.installs.get(&(n, ledger.ops.get(&claim_op).map_or(0, |o| o.gen))).map(Vec::as_slice).unwrap_or(&[]);
+        let installed_at = |v: &Version| {
+            let e = lease_expiry(&key, v);
+            reported.iter().filter(|&&(x, t)| Some(x) == e && t >= v.at).map(|&(_, t)| t).min().unwrap_or(v.at)
+        };
+        let in_force = installed.iter().filter(|v| installed_at(v) <= at).max_by_key(|v| v.writer.sent).unwrap_or(last);
+        let advanced = clock.wall_ms(at) as f64 - clock.wall_ms(in_force.writer.sent) as f64;
         if advanced >= authority {
             bad(
                 "act-beyond-authority",
@@ -1096,9 +1112,10 @@ fn check_takeover(
         return;
     }
     let installed = installed_leases(store, ledger, facts, a, ledger.gen_of_write(&p.v.writer));
-    if facts.clock_proof && !facts.celld[b] {
-        // Whatever anyone's clock said: A's authority from every lease write it installed in that
-        // generation (by its own rule) had ended when the takeover landed.
+    if facts.clock_proof {
+        // Whatever anyone's clock said (an edge taker's, a celld-like taker's, the clean-up's): A's
+        // authority from every lease write it installed in that generation, by its own rule, had ended when
+        // the takeover landed.
         if let Some(last) = installed.iter().filter(|v| v.at <= ov.v.at).max_by_key(|v| v.writer.sent) {
             if !spent(facts, &key, last, ov.v.at) {
                 bad(
@@ -1155,6 +1172,7 @@ fn check_takeover(
 mod tests {
     use super::*;
     use crate::store::Tag;
+    use celld_edge::ownership::clock::LeaseTerms;
     use celld_edge::ownership::records::{encode_lease, encode_owner};
 
     const TTL: u64 = 3_000;
@@ -1200,7 +1218,8 @@ mod tests {
         fn lease(&mut self, op: u64, node: usize, expires_wall: u64, at: u64) {
             let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
             let key = format!("nodes/n{node}.json");
-            let body = encode_lease(&format!("n{node}"), crate::exec::EPOCH_MS + expires_wall, "", &format!("l{op}"));
+            let terms = LeaseTerms { expires_ms: crate::exec::EPOCH_MS + expires_wall, ttl_ms: Some(TTL), store_clock: true };
+            let body = encode_lease(&format!("n{node}"), terms, "", &format!("l{op}"));
             self.store.plant(&key, &body, tag, at);
         }
         fn rules(&self) -> Vec<&'static str> {

@@ -209,6 +209,8 @@ struct NodeState {
     finished: bool,
     /// Its requests may be delivered twice (`FaultMix::twice`): an edge process's runtime.
     resent: bool,
+    /// It is not shown the `Date` header (a browser whose bucket's CORS rule does not expose it).
+    no_dates: bool,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -338,6 +340,12 @@ impl World {
         self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
     }
 
+    /// Hides the `Date` header of every answer from `node` (a browser whose bucket's CORS rule does not
+    /// expose it): it never learns the store's clock.
+    pub fn hide_dates(&self, node: usize) {
+        self.inner.borrow_mut().nodes[node].no_dates = true;
+    }
+
     /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
     pub fn resends(&self, node: usize) {
         self.inner.borrow_mut().nodes[node].resent = true;
@@ -463,6 +471,9 @@ impl World {
                         inner.pending.remove(&id);
                     }
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
+                    // Every answer carries the store's clock, in whole seconds, as real stores send it.
+                    let dated = !inner.nodes[tag.node].no_dates;
+                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| http_date(store_ms(at))), ..r });
                     // Delivered twice: this answer dies with its connection, and the request is sent again.
                     // Not the store probe's scratch writes: its verdict on a store that sees a request twice is
                     // not modelled (docs/simulation.md, Limits).
@@ -518,7 +529,7 @@ impl World {
                 }
                 World::complete(inner, id, Err(TransportError::TimedOut))
             }
-            Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new() })),
+            Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new(), date: None })),
             Event::Chaos(chaos) => match chaos {
                 Chaos::Pause { node, ms } => {
                     if !inner.nodes[node].crashed {

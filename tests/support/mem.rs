@@ -142,8 +142,8 @@ impl Mem {
         let current = self.objects.get(&key).cloned();
         match req.method {
             "GET" => match current {
-                Some((body, etag)) => HttpResponse { status: 200, etag: Some(etag), body },
-                None => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+                Some((body, etag)) => HttpResponse { status: 200, etag: Some(etag), body, date: None },
+                None => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey"), date: None },
             },
             "PUT" => {
                 let precondition = match (req.header("if-none-match"), req.header("if-match"), &current) {
@@ -154,13 +154,13 @@ impl Mem {
                     _ => None,
                 };
                 match precondition {
-                    Some(412) => HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") },
-                    Some(_) => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+                    Some(412) => HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed"), date: None },
+                    Some(_) => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey"), date: None },
                     None => {
                         let etag = etag_of(&req.body);
                         self.objects.insert(key.clone(), (req.body.clone(), etag.clone()));
                         self.writes.push((key, req.body.clone()));
-                        HttpResponse { status: 200, etag: Some(etag), body: Vec::new() }
+                        HttpResponse { status: 200, etag: Some(etag), body: Vec::new(), date: None }
                     }
                 }
             }
@@ -170,18 +170,18 @@ impl Mem {
                     _ => true,
                 };
                 if !holds && !self.ignore_conditions {
-                    return HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") };
+                    return HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed"), date: None };
                 }
                 self.objects.remove(&key);
-                HttpResponse { status: 204, etag: None, body: Vec::new() }
+                HttpResponse { status: 204, etag: None, body: Vec::new(), date: None }
             }
-            _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed") },
+            _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed"), date: None },
         }
     }
 }
 
 fn scripted(answer: &Result<(u16, &'static str), TransportError>) -> Result<HttpResponse, TransportError> {
-    answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code) })
+    answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code), date: None })
 }
 
 impl Env for MemEnv {
