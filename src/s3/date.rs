@@ -3,6 +3,8 @@
 //! (SPEC §5, docs/protocol.md "Clocks"), so this is the one place a date from the network is read. Pure and
 //! total: anything that is not a valid HTTP date is `None` (the answer then teaches nothing about time).
 
+use crate::sigv4::AmzDate;
+
 /// Unix milliseconds of an HTTP date: the preferred IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and the
 /// two obsolete forms recipients must accept, RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
 /// (`Sun Nov  6 08:49:37 1994`). Whole seconds: the store's clock was somewhere in `[result, result + 1000)`
@@ -43,6 +45,29 @@ pub fn parse_http_date(value: &str) -> Option<u64> {
     }
     let days = days_from_civil(year, month, day)?;
     Some(((days * 86_400) + h * 3600 + m * 60 + s) * 1000)
+}
+
+/// The IMF-fixdate of Unix ms (whole seconds, as stores write their `Date`): what `parse_http_date` reads
+/// back, for stores simulated in tests.
+pub fn format_http_date(ms: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let secs = ms / 1000;
+    let days = secs / 86_400;
+    let amz = AmzDate::from_unix_ms(ms);
+    let ymd = amz.as_str();
+    let month = ymd[4..6].parse::<usize>().unwrap_or(1);
+    let rem = secs % 86_400;
+    format!(
+        "{}, {} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        &ymd[6..8],
+        MONTHS[month.clamp(1, 12) - 1],
+        &ymd[0..4],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Exactly `width` ASCII digits.
@@ -89,7 +114,6 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sigv4::AmzDate;
 
     #[test]
     fn the_three_forms_of_rfc_9110() {
@@ -114,6 +138,14 @@ mod tests {
             let month = MONTHS[month.parse::<usize>().unwrap() - 1];
             let header = format!("Xyz, {dom} {month} {year} 12:34:56 GMT");
             assert_eq!(parse_http_date(&header), Some(ms), "{header}");
+        }
+    }
+
+    #[test]
+    fn formatted_dates_read_back_to_the_second() {
+        assert_eq!(format_http_date(784_111_777_999), "Sun, 06 Nov 1994 08:49:37 GMT");
+        for ms in [0, 951_782_400_000, 1_709_251_199_000, 1_700_000_000_000 + 86_400_000 * 400 + 1] {
+            assert_eq!(parse_http_date(&format_http_date(ms)), Some(ms / 1000 * 1000), "{ms}");
         }
     }
 

@@ -11,4 +11,4 @@ mod xml;
 
 pub use answer::{classify_get, classify_put, parse_error, GetAnswer, PutAnswer};
 pub use bucket::Bucket;
-pub use date::parse_http_date;
+pub use date::{format_http_date, parse_http_date};

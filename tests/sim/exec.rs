@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use celld_edge::env::{Credentials, Env, Event as DriverEvent, HttpRequest, HttpResponse, TransportError};
+use celld_edge::s3::format_http_date;
 
 use crate::store::{Fault, FaultMix, SimStore, Tag};
 
@@ -91,32 +92,6 @@ const UNGUARDED_MS: u64 = 10_000;
 /// one true clock of the world.
 pub fn store_ms(at: u64) -> u64 {
     EPOCH_MS + at
-}
-
-/// An HTTP `Date` header (IMF-fixdate) for Unix ms, whole seconds as stores send it.
-pub fn http_date(ms: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    // Hinnant's civil_from_days (days since 1970-01-01 → year, month, day).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let rem = secs % 86_400;
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        MONTHS[month as usize - 1],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// Draws clocks whose pairwise wall difference stays within `max_skew_ms` for the whole run: offsets
@@ -473,7 +448,7 @@ impl World {
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
                     // Every answer carries the store's clock, in whole seconds, as real stores send it.
                     let dated = !inner.nodes[tag.node].no_dates;
-                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| http_date(store_ms(at))), ..r });
+                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| format_http_date(store_ms(at))), ..r });
                     // Delivered twice: this answer dies with its connection, and the request is sent again.
                     // Not the store probe's scratch writes: its verdict on a store that sees a request twice is
                     // not modelled (docs/simulation.md, Limits).
@@ -872,14 +847,6 @@ mod tests {
         assert!(far > 100 && forward > 50 && back > 50, "{far} hours off, {forward} steps forward, {back} back");
     }
 
-    #[test]
-    fn the_store_dates_its_answers_in_whole_seconds_as_http_does() {
-        assert_eq!(http_date(784_111_777_999), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(http_date(store_ms(0)), "Tue, 14 Nov 2023 22:13:20 GMT");
-        for ms in [0, 951_782_400_000, 1_709_251_199_000, store_ms(86_400_000 * 400 + 1)] {
-            assert_eq!(celld_edge::s3::parse_http_date(&http_date(ms)), Some(ms / 1000 * 1000), "{ms}");
-        }
-    }
 
     /// Two nodes: one sends with a short timeout into a brownout, one sleeps; returns what each saw.
     fn scenario(seed: u64) -> Vec<(u64, String)> {

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, Lost, TransportError};
+use celld_edge::s3::format_http_date;
 
 /// What to do with the next request, instead of answering it plainly.
 #[allow(dead_code)]
@@ -184,8 +185,9 @@ fn scripted(answer: &Result<(u16, &'static str), TransportError>) -> Result<Http
     answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code), date: None })
 }
 
-impl Env for MemEnv {
-    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+impl MemEnv {
+    /// The store's answer to `req`, as scripted.
+    fn exchange(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let mut m = self.0.borrow_mut();
         assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
         let key_id = req.header("authorization").and_then(|a| a.split("Credential=").nth(1)).and_then(|c| c.split('/').next());
@@ -223,6 +225,15 @@ impl Env for MemEnv {
                 Ok(m.apply(&req))
             }
         }
+    }
+}
+
+impl Env for MemEnv {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        // Every answer carries the store's clock (this world's one clock), in whole seconds.
+        let answer = self.exchange(req, timeout_ms);
+        let date = format_http_date(self.0.borrow().wall);
+        answer.map(|r| HttpResponse { date: Some(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
         self.0.borrow().wall
