@@ -26,6 +26,8 @@ pub enum Fault {
     Garble,
     /// The request takes this long (both clocks advance), then is answered plainly.
     Slow(f64),
+    /// The request is served at once, and its answer takes this long to arrive (both clocks advance).
+    SlowAnswer(f64),
 }
 
 pub struct Mem {
@@ -34,6 +36,8 @@ pub struct Mem {
     pub writes: Vec<(String, Vec<u8>)>,
     pub wall: u64,
     pub mono: f64,
+    /// Answers carry no `Date` (a browser whose bucket's CORS rule hides it).
+    pub no_dates: bool,
     rng: u64,
     pub script: VecDeque<Fault>,
     /// (method, key, timeout) of every request sent.
@@ -73,6 +77,7 @@ impl MemEnv {
             writes: Vec::new(),
             wall: 1_800_000_000_000,
             mono: 5_000.0,
+            no_dates: false,
             rng: 0x9e37_79b9_7f4a_7c15,
             script: VecDeque::new(),
             sent: Vec::new(),
@@ -224,6 +229,12 @@ impl MemEnv {
                 m.mono += ms;
                 Ok(m.apply(&req))
             }
+            Some(Fault::SlowAnswer(ms)) => {
+                let answer = m.apply(&req);
+                m.wall += ms as u64;
+                m.mono += ms;
+                Ok(HttpResponse { date: Some(format_http_date(m.wall - ms as u64)), ..answer })
+            }
         }
     }
 }
@@ -232,8 +243,9 @@ impl Env for MemEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         // Every answer carries the store's clock (this world's one clock), in whole seconds.
         let answer = self.exchange(req, timeout_ms);
-        let date = format_http_date(self.0.borrow().wall);
-        answer.map(|r| HttpResponse { date: Some(date), ..r })
+        let m = self.0.borrow();
+        let date = (!m.no_dates).then(|| format_http_date(m.wall));
+        answer.map(|r| HttpResponse { date: r.date.or(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
         self.0.borrow().wall
