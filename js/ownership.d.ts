@@ -345,7 +345,7 @@ export declare class S3Ownership {
 export type S3InspectorOptions = Pick<
   S3OwnershipOptions,
   "endpoint" | "bucket" | "region" | "accessKeyId" | "secretAccessKey" | "sessionToken" | "prefix" | "maxClockSkewMs"
-  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent"
+  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent" | "credentials"
 >;
 
 /** What a peer would conclude from one look at a node's lease now (SPEC §5), by the store's clock (the `Date`

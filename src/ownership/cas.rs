@@ -216,25 +216,25 @@ impl<E: Env> Store<E> {
     /// The store `config` names (endpoint, bucket, region, path style, keys or a credentials provider), for
     /// `S3Ownership` and `Inspector` alike. Validates; sends nothing.
     pub fn for_config(config: &Config, env: E) -> Result<Self> {
-        let (key_id, secret) = match config.credentials_provider {
-            true => ("provided", "provided"),
-            false => (config.access_key_id.as_str(), config.secret_access_key.as_str()),
+        let (endpoint, name, region, path_style) = (&config.endpoint, &config.bucket, &config.region, config.path_style);
+        let bucket = match config.credentials_provider {
+            true => Bucket::awaiting_credentials(endpoint, name, region, path_style)?,
+            false => Bucket::new(
+                endpoint,
+                name,
+                region,
+                path_style,
+                &config.access_key_id,
+                &config.secret_access_key,
+                config.session_token.as_deref(),
+            )?,
         };
-        let bucket = Bucket::new(
-            &config.endpoint,
-            &config.bucket,
-            &config.region,
-            config.path_style,
-            key_id,
-            secret,
-            config.session_token.as_deref(),
-        )?;
         let store = Store::new(env, bucket);
         Ok(if config.credentials_provider { store.with_credentials_provider() } else { store })
     }
 
     /// Signs with the keys of the host's credentials provider (`Env::credentials`), asked for before the
-    /// first request; the bucket's own keys are placeholders.
+    /// first request (the bucket has no keys until then).
     pub fn with_credentials_provider(mut self) -> Self {
         self.rotation = Rotation::new(true);
         self

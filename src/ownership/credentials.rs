@@ -7,7 +7,7 @@
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{Error, Refusal, Result};
+use crate::error::{Error, Fault, Refusal, Result};
 use crate::ownership::flight::{Joined, Share, Single};
 use crate::ownership::join::{first, Either};
 use crate::s3::Bucket;
@@ -52,8 +52,8 @@ pub enum Need {
     Keys,
 }
 
-/// A refresh's outcome: `Err` carries what the provider threw.
-type Refreshed = core::result::Result<(), String>;
+/// A refresh's outcome: `Err` says why, with what the provider threw as its `source`.
+type Refreshed = core::result::Result<(), Fault>;
 
 pub struct Rotation {
     held: Cell<Held>,
@@ -104,11 +104,12 @@ impl Rotation {
         let outcome = self.refresh(env, bucket, timeout_ms).await;
         match outcome {
             Err(_) if self.need(env.wall_ms()) != Need::Keys => Ok(()),
-            Err(detail) => Err(Error::Auth(Box::new(Refusal {
+            Err(fault) => Err(Error::Auth(Box::new(Refusal {
                 key: key.to_owned(),
                 status: 0,
                 code: "CredentialsProvider".into(),
-                message: detail,
+                message: fault.detail,
+                source: fault.source,
             }))),
             Ok(()) => Ok(()),
         }
@@ -133,7 +134,7 @@ impl Rotation {
             };
             let now = env.wall_ms();
             let outcome = answer.and_then(|c| {
-                bucket.borrow_mut().set_credentials(&c.access_key_id, &c.secret_access_key, c.session_token.as_deref()).map_err(|e| e.message())?;
+                bucket.borrow_mut().set_credentials(&c.access_key_id, &c.secret_access_key, c.session_token.as_deref()).map_err(|e| Fault::new(e.message()))?;
                 self.held.set(match c.expires_ms {
                     Some(expires_ms) => Held::Until { fetched_ms: now, expires_ms },
                     None => Held::Forever,
@@ -142,9 +143,9 @@ impl Rotation {
             });
             match &outcome {
                 Ok(expires_ms) => env.observe(Event::CredentialsRefreshed { expires_ms: *expires_ms, ms: env.mono_ms() - started }),
-                Err(detail) => {
+                Err(fault) => {
                     self.retry_after.set(now.saturating_add(RETRY_MS));
-                    env.observe(Event::CredentialsFailed { detail });
+                    env.observe(Event::CredentialsFailed { detail: &fault.detail });
                 }
             }
             let outcome = outcome.map(|_| ());
@@ -190,6 +191,6 @@ mod tests {
     }
 }
 
-fn unanswered(timeout_ms: u32) -> String {
-    format!("the credentials function did not answer within {timeout_ms} ms")
+fn unanswered(timeout_ms: u32) -> Fault {
+    format!("the credentials function did not answer within {timeout_ms} ms").into()
 }

@@ -1,5 +1,5 @@
 //! What this instance last saw of owner records, per cell (bounded, oldest forgotten first): the version it
-//! read, wrote, or found absent. The driver uses an entry only to choose the guard of a claim's first write,
+//! read, wrote, or found absent. The node uses an entry only to choose the guard of a claim's first write,
 //! which the store checks (`If-Match` the version seen, `If-None-Match: *` when absent); a failed guard
 //! sends the claim back to reading. It must never answer a read, never stand for a peer's lease, and never
 //! decide a takeover: a version seen earlier says nothing about whether its owner is alive now.

@@ -15,7 +15,7 @@
 //! docs/conformance.md).
 //!
 //! It is a pure machine: [`Probe::step`] takes the answers to the requests it last asked for and says
-//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the driver
+//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the node
 //! sends the requests and the nonce comes in as data.
 
 
@@ -53,7 +53,8 @@ impl Layout {
 }
 
 /// What the probe learnt about a store that passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
     /// Status for `If-Match` on a missing key (404 on AWS, 412 on some stores).
     pub if_match_missing_status: u16,
@@ -83,7 +84,7 @@ pub enum Answer {
     Read(Result<Option<String>>),
 }
 
-/// What the driver must do next.
+/// What the node must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// Send these concurrently, then hand [`Probe::step`] their answers in the same order.
@@ -430,7 +431,7 @@ fn violation(step: &str, detail: String) -> Stop {
 /// A GET of a key nobody wrote answered with an object: whatever answered is not an S3 bucket.
 fn not_s3(key: &str) -> Error {
     let message = "not an S3 API: a GET of a key never written answered 200 (check the endpoint)".to_owned();
-    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 200, code: String::new(), message }))
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 200, code: String::new(), message, source: None }))
 }
 
 fn describe(a: &PutAnswer) -> String {
@@ -530,7 +531,7 @@ mod tests {
     }
 
     fn refused(status: u16, code: &str) -> PutAnswer {
-        let r = Box::new(Refusal { key: "k".into(), status, code: code.into(), message: "m".into() });
+        let r = Box::new(Refusal { key: "k".into(), status, code: code.into(), message: "m".into(), source: None });
         PutAnswer::Refused(if status == 403 { Error::Auth(r) } else { Error::Request(r) })
     }
 

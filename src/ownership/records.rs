@@ -13,14 +13,17 @@ use crate::ownership::clock::LeaseTerms;
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
 
-/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept). Serialized as JS
+/// sees it (`node` null when released; not the wire form, which `OwnerWire` is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OwnerRecord {
+    #[serde(serialize_with = "node_or_null")]
     pub node: String,
     pub epoch: u64,
     /// The token to guard the next write with, exactly as the store sent it.
     pub etag: String,
     /// The writer's nonce, when this library wrote the record (celld writes none).
+    #[serde(skip)]
     pub nonce: Option<String>,
 }
 
@@ -30,21 +33,32 @@ impl OwnerRecord {
     }
 }
 
+/// A record's node for JS: `null` when it names none (released).
+pub(crate) fn node_or_null<S: serde::Serializer>(node: &str, s: S) -> core::result::Result<S::Ok, S::Error> {
+    if node.is_empty() { s.serialize_none() } else { s.serialize_some(node) }
+}
+
 /// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the store's clock (`clock: "store"`)
 /// or on the writer's wall clock (celld's leases, earlier releases', and ours before any `Date` was seen).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serialized as JS sees it (`readNodeLease`), not in the wire form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeLeaseRecord {
     pub node: String,
     pub expires_ms: u64,
     pub addr: String,
     pub etag: String,
+    #[serde(skip)]
     pub nonce: Option<String>,
     /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
+    #[serde(skip)]
     pub log: Option<NodeLog>,
     /// `ttl_ms`: how long after sending this write its writer may act (its `leaseTtlMs`), which the
     /// clock-proof peer rule counts on; only this library writes it.
+    #[serde(skip)]
     pub ttl_ms: Option<u64>,
     /// `clock: "store"`: `expires_ms` is on the store's clock, as its writer learnt it from `Date` headers.
+    #[serde(skip)]
     pub store_clock: bool,
 }
 
@@ -82,14 +96,9 @@ pub fn awaits_recovery(lease: &NodeLeaseRecord) -> bool {
     lease.log.as_ref().is_some_and(|log| log.state != "sealed")
 }
 
-/// The precondition of a conditional PUT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CasGuard {
-    /// `If-None-Match: *`: create only.
-    Absent,
-    /// `If-Match: <etag>`: replace only this version.
-    Match(String),
-}
+/// A write's precondition is a store condition (`crate::s3::CasGuard`); named here too, where the
+/// records' writes use it.
+pub use crate::s3::CasGuard;
 
 /// How a conditional write ended, once settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

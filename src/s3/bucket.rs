@@ -4,7 +4,7 @@
 
 use crate::env::HttpRequest;
 use crate::error::{Error, Result};
-use crate::ownership::CasGuard;
+use crate::s3::CasGuard;
 use crate::sigv4::{shown_url, split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
 /// Where the bucket lives and how to sign for it.
@@ -43,6 +43,9 @@ fn check_bucket(bucket: &str) -> Result<()> {
     }
 }
 
+/// The keys a bucket signs with: static ones, or none until a credentials provider's arrive.
+type Keys<'a> = Option<(&'a str, &'a str, Option<&'a str>)>;
+
 impl Bucket {
     pub fn new(
         endpoint: &str,
@@ -53,11 +56,22 @@ impl Bucket {
         secret_access_key: &str,
         session_token: Option<&str>,
     ) -> Result<Self> {
+        Bucket::with_keys(endpoint, bucket, region, path_style, Some((access_key_id, secret_access_key, session_token)))
+    }
+
+    /// A bucket without keys yet: a credentials provider's (`set_credentials`) must arrive before anything
+    /// is signed (`ownership::credentials::Rotation` sees to it).
+    pub fn awaiting_credentials(endpoint: &str, bucket: &str, region: &str, path_style: bool) -> Result<Self> {
+        Bucket::with_keys(endpoint, bucket, region, path_style, None)
+    }
+
+    fn with_keys(endpoint: &str, bucket: &str, region: &str, path_style: bool, keys: Keys<'_>) -> Result<Self> {
         check_bucket(bucket)?;
         if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             return Err(Error::invalid_value("region ", region, " is not a region name"));
         }
-        if access_key_id.is_empty() || secret_access_key.is_empty() {
+        let (access_key_id, secret_access_key, session_token) = keys.unwrap_or_default();
+        if keys.is_some() && (access_key_id.is_empty() || secret_access_key.is_empty()) {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
         // Messages show the endpoint without userinfo or query (a password, a token), whichever check fails.
