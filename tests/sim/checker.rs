@@ -1054,13 +1054,19 @@ fn check_restores(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut im
     for (&(n, gen), installs) in &ledger.installs {
         let key = facts.lease_key(&facts.nodes[n]);
         let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-        let landed: Vec<u64> = installs
+        let landed: Vec<&Version> = installs
             .iter()
-            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)).map(|v| v.at))
+            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)))
             .collect();
         for restore in hist.iter().filter(|v| v.writer.node == r) {
-            let (before, after) = (landed.iter().any(|&t| t < restore.at), landed.iter().find(|&&t| t > restore.at));
-            if let (true, Some(t)) = (before, after) {
+            let latest = landed.iter().filter(|v| v.at < restore.at).max_by_key(|v| v.at);
+            // The bytes this generation wrote last (same expires_ms and nonce, so the same ETag) are no older
+            // version: peers judging by them learn no earlier death than its authority (docs/simulation.md).
+            if latest.is_some_and(|v| v.body == restore.body) {
+                continue;
+            }
+            let after = landed.iter().map(|v| v.at).find(|&t| t > restore.at);
+            if let (Some(_), Some(t)) = (latest, after) {
                 bad(
                     "restored-lease-adopted",
                     format!(
@@ -1187,6 +1193,7 @@ mod tests {
         clocks: Vec<Clock>,
         celld: Vec<bool>,
         clock_proof: bool,
+        restorer: Option<usize>,
     }
 
     impl Hist {
@@ -1204,6 +1211,7 @@ mod tests {
                 clocks: vec![clock.clone(), clock],
                 celld: vec![false, false],
                 clock_proof: false,
+                restorer: None,
             }
         }
         /// Records op `id` of `node` in lease generation `gen` with its result.
@@ -1234,7 +1242,7 @@ mod tests {
                 celld: &self.celld,
                 run_ms: 20_000,
                 provider: false,
-                restorer: None,
+                restorer: self.restorer,
                 clock_proof: self.clock_proof,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
@@ -1415,6 +1423,29 @@ mod tests {
         // The same write, not installed (reported fenced), is fine.
         h.ledger.ops.get_mut(&8).unwrap().result = OpResult::Failed("fenced");
         assert_eq!(h.rules(), Vec::<&str>::new());
+    }
+
+    /// Issue 21 R: a renewal landing over a lease the backup tool put back to an older version is caught;
+    /// over the bytes the holder wrote last (the same ETag, expires_ms and nonce) it is not.
+    #[test]
+    fn a_renewal_over_a_restored_lease_is_caught_only_when_the_restore_was_older() {
+        for (restored_op, rules) in [(1, vec!["restored-lease-adopted"]), (8, vec![])] {
+            let mut h = clean();
+            h.nodes.push("backup".into());
+            h.clocks.push(Clock::default());
+            h.celld.push(false);
+            h.restorer = Some(2);
+            h.op(8, 0, 1, OpKind::Renew, (1_000, 1_010), OpResult::LeaseOk);
+            h.lease(8, 0, 4_000, 1_005);
+            let key = "nodes/n0.json";
+            let body = h.store.objects[key].iter().find(|v| v.writer.op == restored_op).unwrap().body.clone().unwrap();
+            h.store.plant(key, &body, Tag { node: 2, incarnation: 0, op: 20, sent: 1_100 }, 1_102);
+            h.op(9, 0, 1, OpKind::Renew, (1_500, 1_510), OpResult::LeaseOk);
+            h.lease(9, 0, 4_500, 1_505);
+            let installs = [(TTL, 5), (4_000, 1_010), (4_500, 1_510)];
+            h.ledger.installs.insert((0, 1), installs.map(|(e, at)| (crate::exec::EPOCH_MS + e, at)).to_vec());
+            assert_eq!(h.rules(), rules, "restored the body of op {restored_op}");
+        }
     }
 
     #[test]

@@ -238,7 +238,9 @@ impl<E: Env> S3Ownership<E> {
             Some(l) => return self.judge_lease(&rec.node, l, seen),
             None if !self.rules().missing_lease_waits => return Judgement::Dead,
             None => {
-                let version = Version::Missing { cell: cell.to_owned(), owner_etag: rec.etag.clone() };
+                // Per cell: another cell's record may have the same bytes and ETag (a tooth drops the cell).
+                let cell = if self.rules().missing_keyed_by_cell { cell.to_owned() } else { String::new() };
+                let version = Version::Missing { cell, owner_etag: rec.etag.clone() };
                 Found::Missing { unchanged_ms: self.saw(&rec.node, version, seen) }
             }
         };
