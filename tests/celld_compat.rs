@@ -20,6 +20,7 @@ use std::task::{Context, Waker};
 
 use celld_edge::env::Env;
 use celld_edge::ownership::control::{MARKER_KEY, WAKE_FORMAT_KEY};
+use celld_edge::ownership::clock::LeaseTerms;
 use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner, encode_celld_lease, UNDIALABLE_ADDR};
 use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, LeaseRemoval, S3Ownership};
 use celld_edge::s3::Bucket;
@@ -91,10 +92,10 @@ fn celld_records_of_every_version_decode() {
 /// sample), and retire (`expires_ms: 0`), with and without a configured `addr`.
 fn celld_fleet_bodies(now: u64) -> Vec<(&'static str, Vec<u8>)> {
     vec![
-        ("acquire", encode_celld_lease("edge-7", now + TTL, "", "n1", now)),
-        ("renew", encode_celld_lease("edge-7", now + 3_333 + TTL, "", "n2", now + 3_333)),
-        ("retire", encode_celld_lease("edge-7", 0, "", "n3", now + 5_000)),
-        ("acquire with addr", encode_celld_lease("edge-7", now + TTL, "edge-7.internal:7000", "n4", now)),
+        ("acquire", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n1", now)),
+        ("renew", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + 3_333 + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n2", now + 3_333)),
+        ("retire", encode_celld_lease("edge-7", LeaseTerms { expires_ms: 0, ttl_ms: Some(10_000), store_clock: true }, "", "n3", now + 5_000)),
+        ("acquire with addr", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "edge-7.internal:7000", "n4", now)),
     ]
 }
 
@@ -140,7 +141,7 @@ fn the_restatement_of_celld_v06_catches_every_incomplete_lease() {
     // The tooth: a body missing one field celld requires never decodes. If the restatement accepted it,
     // this test (and the one above) could not fail.
     let now = 1_800_000_000_000;
-    let body: serde_json::Value = serde_json::from_slice(&encode_celld_lease("edge-7", now + TTL, "", "n", now)).unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n", now)).unwrap();
     for field in v06::REQUIRED_LOAD {
         let mut broken = body.clone();
         broken["load"].as_object_mut().unwrap().remove(field);
@@ -493,7 +494,7 @@ fn every_lease_written_in_a_celld_fleet_is_one_celld_v06_reads_as_a_live_node_ne
                 assert!(lease.keeps_planner_running(lease.load.sampled_ms, 0) && lease.lets_readiness_pass());
                 continue;
             }
-            // Sampled when the write went out: fresh through the lease's life, whenever celld reads it.
+            // Sampled at the instant the expiry counts from (the store's clock): fresh through the lease's life.
             assert_eq!(lease.expires_ms - lease.load.sampled_ms, TTL, "write {i}");
             for view in [lease.load.sampled_ms, lease.expires_ms - 1] {
                 judged_as_celld_needs(&format!("write {i}"), &lease, view);
@@ -581,13 +582,14 @@ fn owner_and_a_rejected_claim_say_who_recovers_a_dead_celld_log() {
     let ClaimOutcome::Rejected { owner } = block_on(a.claim("c")).unwrap() else { panic!("claimable") };
     let r = owner.recovery.clone().expect("who recovers");
     assert!(owner.awaiting_recovery);
-    assert_eq!((r.claimant.as_deref(), r.heartbeat_age_ms, r.stale), (Some("celld-c"), Some(4_000), false));
+    // Aged on the store's clock, known to a whole second from `Date`.
+    assert_eq!((r.claimant.as_deref(), r.heartbeat_age_ms.map(|ms| ms / 1000 * 1000), r.stale), (Some("celld-c"), Some(4_000), false));
     let seen = block_on(a.owner("c")).unwrap().unwrap();
     assert_eq!(seen.recovery.as_ref().map(|r| r.claimant.as_deref()), Some(Some("celld-c")));
     // 30 s without a heartbeat: stale.
     env.put_raw("nodes/celld-b.json", &recovering_since(&env, 30_000));
     let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();
-    assert!(r.stale && r.heartbeat_age_ms == Some(30_000));
+    assert!(r.stale && r.heartbeat_age_ms.is_some_and(|ms| (30_000..31_000).contains(&ms)));
     // An open log: nobody recovering yet.
     env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-open.json"));
     let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();

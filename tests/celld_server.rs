@@ -15,6 +15,7 @@ mod v06;
 
 use celld_edge::env::Env;
 use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
+use celld_edge::ownership::clock::LeaseTerms;
 use celld_edge::ownership::records::{encode_celld_lease, CasGuard};
 use celld_edge::ownership::{ClaimOutcome, Config, IdSet, LeaseRemoval, S3Ownership};
 use celld_edge::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
@@ -255,7 +256,7 @@ fn remove_dead_lease_leaves_celld_leases_and_removes_ours_on_versitygw() {
         put_signed(&s, &format!("{p}nodes/celld-{i}.json"), &fixture(name).replace("\"expires_ms\":1800000010000", "\"expires_ms\":1000"));
     }
     // A lease of ours whose process crashed long ago.
-    let ours = encode_celld_lease("crashed", 1_000, "", "n-1", 1);
+    let ours = encode_celld_lease("crashed", LeaseTerms { expires_ms: 1_000, ttl_ms: Some(10_000), store_clock: true }, "", "n-1", 1);
     put_signed(&s, &format!("{p}nodes/crashed.json"), std::str::from_utf8(&ours).unwrap());
     let cleaner = celld_node(&s, &p, "cleaner", true); // qualified: a verified conditional DELETE
     for (i, name) in celld.iter().enumerate() {

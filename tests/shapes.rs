@@ -79,7 +79,16 @@ fn records_and_reports_have_the_members_the_dts_declares() {
     assert_eq!(keys(&recovery()), interface(&d, "Recovery"), "Recovery");
     let routing = OwnerInfo { recovery: None, ..owner_info() };
     assert!(!keys(&routing).contains(&"recovery".to_owned()), "no recovery member while none is going on");
-    let lease = NodeLeaseRecord { node: "n".into(), expires_ms: 1, addr: "a".into(), etag: "e".into(), nonce: None, log: None };
+    let lease = NodeLeaseRecord {
+        node: "n".into(),
+        expires_ms: 1,
+        addr: "a".into(),
+        etag: "e".into(),
+        nonce: None,
+        log: None,
+        ttl_ms: Some(3_000),
+        store_clock: true,
+    };
     assert_eq!(keys(&lease), interface(&d, "NodeLease"), "NodeLease");
     assert_eq!(keys(&Closed::default()), interface(&d, "CloseResult"), "CloseResult");
     let probe = ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true };

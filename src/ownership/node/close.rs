@@ -12,8 +12,9 @@ use crate::ownership::cas::{Reconciles, Settled};
 use crate::ownership::flight::{done, Share, Single};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::join::join_all;
-use crate::ownership::lease::{peer_dead, RETIRED_EXPIRES_MS};
-use crate::ownership::records::{decode_lease, written_by_celld, CasGuard};
+use crate::ownership::clock::Judgement;
+use crate::ownership::lease::RETIRED_EXPIRES_MS;
+use crate::ownership::records::{decode_lease, CasGuard};
 use crate::s3::PutAnswer;
 
 use super::{CloseOptions, Closed, LeaseRemoval, S3Ownership};
@@ -122,7 +123,8 @@ impl<E: Env> S3Ownership<E> {
         let reconciles = Reconciles::default();
         let mut guard = CasGuard::Match(lease.etag);
         for _ in 0..3 {
-            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.closing_budget(), &reconciles).await? {
+            let retired = self.terms(RETIRED_EXPIRES_MS, true);
+            match self.write_lease(&guard, retired, self.closing_budget(), &reconciles).await? {
                 Settled::Applied { etag } => {
                     self.retired();
                     return Ok(Some(etag));
@@ -146,9 +148,10 @@ impl<E: Env> S3Ownership<E> {
 
     /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
     /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
-    /// peer rule (`expires_ms + maxClockSkewMs <= now`, the wall clock read before the lease), one this
-    /// library wrote (never celld's: a lease with a node log, sealed included, is kept by celld on purpose,
-    /// and celld's clean-up removes its others), whose node no owner record among `cells` names (the caller lists the
+    /// peer rule (SPEC §5: seen unchanged long enough by this instance, or past its expiry by the store's
+    /// clock; a first look at a lease written moments ago says `Live`, ask again later), one this library
+    /// wrote (never celld's: a lease with a node log, sealed included, is kept by celld on purpose, and
+    /// celld's clean-up removes its others), whose node no owner record among `cells` names (the caller lists the
     /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
     /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
     /// the check (a late write of the dead process) only waits `ttl + skew` longer for its takeover: a
@@ -163,14 +166,13 @@ impl<E: Env> S3Ownership<E> {
         if !self.deletes_conditionally() {
             return Ok(LeaseRemoval::Unsupported);
         }
-        let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let key = self.lease_key(node);
-        let decode = |key: &str, body: &[u8], etag: &str| Ok((decode_lease(key, body, etag)?, written_by_celld(key, body)?));
-        let Some((lease, celld)) = self.read_decoded(&key, decode).await? else { return Ok(LeaseRemoval::Absent) };
+        let (read, seen) = self.read_foreign_lease(node).await?;
+        let Some((lease, celld)) = read else { return Ok(LeaseRemoval::Absent) };
         if celld {
             return Ok(LeaseRemoval::Celld);
         }
-        if !peer_dead(lease.expires_ms, self.config.max_clock_skew_ms, now) {
+        if self.judge_lease(node, &lease, seen) != Judgement::Dead {
             return Ok(LeaseRemoval::Live);
         }
         for cell in cells {
