@@ -701,7 +701,7 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
     assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
-    assert!(env.body("tenants/x/fleet/control.json").is_some());
+    assert!(env.body("tenants/x/fleet/control.json").is_none(), "the backend marker is read, never created");
     assert!(env.body("tenants/x/cells/cell %2F ☃/own.json").is_some());
     let owner = block_on(a.owner("cell %2F ☃")).unwrap().unwrap();
     assert_eq!((owner.node.as_str(), owner.live), ("n 1+ü", true));
@@ -1417,12 +1417,13 @@ mod lifecycle {
         until_dead(&env, "b");
         assert_eq!(block_on(cleaner(&env, ProbePolicy::Off).remove_dead_lease("b", &[])).unwrap(), LeaseRemoval::Unsupported);
         assert!(env.body("nodes/b.json").is_some());
-        // A dead celld node whose log is not sealed keeps its lease: celld recovers the log from it.
+        // A dead celld node whose log is not sealed keeps its lease: celld recovers the log from it (and
+        // celld's clean-up, not this library, keeps or removes every lease celld wrote).
         env.put_raw(
             "nodes/celld-1.json",
             r#"{"node":"celld-1","expires_ms":5,"addr":"x:1","log":{"state":"open","epoch":1,"ensemble":["x"],"tiered":0}}"#,
         );
-        assert_eq!(block_on(clean.remove_dead_lease("celld-1", &[])).unwrap(), LeaseRemoval::Needed { cell: None });
+        assert_eq!(block_on(clean.remove_dead_lease("celld-1", &[])).unwrap(), LeaseRemoval::Celld);
     }
 
     #[test]
@@ -1602,7 +1603,7 @@ mod issue21 {
         let (out, wire) = wire_of(&env, a.probe());
         let err = out.unwrap_err();
         assert_eq!(err.code(), "unsupported-backend", "{err}");
-        assert_eq!(wire, ["GET fleet/control.json"]);
+        assert_eq!(wire, ["GET fleet/control.json", "GET wake/format.json"]);
         assert!(env.0.borrow().writes.is_empty());
         // The inspector's probe (`npx celld-edge probe`) too.
         let inspector = celld_edge::ownership::Inspector::new(&qualified(""), env.clone()).unwrap();

@@ -337,6 +337,46 @@ fn missing_and_corrupt_records_and_celld_logs_awaiting_recovery() {
 }
 
 #[test]
+fn who_recovers_a_dead_celld_log_is_listed_with_its_heartbeat_age() {
+    let env = ListEnv::new();
+    let now = env.wall_ms();
+    let lease = |node: &str, log: String| {
+        let body = format!(r#"{{"node":"{node}","expires_ms":{},"addr":"10.0.0.9:4000","log":{log}}}"#, now - 60_000);
+        env.mem.put_raw(&format!("nodes/{node}.json"), &body);
+        env.mem.put_raw(&format!("cells/of-{node}/own.json"), &format!(r#"{{"node":"{node}","epoch":2}}"#));
+    };
+    let recovering = |claimant: &str, at: u64| {
+        format!(r#"{{"state":"recovering","epoch":2,"ensemble":[],"tiered":1,"claimant":"{claimant}","claimed_ms":{at}}}"#)
+    };
+    lease("celld-fresh", recovering("celld-c", now - 4_000));
+    lease("celld-stale", recovering("celld-d", now - 30_000));
+    lease("celld-open", r#"{"state":"open","epoch":2,"ensemble":[],"tiered":1,"claimant":null,"claimed_ms":null}"#.into());
+    lease("celld-sealed", r#"{"state":"sealed","epoch":2,"ensemble":[],"tiered":1}"#.into());
+    let listed = nodes(&env, "");
+    let seen: Vec<_> = listed
+        .iter()
+        .map(|n| {
+            let r = n.recovery.as_ref();
+            // Aged on the store's clock, known to a whole second from `Date`.
+            (n.node.as_str(), r.and_then(|r| r.claimant.as_deref()), r.and_then(|r| r.heartbeat_age_ms).map(whole_seconds), r.map(|r| r.stale))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("celld-fresh", Some("celld-c"), Some(4_000), Some(false)),
+            ("celld-open", None, None, Some(true)),
+            ("celld-sealed", None, None, None),
+            ("celld-stale", Some("celld-d"), Some(30_000), Some(true)),
+        ]
+    );
+    // The owners' leases in the cell listing carry it too.
+    let cells = cells(&env, "");
+    let fresh = cells.iter().find(|c| c.cell == "of-celld-fresh").unwrap().lease().unwrap();
+    assert_eq!(fresh.recovery.as_ref().and_then(|r| r.heartbeat_ms), Some(now - 4_000));
+}
+
+#[test]
 fn pages_through_more_than_a_thousand_keys() {
     let env = ListEnv::new();
     for i in 0..2_345 {
@@ -547,4 +587,8 @@ fn a_record_naming_a_node_outside_the_id_set_is_corrupt() {
     assert!(!err.to_string().contains('\u{1b}'), "{err}");
     let nodes = nodes(&env, "");
     assert_eq!(nodes[0].lease.name(), "corrupt");
+}
+
+fn whole_seconds(ms: u64) -> u64 {
+    ms / 1000 * 1000
 }

@@ -44,6 +44,8 @@ struct OptionsIn {
     probe_trust_ms: Option<u64>,
     /// `"celld"` (celld's id sets) or `"utf8"` (wider ids, for buckets no celld node shares).
     ids: Option<String>,
+    /// `true`: a celld v0.6 fleet shares the bucket (an uninitialised one is refused).
+    celld: Option<bool>,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
@@ -55,10 +57,10 @@ struct OptionsIn {
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 19] = [
+const OPTION_NAMES: [&str; 20] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
-    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
-    "credentials",
+    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "celld", "fetch",
+    "onEvent", "credentials",
 ];
 
 /// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
@@ -255,6 +257,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
         Some("utf8") => IdSet::Utf8,
         Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {}"#, Quoted(other)))),
     };
+    config.celld = o.celld.unwrap_or(config.celld);
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
     let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
     let on_event = match o.on_event {

@@ -39,7 +39,8 @@ use core::cell::RefCell;
 use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Settled, Store};
-use crate::ownership::control::FleetMarker;
+use crate::ownership::control::{read_fleet, Fleet, FleetMarker};
+use crate::ownership::ids::check_set_for_fleet;
 use crate::ownership::flight::{Flight, PerKey, Single};
 use crate::ownership::join::first;
 use crate::ownership::probe::ProbeReport;
@@ -188,20 +189,39 @@ impl<E: Env> S3Ownership<E> {
         self.qualified(false).await.map(|_| ())
     }
 
-    /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
-    async fn fleet_checked(&self, fresh: bool) -> Result<()> {
+    /// Who shares the bucket, before anything is written: a fleet of another backend is refused, and so
+    /// is (with `celld: true`) a bucket no celld node has initialised, and `ids: "utf8"` in a celld fleet.
+    async fn fleet_checked(&self, fresh: bool) -> Result<Fleet> {
         if !self.rules().check_fleet_marker {
-            return Ok(());
+            return Ok(Fleet::default());
         }
-        if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
-            // A marker that does not decode may be a wrong endpoint's page: the qualification tells
-            // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
-            if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
-                self.qualified(fresh).await?;
+        match self.fleet.ensure(|| self.first_reads()).await {
+            Ok(fleet) => {
+                check_set_for_fleet(self.config.ids, fleet.celld)?;
+                Ok(fleet)
             }
-            return Err(e);
+            Err(e) => {
+                // A marker that does not decode may be a wrong endpoint's page: the qualification tells
+                // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
+                if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
+                    self.qualified(fresh).await?;
+                }
+                Err(e)
+            }
         }
-        Ok(())
+    }
+
+    /// What an instance reads before its first write, sent together (one round trip): the fork's backend
+    /// marker and celld's `wake/format.json`, judged (`control::read_fleet`). Keep every such read in
+    /// this one batch: a read added after it costs every cold instance a round trip.
+    async fn first_reads(&self) -> Result<Fleet> {
+        read_fleet(&self.store, &self.config.prefix, self.config.celld, self.budget()).await
+    }
+
+    /// Whether this instance's records follow celld's v0.6 shapes: the fleet was found to be a celld one
+    /// (or the option says so).
+    fn in_celld_fleet(&self) -> bool {
+        self.config.celld || self.fleet.known().is_some_and(|f| f.celld)
     }
 
     /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
