@@ -176,15 +176,10 @@ struct LeaseOut<'a> {
 /// protocol), no `log` (it would gate takeovers on a recovery only celld can do), no `probe_public_key`.
 #[derive(Serialize)]
 struct CelldLeaseOut<'a> {
-    node: &'a str,
-    expires_ms: u64,
-    addr: &'a str,
-    nonce: &'a str,
-    /// What edge peers judge this lease by (celld ignores fields it does not know).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ttl_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    clock: Option<&'a str>,
+    /// Our lease's fields, `ttl_ms` and `clock` included: edge peers judge it by them (celld ignores
+    /// fields it does not know).
+    #[serde(flatten)]
+    lease: LeaseOut<'a>,
     /// celld's planner stops every move in the fleet while a live lease lacks it.
     paced_handoff: bool,
     load: CelldLoadOut,
@@ -279,8 +274,12 @@ pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
 /// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…","ttl_ms":N,"clock":"store"}`: `ttl_ms` when
 /// `terms` has one, `clock` when `expires_ms` is on the store's clock.
 pub fn encode_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str) -> Vec<u8> {
+    to_json(&lease_out(node, terms, addr, nonce))
+}
+
+fn lease_out<'a>(node: &'a str, terms: LeaseTerms, addr: &'a str, nonce: &'a str) -> LeaseOut<'a> {
     let clock = terms.store_clock.then_some(STORE_CLOCK);
-    to_json(&LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock })
+    LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock }
 }
 
 /// The lease body in a bucket a celld v0.6 fleet shares: `encode_lease`'s fields (with `celld_addr`),
@@ -303,9 +302,7 @@ pub fn encode_celld_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str
         shed_cells: 0,
         draining: true,
     };
-    let clock = terms.store_clock.then_some(STORE_CLOCK);
-    let expires_ms = terms.expires_ms;
-    to_json(&CelldLeaseOut { node, expires_ms, addr: celld_addr(addr), nonce, ttl_ms: terms.ttl_ms, clock, paced_handoff: true, load })
+    to_json(&CelldLeaseOut { lease: lease_out(node, terms, celld_addr(addr), nonce), paced_handoff: true, load })
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
