@@ -35,6 +35,35 @@ thread_local! {
     static NO_STORE: Cell<bool> = const { Cell::new(true) };
     /// Random words drawn ahead, used from the back.
     static RANDOM: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The JS strings of the header names sent so far (the signer's few), made once instead of per request.
+    static HEADER_NAMES: RefCell<Vec<(String, JsValue)>> = const { RefCell::new(Vec::new()) };
+    /// `AbortController`'s `abort`, read from the first controller; each request's timer calls it bound to its
+    /// controller.
+    static ABORT: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// The JS string of a header name, made on its first use.
+fn header_name(name: &str) -> JsValue {
+    HEADER_NAMES.with_borrow_mut(|names| match names.iter().find(|(n, _)| n == name) {
+        Some((_, js)) => js.clone(),
+        None => {
+            let js = JsValue::from_str(name);
+            names.push((name.to_owned(), js.clone()));
+            js
+        }
+    })
+}
+
+/// A function that aborts `ctrl` when called (the timeout's timer).
+fn abort_of(ctrl: &AbortController) -> Function {
+    let abort = ABORT.with_borrow_mut(|abort| {
+        abort
+            .get_or_insert_with(|| {
+                js_sys::Reflect::get(ctrl, &JsValue::from_str("abort")).map(JsCast::unchecked_into).unwrap_or_else(|_| Function::from(JsValue::UNDEFINED))
+            })
+            .clone()
+    });
+    abort.bind0(ctrl)
 }
 
 /// Words drawn per `crypto.getRandomValues` call (512 bytes; the call takes at most 65,536).
@@ -118,9 +147,10 @@ fn cross_origin_page(url: &str) -> Option<String> {
 
 /// A 2xx that should carry an `ETag` (a record read or a write; not a listing, not a DELETE) that a
 /// browser gave without one: the bucket's CORS rule does not expose it, and no retry can change that.
-fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str>) -> Option<TransportError> {
+fn hidden_etag(req: &HttpRequest, res: &HttpResponse, answer: &Response) -> Option<TransportError> {
     let needs_etag = req.method == "PUT" || (req.method == "GET" && !req.url.contains('?'));
-    let hidden = response_type == Some("cors") && (200..300).contains(&res.status) && res.etag.is_none() && needs_etag;
+    // `type` last: read only for the rare answer it could explain.
+    let hidden = (200..300).contains(&res.status) && res.etag.is_none() && needs_etag && string_at(answer, "type").as_deref() == Some("cors");
     hidden.then(|| TransportError::Unreadable {
         status: res.status,
         detail: format!("{} without a readable ETag: the browser hides it because the bucket's CORS rule does not expose it; add ETag to the rule's ExposeHeaders", res.status),
@@ -160,13 +190,14 @@ impl WebEnv {
         Request::new_with_str_and_init(&req.url, init)
     }
 
-    /// The answer, and its `Response.type` (`"cors"` for a cross-origin answer in a browser).
-    async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
+    /// The answer, and the `Response` it was read from (whose `type` says `"cors"` for a cross-origin
+    /// answer in a browser: read only when an ETag is missing, see `hidden_etag`).
+    async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Response), JsValue> {
         // A plain object: a `Headers` built here would be copied again by `Request` (the names are
         // lower-case and unique, as the signer made them).
         let headers = js_sys::Object::new();
         for (name, value) in &req.headers {
-            js_sys::Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
+            js_sys::Reflect::set(&headers, &header_name(name), &JsValue::from_str(value))?;
         }
         let init = RequestInit::new();
         init.set_method(req.method);
@@ -181,34 +212,29 @@ impl WebEnv {
         let sent = self.fetch.call1(&js_sys::global(), &request)?;
         let res = self.wait(&Promise::resolve(&sent)).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
-        let etag = res.headers().get("etag")?;
+        let headers = res.headers();
+        let etag = headers.get("etag")?;
         // The store's clock (docs/protocol.md, Clocks); hidden from a browser unless CORS exposes it.
-        let date = res.headers().get("date")?;
-        let response_type = string_at(&res, "type");
+        let date = headers.get("date")?;
         // No body (`null`): nothing to read, and no stream to drain.
         let body = match js_sys::Reflect::get(&res, &JsValue::from_str("body")) {
             Ok(b) if b.is_null() => Vec::new(),
             _ => Uint8Array::new(&self.wait(&res.array_buffer()?).await?).to_vec(),
         };
-        Ok((HttpResponse { status: res.status(), etag, date, body }, response_type))
+        Ok((HttpResponse { status: res.status(), etag, date, body }, res))
     }
 }
 
 impl Env for WebEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
-        let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
-            let abort: Function = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort"))
-                .map(|f| f.unchecked_into::<Function>().bind0(&ctrl))
-                .unwrap_or_else(|_| Function::from(JsValue::UNDEFINED));
-            set_timeout(&abort, f64::from(ms))
-        });
+        let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| set_timeout(&abort_of(&ctrl), f64::from(ms)));
         let answer = self.exchange(&req, &ctrl).await;
         if let Some(timer) = &timer {
             clear_timeout(timer);
         }
         match answer {
-            Ok((res, kind)) if (100..=599).contains(&res.status) => match hidden_etag(&req, &res, kind.as_deref()) {
+            Ok((res, answer)) if (100..=599).contains(&res.status) => match hidden_etag(&req, &res, &answer) {
                 Some(hidden) => Err(hidden),
                 None => Ok(res),
             },
