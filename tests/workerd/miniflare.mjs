@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 const started = [];
@@ -38,8 +39,9 @@ export function bundleWorker(config, args = []) {
   return { dir, main: files.find((f) => f.endsWith(".js")), bytes, gzipBytes, report: report.trim() };
 }
 
-/** Starts a bundle (from bundleWorker) in workerd with these bindings (vars and secrets alike). */
-export async function startBundle(bundle, bindings) {
+/** Starts a bundle (from bundleWorker) in workerd with these bindings (vars and secrets alike) and
+ * `r2Buckets` (binding name → { id }; Miniflare keeps each bucket in memory, per Miniflare instance). */
+export async function startBundle(bundle, bindings, r2Buckets = {}) {
   const mf = new Miniflare({
     modules: true,
     scriptPath: join(bundle.dir, bundle.main),
@@ -50,14 +52,18 @@ export async function startBundle(bundle, bindings) {
     ],
     compatibilityDate: "2026-04-01",
     bindings,
+    r2Buckets,
   });
   await mf.ready;
   started.push(mf);
   return mf;
 }
 
-/** Bundles a config and starts it. */
-export const startWorker = (config, bindings) => startBundle(bundleWorker(config), bindings);
+/** The R2 buckets a config binds (`[[r2_buckets]]`), as Miniflare takes them. */
+export const r2BucketsOf = (config) => unstable_getMiniflareWorkerOptions(config).workerOptions.r2Buckets ?? {};
+
+/** Bundles a config and starts it, with the R2 buckets it binds. */
+export const startWorker = (config, bindings) => startBundle(bundleWorker(config), bindings, r2BucketsOf(config));
 
 /** Stops one Worker started here (the others keep running). */
 export async function stopWorker(mf) {
