@@ -1,10 +1,12 @@
 //! S3 requests and answers: `bucket` builds signed GET / conditional PUT / DELETE / list requests as data,
-//! `answer` classifies what the store sends back, `list` reads ListObjectsV2 pages (through `xml`).
+//! `answer` classifies what the store sends back, `list` reads ListObjectsV2 pages (through `xml`),
+//! `r2` maps those requests onto a Workers R2 binding and its results back into S3 answers.
 //! None of them sends anything.
 
 pub mod answer;
 pub mod bucket;
 pub mod list;
+pub mod r2;
 mod xml;
 
 pub use answer::{classify_get, classify_put, parse_error, GetAnswer, PutAnswer};
