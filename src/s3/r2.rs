@@ -124,7 +124,7 @@ fn precondition_failed() -> HttpResponse {
 /// or to `null`.
 pub fn answer_get(object: Option<(&str, Vec<u8>)>) -> HttpResponse {
     match object {
-        Some((etag, body)) => HttpResponse { status: 200, etag: Some(quoted(etag)), body },
+        Some((etag, body)) => HttpResponse { status: 200, etag: quoted(etag), body },
         None => error(404, "NoSuchKey", "The specified key does not exist."),
     }
 }
@@ -133,7 +133,7 @@ pub fn answer_get(object: Option<(&str, Vec<u8>)>) -> HttpResponse {
 /// not hold; the binding resolves `null` for nothing else).
 pub fn answer_put(etag: Option<&str>) -> HttpResponse {
     match etag {
-        Some(etag) => HttpResponse { status: 200, etag: Some(quoted(etag)), body: Vec::new() },
+        Some(etag) => HttpResponse { status: 200, etag: quoted(etag), body: Vec::new() },
         None => precondition_failed(),
     }
 }
@@ -144,9 +144,14 @@ pub fn answer_delete() -> HttpResponse {
 }
 
 /// The ETag as S3 APIs send it (R2's S3 API included): quoted, so a token read through the binding is the
-/// same token an S3-API client of the same bucket reads.
-fn quoted(etag: &str) -> String {
-    if etag.starts_with('"') { etag.to_owned() } else { format!("\"{etag}\"") }
+/// same token an S3-API client of the same bucket reads. None for none: an answer without a token is
+/// ambiguous above, never applied.
+fn quoted(etag: &str) -> Option<String> {
+    match etag {
+        "" => None,
+        e if e.starts_with('"') => Some(e.to_owned()),
+        e => Some(format!("\"{e}\"")),
+    }
 }
 
 /// One object of a `list` page: its key and `uploaded` (Unix ms, when the binding gave a time).
@@ -328,6 +333,7 @@ mod tests {
         assert_eq!(classify_get("k", ok(answer_get(None))), GetAnswer::Missing);
         assert_eq!(classify_put("k", ok(answer_put(Some(etag)))), PutAnswer::Applied { etag: quoted });
         assert_eq!(classify_put("k", ok(answer_put(None))), PutAnswer::Rejected);
+        assert!(matches!(classify_put("k", ok(answer_put(Some("")))), PutAnswer::Ambiguous(_)));
         assert_eq!(answer_delete(), HttpResponse { status: 204, etag: None, body: Vec::new() });
     }
 
