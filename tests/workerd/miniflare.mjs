@@ -59,6 +59,34 @@ export async function startBundle(bundle, bindings, r2Buckets = {}) {
   return mf;
 }
 
+/**
+ * Starts one bundle as several Workers (one isolate each, `bindings[i]` for the i-th) in one workerd, sharing
+ * `r2Buckets`: Workers that race through one R2 binding. Returns an object per Worker with
+ * `dispatchFetch(url, init)`, like a Miniflare's.
+ */
+export async function startWorkers(bundle, bindings, r2Buckets) {
+  const workers = bindings.map((b, i) => ({
+    name: `worker-${i}`,
+    modules: true,
+    scriptPath: join(bundle.dir, bundle.main),
+    modulesRoot: bundle.dir,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2026-04-01",
+    bindings: b,
+    r2Buckets,
+  }));
+  const mf = new Miniflare({ workers });
+  await mf.ready;
+  started.push(mf);
+  return Promise.all(workers.map(async ({ name }) => {
+    const worker = await mf.getWorker(name);
+    return { dispatchFetch: (url, init) => worker.fetch(url, init) };
+  }));
+}
+
 /** The R2 buckets a config binds (`[[r2_buckets]]`), as Miniflare takes them. */
 export const r2BucketsOf = (config) => unstable_getMiniflareWorkerOptions(config).workerOptions.r2Buckets ?? {};
 
