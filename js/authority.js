@@ -1,6 +1,6 @@
 // Losing authority as a signal (SPEC 4.2): one AbortController per claim this instance holds, aborted
-// the moment the core says the claim ended (src/bindings/authority.rs calls `#ended` from inside the
-// operation that learnt it: a fence, a takeover seen by a read, a release begun, a re-claim sent), or
+// the moment the core says the claim ended (the core calls `#ended`, while any signal is live, from inside
+// the operation that learnt it: a fence, a takeover seen by a read, a release begun, a re-claim sent), or
 // when a timer armed at the lease's deadline asks the core and the core finds the lease lapsed; and
 // `scope`, which runs work under such a signal. It decides nothing itself: every answer is the core's.
 
@@ -69,7 +69,6 @@ export class Authority {
 
   constructor(core) {
     this.#core = core;
-    sync(() => core.watch(this.#ended));
   }
 
   /** The core's word that `cell`'s claim at `epoch` ended (called from inside wasm, nothing borrowed). */
@@ -94,6 +93,8 @@ export class Authority {
     }
     if (held === undefined) {
       held = { epoch, controllers: new Set() };
+      // The core tells of ended claims only while a signal listens: building each reason costs an Error.
+      if (this.#live.size === 0) sync(() => this.#core.watch(this.#ended));
       this.#live.set(cell, held);
       this.#unwatchTrap ??= untilTrap((err) => this.#abortAll(err));
     }
@@ -157,11 +158,13 @@ export class Authority {
     if (this.#live.size > 0 && this.#timer === undefined) this.#arm(next);
   }
 
-  #idle() {
+  /** No signal listens any more; `trapped`: the core is gone, and is not asked to stop telling. */
+  #idle(trapped = false) {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unwatchTrap?.();
     this.#unwatchTrap = undefined;
+    if (!trapped) sync(() => this.#core.watch(undefined));
   }
 
   /** A trap ended this core: nothing it held can be acted on. */
@@ -169,7 +172,7 @@ export class Authority {
     this.#unwatchTrap = undefined;
     const live = [...this.#live.values()];
     this.#live.clear();
-    this.#idle();
+    this.#idle(true);
     for (const held of live) for (const controller of held.controllers) abort(controller, err);
   }
 }

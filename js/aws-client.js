@@ -5,7 +5,7 @@
 // POST, a one-shot stream body), never sign anything but what the runtime will send, never let an unknown
 // option pass silently, and never put a secret into an error.
 
-import { presignUrl, signRequest } from "./api.js";
+import { presignUrl, signRequest } from "./sign.js";
 import { CelldEdgeError } from "./error.js";
 
 /** aws4fetch's defaults: up to 10 retries, the first within 50 ms. */

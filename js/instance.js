@@ -1,4 +1,4 @@
-// The wasm instance's lifecycle, shared by ownership.js and api.js. A trap (a bug in celld-edge) leaves
+// The wasm instance's lifecycle, shared by ownership.js, inspector.js and sign.js. A trap (a bug in celld-edge) leaves
 // the instance's state undefined, so: every operation in flight rejects with code "internal", the old
 // instance's promises stop settling (`hooks.gate`: no callback of the old instance may run in the new
 // one), and once it has gone quiet (after the current macrotask) wasm-bindgen re-instantiates the module

@@ -344,7 +344,7 @@ export declare class S3Ownership {
 export type S3InspectorOptions = Pick<
   S3OwnershipOptions,
   "endpoint" | "bucket" | "region" | "accessKeyId" | "secretAccessKey" | "sessionToken" | "prefix" | "maxClockSkewMs"
-  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent"
+  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent" | "credentials"
 >;
 
 /** What a peer would conclude from a node's lease now (SPEC §5): `dead` only once

@@ -1,4 +1,4 @@
-// The constants of the signer's buffer format, as js/api.js uses them. The format is defined (and
+// The constants of the signer's buffer format, as js/sign.js uses them. The format is defined (and
 // described) in src/bindings/sign.rs; tests/node/sign-format.test.mjs checks these against the values
 // the wasm reports (`signBufferFormat`). Not part of the package's API.
 export const FORMAT = Object.freeze({
@@ -8,7 +8,7 @@ export const FORMAT = Object.freeze({
   fixedFields: 8,
   /** The I/O buffer is cut back to this many bytes after a larger request. */
   ioKeep: 64 * 1024,
-  /** Header names that answer as one code character: index + 1 (api.js `signed` stores them by literal). */
+  /** Header names that answer as one code character: index + 1 (sign.js `signed` stores them by literal). */
   nameCodes: Object.freeze(["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"]),
   /** The code of `authorization`, which the answer ends with. */
   authorizationCode: 1,

@@ -3,7 +3,7 @@
 //! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
 
 use crate::prelude::*;
-use crate::error::Source;
+use crate::error::{Fault, Source};
 
 /// A request as data, before it is sent (method, absolute URL, headers, body).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,8 +150,9 @@ pub trait Env {
     /// Waits (read backoff).
     async fn sleep(&self, ms: u32);
     /// Asks the host's credentials provider for keys (only when the configuration says there is one,
-    /// `Config::credentials_provider`); `Err` says why it failed. Called by one caller at a time.
-    async fn credentials(&self) -> Result<Credentials, String> {
+    /// `Config::credentials_provider`); `Err` says why it failed, with what the provider threw as its
+    /// `source`. Called by one caller at a time.
+    async fn credentials(&self) -> Result<Credentials, Fault> {
         Err("no credentials provider".into())
     }
     /// Receives protocol events; ignored unless the host wants them.

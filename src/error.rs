@@ -48,13 +48,15 @@ pub enum Error {
     Aborted(Box<String>),
 }
 
-/// The store's refusal of one request: its status and S3 error code and message.
+/// The store's refusal of one request: its status and S3 error code and message. A credentials
+/// provider's failure is one too (status 0), with what the provider threw as `source`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub key: String,
     pub status: u16,
     pub code: String,
     pub message: String,
+    pub source: Option<Source>,
 }
 
 /// Where something failed (a key, or a probe step) and what happened.
@@ -186,7 +188,7 @@ impl Error {
     /// error that wraps this one keeps (`Fault { detail, ..e.fault() }`).
     pub fn fault(&self) -> Fault {
         match self {
-            Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: None },
+            Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: r.source.clone() },
             Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
                 Fault { detail: String::new(), ..f.fault.clone() }
             }
@@ -416,7 +418,7 @@ mod tests {
 
     #[test]
     fn display_is_the_message() {
-        let r = Refusal { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into() };
+        let r = Refusal { key: "k".into(), status: 403, code: "SignatureDoesNotMatch".into(), message: "m".into(), source: None };
         let e = Error::Auth(Box::new(r));
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());

@@ -10,6 +10,7 @@
 mod support;
 
 use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, TransportError};
+use celld_edge::error::Fault;
 use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
 use support::gate::poll;
 use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
@@ -202,7 +203,7 @@ impl Env for Timed {
         self.timers.borrow_mut().push(at);
         Until { mem: self.mem.clone(), at }.await
     }
-    async fn credentials(&self) -> Result<Credentials, String> {
+    async fn credentials(&self) -> Result<Credentials, Fault> {
         self.mem.credentials().await
     }
     fn observe(&self, event: Event<'_>) {

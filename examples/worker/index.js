@@ -33,7 +33,9 @@ function ownership(env) {
     prefix: env.S3_PREFIX || "",
     leaseTtlMs: ttlMs,
     maxClockSkewMs: Number(env.MAX_CLOCK_SKEW_MS || 1000),
-    // The probe costs ~170 PUTs per isolate; set PROBE = "false" once the store is known to pass it.
+    // The bucket is qualified once (43 requests, 32 of them PUTs) and the verdict recorded in
+    // <prefix>probe/qualified.json; a later isolate reads it (one GET) while it is trusted (probeTrustMs,
+    // 7 days). PROBE = "false" skips even that read, once the store is known to pass.
     probe: env.PROBE !== "false",
   });
   return own;

@@ -61,6 +61,19 @@ const OPTION_NAMES: [&str; 19] = [
     "credentials",
 ];
 
+/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
+/// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
+pub fn ownership_option_names() -> Vec<String> {
+    OWNERSHIP.options.iter().map(|&n| n.to_owned()).collect()
+}
+
+/// `inspectorOptionNames()`: the options `new S3Inspector(...)` takes, for the check of js/ownership.d.ts.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = inspectorOptionNames)]
+pub fn inspector_option_names() -> Vec<String> {
+    INSPECTOR.options.iter().map(|&n| n.to_owned()).collect()
+}
+
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
 /// probe policy (an inspector holds none).
 pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 13] = [
@@ -435,49 +448,8 @@ pub(crate) fn claim_options(v: JsValue) -> Result<Claim, Error> {
     Ok(Claim { options: ClaimOptions { expect_new: o.expect_new.unwrap_or(false) }, wait, signal })
 }
 
-/// A released record names no node: `null` to JS.
-fn node_or_null(node: &str) -> Option<&str> {
-    Some(node).filter(|n| !n.is_empty())
-}
-
-#[derive(Serialize)]
-struct OwnerRecordOut<'a> {
-    node: Option<&'a str>,
-    epoch: u64,
-    etag: &'a str,
-}
-
-impl<'a> From<&'a OwnerRecord> for OwnerRecordOut<'a> {
-    fn from(r: &'a OwnerRecord) -> Self {
-        OwnerRecordOut { node: node_or_null(&r.node), epoch: r.epoch, etag: &r.etag }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct OwnerInfoOut<'a> {
-    node: Option<&'a str>,
-    epoch: u64,
-    addr: &'a str,
-    live: bool,
-    awaiting_recovery: bool,
-    held: bool,
-}
-
-impl<'a> From<&'a OwnerInfo> for OwnerInfoOut<'a> {
-    fn from(o: &'a OwnerInfo) -> Self {
-        OwnerInfoOut { node: node_or_null(&o.node), epoch: o.epoch, addr: &o.addr, live: o.live, awaiting_recovery: o.awaiting_recovery, held: o.held }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NodeLeaseOut<'a> {
-    node: &'a str,
-    expires_ms: u64,
-    addr: &'a str,
-    etag: &'a str,
-}
+// The results below are the core's own types, `Serialize`d in the shapes js/ownership.d.ts declares (the
+// serde attributes are on the types: ownership::records, driver, probe).
 
 #[derive(Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
@@ -486,32 +458,16 @@ enum CasNodeLeaseOut<'a> {
     Rejected,
 }
 
-#[derive(Serialize)]
-#[serde(tag = "outcome", rename_all = "camelCase")]
-enum ClaimOut<'a> {
-    #[serde(rename_all = "camelCase")]
-    Applied { epoch: u64, took_over: bool, prior: Option<OwnerRecordOut<'a>> },
-    Rejected { owner: OwnerInfoOut<'a> },
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProbeOut {
-    if_match_missing_status: u16,
-    conditional_delete: bool,
-    etag_quoted: bool,
-}
-
 pub(crate) fn owner_record(r: Option<OwnerRecord>) -> Result<JsValue, Error> {
-    to_js(&r.as_ref().map(OwnerRecordOut::from))
+    to_js(&r)
 }
 
 pub(crate) fn owner_info(o: Option<OwnerInfo>) -> Result<JsValue, Error> {
-    to_js(&o.as_ref().map(OwnerInfoOut::from))
+    to_js(&o)
 }
 
 pub(crate) fn node_lease(l: Option<NodeLeaseRecord>) -> Result<JsValue, Error> {
-    to_js(&l.as_ref().map(|l| NodeLeaseOut { node: &l.node, expires_ms: l.expires_ms, addr: &l.addr, etag: &l.etag }))
+    to_js(&l)
 }
 
 pub(crate) fn cas_outcome(o: CasOutcome) -> JsValue {
@@ -528,13 +484,8 @@ pub(crate) fn cas_node_lease((o, etag): (CasOutcome, Option<String>)) -> Result<
     })
 }
 
-pub(crate) fn claim(c: ClaimOutcome) -> Result<JsValue, Error> {
-    to_js(&match &c {
-        ClaimOutcome::Applied { epoch, took_over, prior } => {
-            ClaimOut::Applied { epoch: *epoch, took_over: *took_over, prior: prior.as_ref().map(OwnerRecordOut::from) }
-        }
-        ClaimOutcome::Rejected { owner } => ClaimOut::Rejected { owner: owner.into() },
-    })
+pub(crate) fn claim_outcome(c: ClaimOutcome) -> Result<JsValue, Error> {
+    to_js(&c)
 }
 
 #[derive(Serialize)]
@@ -567,15 +518,8 @@ pub(crate) fn close_options(v: JsValue) -> Result<CloseOptions, Error> {
     Ok(CloseOptions { release: o.release.unwrap_or(false) })
 }
 
-#[derive(Serialize)]
-struct ClosedOut {
-    retired: bool,
-    deleted: bool,
-    released: usize,
-}
-
 pub(crate) fn closed(c: Closed) -> Result<JsValue, Error> {
-    to_js(&ClosedOut { retired: c.retired, deleted: c.deleted, released: c.released })
+    to_js(&c)
 }
 
 #[derive(Deserialize)]
@@ -597,32 +541,12 @@ pub(crate) fn remove_options(v: JsValue) -> Result<Vec<String>, Error> {
     o.cells.ok_or_else(bad)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LeaseRemovalOut<'a> {
-    outcome: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<&'a str>,
-}
-
 pub(crate) fn lease_removal(r: LeaseRemoval) -> Result<JsValue, Error> {
-    let (outcome, cell) = match &r {
-        LeaseRemoval::Removed => ("removed", None),
-        LeaseRemoval::Absent => ("absent", None),
-        LeaseRemoval::Live => ("live", None),
-        LeaseRemoval::Needed { cell } => ("needed", cell.as_deref()),
-        LeaseRemoval::Unsupported => ("unsupported", None),
-        LeaseRemoval::Changed => ("changed", None),
-    };
-    to_js(&LeaseRemovalOut { outcome, cell })
+    to_js(&r)
 }
 
 pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
-    to_js(&ProbeOut {
-        if_match_missing_status: r.if_match_missing_status,
-        conditional_delete: r.conditional_delete,
-        etag_quoted: r.etag_quoted,
-    })
+    to_js(&r)
 }
 
 /// What `onEvent` receives (js/ownership.d.ts, `OwnershipEvent`): fields an event does not have are left out.

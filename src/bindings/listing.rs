@@ -1,26 +1,13 @@
-//! Seeing the bucket from JS (SPEC §4.2): `WasmInspector`, the core of js/inspector.js's `S3Inspector`
-//! (no node id, no lease: `listCells`, `listNodes`, `probe`), the same `listCells` / `listNodes` on
-//! `WasmOwnership`, and the entries out in the shapes js/ownership.d.ts declares (`CellEntry`,
-//! `NodeEntry`) through serde-wasm-bindgen. Options are checked in `convert`; conversion only here, no
-//! protocol logic, no panics. Times go out as JS numbers (f64), so no value a store sends can make a
-//! listing unrepresentable.
+//! Listings out (SPEC §4.2): the entries of `listCells` / `listNodes` (on `WasmInspector` and
+//! `WasmOwnership` alike) in the shapes js/ownership.d.ts declares (`CellEntry`, `NodeEntry`), through
+//! serde-wasm-bindgen. Conversion only, no protocol logic, no panics. Times go out as JS numbers (f64), so
+//! no value a store sends can make a listing unrepresentable.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::rc::Rc;
-
-use js_sys::Promise;
 use serde::Serialize;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
+use wasm_bindgen::JsValue;
 
-use super::convert::{self, INSPECTOR};
-use super::js_error;
-use super::ownership::{Core, WasmOwnership};
-use super::trap::{Guarded, Hooks};
-use super::web::WebEnv;
 use crate::error::Error;
-use crate::ownership::{CellEntry, Inspector, LeaseView, NodeEntry};
+use crate::ownership::{CellEntry, LeaseView, NodeEntry};
 
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
 
@@ -125,104 +112,10 @@ impl<'a> From<&'a CellEntry> for CellOut<'a> {
     }
 }
 
-fn cells_out(cells: Vec<CellEntry>) -> Result<JsValue, Error> {
+pub(super) fn cells_out(cells: Vec<CellEntry>) -> Result<JsValue, Error> {
     to_js(&cells.iter().map(CellOut::from).collect::<Vec<_>>())
 }
 
-fn nodes_out(nodes: Vec<NodeEntry>) -> Result<JsValue, Error> {
+pub(super) fn nodes_out(nodes: Vec<NodeEntry>) -> Result<JsValue, Error> {
     to_js(&nodes.iter().map(NodeOut::from).collect::<Vec<_>>())
-}
-
-/// The wasm half of `S3Inspector`.
-#[wasm_bindgen]
-pub struct WasmInspector {
-    inspector: Rc<Inspector<WebEnv>>,
-    hooks: Hooks,
-}
-
-#[wasm_bindgen]
-impl WasmInspector {
-    /// `options` as `new S3Inspector(options)` got them; `hooks` from js/instance.js.
-    #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmInspector, JsValue> {
-        super::use_error_class(hooks.error_class());
-        let o = convert::options_for(INSPECTOR, options).map_err(js_error)?;
-        let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
-        env.provider = o.credentials;
-        let inspector = Inspector::new(&o.config, env).map_err(js_error)?;
-        Ok(WasmInspector { inspector: Rc::new(inspector), hooks })
-    }
-
-    fn run<F>(&self, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
-    where
-        F: Future<Output = Result<JsValue, Error>> + 'static,
-    {
-        run_on(&self.hooks, self.inspector.clone(), op)
-    }
-
-    #[wasm_bindgen(js_name = listCells)]
-    pub fn list_cells(&self) -> Promise {
-        self.run(|i| async move { cells_out(i.list_cells().await?) })
-    }
-
-    #[wasm_bindgen(js_name = listNodes)]
-    pub fn list_nodes(&self) -> Promise {
-        self.run(|i| async move { nodes_out(i.list_nodes().await?) })
-    }
-
-    pub fn probe(&self) -> Promise {
-        self.run(|i| async move { convert::probe(i.probe().await?) })
-    }
-}
-
-/// One listing operation as a Promise, [`Guarded`] like every `WasmOwnership` operation; an `auth` error
-/// from the inspector's credentials function keeps what it threw as `cause`.
-fn run_on<F>(hooks: &Hooks, inspector: Rc<Inspector<WebEnv>>, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
-where
-    F: Future<Output = Result<JsValue, Error>> + 'static,
-{
-    let op: Pin<Box<dyn Future<Output = Result<JsValue, Error>>>> = Box::pin(op(inspector.clone()));
-    let guarded = Guarded::new(hooks.clone(), op);
-    future_to_promise(async move { guarded.await?.map_err(|e| super::credentials::with_cause(inspector.env(), e)) })
-}
-
-/// The inspector over an `S3Ownership`'s configuration and fetch, made at its first listing and kept (so a
-/// credentials function is asked when its keys need it, not at every listing): an `Inspector<WebEnv>` like
-/// `S3Inspector`'s (not the core's `S3Ownership::list_cells`, whose `Inspector<&WebEnv>` would put a
-/// second copy of the listing in the wasm).
-fn inspector_of(c: &Core) -> Result<Rc<Inspector<WebEnv>>, Error> {
-    if let Some(kept) = c.inspector.borrow().clone() {
-        return Ok(kept);
-    }
-    let env = c.ownership.env();
-    let mut own = WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone());
-    own.provider = env.provider.clone();
-    let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?);
-    *c.inspector.borrow_mut() = Some(inspector.clone());
-    Ok(inspector)
-}
-
-impl WasmOwnership {
-    fn run_listing<F>(&self, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
-    where
-        F: Future<Output = Result<JsValue, Error>> + 'static,
-    {
-        match inspector_of(&self.core) {
-            Ok(inspector) => run_on(&self.hooks, inspector, op),
-            Err(e) => Promise::reject(&js_error(e)),
-        }
-    }
-}
-
-#[wasm_bindgen]
-impl WasmOwnership {
-    #[wasm_bindgen(js_name = listCells)]
-    pub fn list_cells(&self) -> Promise {
-        self.run_listing(|i| async move { cells_out(i.list_cells().await?) })
-    }
-
-    #[wasm_bindgen(js_name = listNodes)]
-    pub fn list_nodes(&self) -> Promise {
-        self.run_listing(|i| async move { nodes_out(i.list_nodes().await?) })
-    }
 }

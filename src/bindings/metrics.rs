@@ -1,11 +1,10 @@
-//! `own.metrics()`: this instance's counters (`crate::metrics::Metrics`, folded from every event the core
-//! emits, in `WebEnv::observe`) as a plain JS object, the shape js/ownership.d.ts declares (`Metrics`).
-//! Counts nothing itself.
+//! The result of `own.metrics()` (bindings/ownership.rs): this instance's counters
+//! (`crate::metrics::Metrics`, folded from every event the core emits, in `WebEnv::observe`) as a plain JS
+//! object, the shape js/ownership.d.ts declares (`Metrics`). Counts nothing itself.
 
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use super::ownership::WasmOwnership;
 use crate::metrics::{Latency, Metrics, LOST_NAMES, SETTLED_NAMES};
 
 fn set(o: &Object, name: &str, v: &JsValue) {
@@ -35,7 +34,8 @@ fn counts(names: &[&str], values: &[u64]) -> JsValue {
     o.into()
 }
 
-fn to_js(m: &Metrics) -> JsValue {
+/// `m` as a fresh plain object.
+pub(super) fn metrics_out(m: &Metrics) -> JsValue {
     let requests = Object::new();
     for ((op, record), outcome, n) in &m.requests {
         let kind = &[op, "-", record].concat();
@@ -67,12 +67,4 @@ fn to_js(m: &Metrics) -> JsValue {
     set(&o, "closes", &num(m.closes));
     set(&o, "credentials", &counts(&["refreshed", "failed"], &[m.credentials_refreshed, m.credentials_failed]));
     o.into()
-}
-
-#[wasm_bindgen]
-impl WasmOwnership {
-    /// This instance's counters since it was made, as a fresh plain object.
-    pub fn metrics(&self) -> JsValue {
-        to_js(&self.core.ownership.env().metrics.borrow())
-    }
 }

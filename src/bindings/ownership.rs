@@ -1,7 +1,10 @@
-//! The `S3Ownership` core for JS: a wasm class over `ownership::S3Ownership<WebEnv>` whose operations are
-//! Promises (wasm-bindgen-futures runs them; each is [`Guarded`]), plus the renewal loop for long-lived
-//! runtimes. js/ownership.js is the public class around it. Arguments are checked in `convert`; no
-//! protocol logic here, and no panics.
+//! `WasmOwnership`, the core of js/ownership.js's `S3Ownership`: every `#[wasm_bindgen]` method of it, over
+//! the protocol's `ownership::S3Ownership<WebEnv>`. Operations are Promises (wasm-bindgen-futures runs
+//! them; each is [`Guarded`]); the renewal loop for long-lived runtimes; authority for js/authority.js's
+//! signals (`authority`, `watch`); `metrics`; the listings. Each method reads its arguments with
+//! `convert`, calls the core's method of the same name, and converts what it returns (a claim:
+//! `claim` -> `S3Ownership::claim_with` -> ... -> the conditional PUT in `ownership::cas`). No protocol
+//! logic here, and no panics.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -13,7 +16,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
 use super::convert;
-use super::js_error;
+use super::error::{js_error, use_error_class};
+use super::inspector::run_on;
+use super::listing::{cells_out, nodes_out};
+use super::metrics::metrics_out;
 use super::trap::{Guarded, Hooks};
 use super::web::WebEnv;
 use crate::error::Error;
@@ -41,7 +47,7 @@ impl WasmOwnership {
     /// `options` as `new S3Ownership(options)` got them; `hooks` from js/instance.js.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
-        super::use_error_class(hooks.error_class());
+        use_error_class(hooks.error_class());
         let o = convert::options(options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         env.provider = o.credentials;
@@ -58,8 +64,7 @@ impl WasmOwnership {
         // One Guarded and one future_to_promise for every operation.
         let op: Pin<Box<dyn Future<Output = Result<JsValue, Error>>>> = Box::pin(op(self.core.clone()));
         let guarded = Guarded::new(self.hooks.clone(), op);
-        let core = self.core.clone();
-        future_to_promise(async move { guarded.await?.map_err(|e| super::credentials::with_cause(core.ownership.env(), e)) })
+        future_to_promise(async move { guarded.await?.map_err(js_error) })
     }
 
     #[wasm_bindgen(js_name = readOwner)]
@@ -112,10 +117,10 @@ impl WasmOwnership {
         self.run(|c| async move {
             let (cell, claim) = (convert::id(&cell, "cell")?, convert::claim_options(options)?);
             if !claim.wait {
-                return convert::claim(c.ownership.claim_with(&cell, claim.options).await?);
+                return convert::claim_outcome(c.ownership.claim_with(&cell, claim.options).await?);
             }
             let Some(mut signal) = claim.signal else {
-                return convert::claim(c.ownership.claim_waiting(&cell, claim.options, std::future::pending()).await?);
+                return convert::claim_outcome(c.ownership.claim_waiting(&cell, claim.options, std::future::pending()).await?);
             };
             let aborted = signal.aborted();
             let env = c.ownership.env();
@@ -126,7 +131,7 @@ impl WasmOwnership {
             };
             let outcome = c.ownership.claim_waiting(&cell, claim.options, cancel).await;
             signal.forget();
-            convert::claim(outcome?)
+            convert::claim_outcome(outcome?)
         })
     }
 
@@ -222,5 +227,64 @@ impl WasmOwnership {
         self.core.renewing.set(0);
         self.core.ownership.stop_renewing();
         self.core.ownership.env().wake_sleepers();
+    }
+
+    /// `[epoch, msLeft]` while this instance holds `cell` under a valid lease (`msLeft`: until the nearer
+    /// of the lease's deadlines); otherwise throws why not (`fenced`, `not-leased`). Asking fences a
+    /// lapsed lease, which `watch`'s function hears of first.
+    pub fn authority(&self, cell: JsValue) -> Result<Box<[f64]>, JsValue> {
+        let cell = convert::id(&cell, "cell").map_err(js_error)?;
+        let (epoch, left) = self.core.ownership.authority(&cell).map_err(js_error)?;
+        Ok(Box::new([epoch as f64, left]))
+    }
+
+    /// Calls `f(cell, epoch, reason)` for every claim of this instance that ends, the moment the core
+    /// knows (`reason`: the error its signal aborts with). One watcher per instance; `undefined` removes it
+    /// (js/authority.js watches only while a signal is live: each reason is an Error built).
+    pub fn watch(&self, f: JsValue) {
+        *self.core.ownership.env().watcher.borrow_mut() = f.dyn_into::<Function>().ok();
+    }
+
+    /// This instance's counters since it was made, as a fresh plain object.
+    pub fn metrics(&self) -> JsValue {
+        metrics_out(&self.core.ownership.env().metrics.borrow())
+    }
+
+    #[wasm_bindgen(js_name = listCells)]
+    pub fn list_cells(&self) -> Promise {
+        self.run_listing(|i| async move { cells_out(i.list_cells().await?) })
+    }
+
+    #[wasm_bindgen(js_name = listNodes)]
+    pub fn list_nodes(&self) -> Promise {
+        self.run_listing(|i| async move { nodes_out(i.list_nodes().await?) })
+    }
+}
+
+/// The inspector over an `S3Ownership`'s configuration and fetch, made at its first listing and kept (so a
+/// credentials function is asked when its keys need it, not at every listing): an `Inspector<WebEnv>` like
+/// `S3Inspector`'s (not the core's `S3Ownership::list_cells`, whose `Inspector<&WebEnv>` would put a
+/// second copy of the listing in the wasm).
+fn inspector_of(c: &Core) -> Result<Rc<Inspector<WebEnv>>, Error> {
+    if let Some(kept) = c.inspector.borrow().clone() {
+        return Ok(kept);
+    }
+    let env = c.ownership.env();
+    let mut own = WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone());
+    own.provider = env.provider.clone();
+    let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?);
+    *c.inspector.borrow_mut() = Some(inspector.clone());
+    Ok(inspector)
+}
+
+impl WasmOwnership {
+    fn run_listing<F>(&self, op: impl FnOnce(Rc<Inspector<WebEnv>>) -> F) -> Promise
+    where
+        F: Future<Output = Result<JsValue, Error>> + 'static,
+    {
+        match inspector_of(&self.core) {
+            Ok(inspector) => run_on(&self.hooks, inspector, op),
+            Err(e) => Promise::reject(&js_error(e)),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! JS entry points of the SigV4 signer: the fast path across the boundary, kept because per-call
 //! conversion of an options object costs the signing goal (bench/). **The buffer format lives here, in
-//! one place**; js/api.js follows it, and tests/node/sign-format.test.mjs checks the two agree on every
+//! one place**; js/sign.js follows it, and tests/node/sign-format.test.mjs checks the two agree on every
 //! constant (`signBufferFormat` below).
 //!
 //! - One I/O buffer, owned by Rust in wasm memory; JS learns its address with `ioBuffer(len)` and writes
@@ -26,11 +26,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
-use super::js_error;
+use super::error::{js_error, use_error_class};
 use crate::error::{Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
-/// The signer's state, one per wasm instance (`js/api.js` makes it on first use): the signer, so repeat
+/// The signer's state, one per wasm instance (`js/sign.js` makes it on first use): the signer, so repeat
 /// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
 /// shared with JS (see the module comment).
 #[wasm_bindgen]
@@ -153,7 +153,7 @@ impl SignerIo {
     /// `hooks` from js/instance.js (only its error class is used).
     #[wasm_bindgen(constructor)]
     pub fn new(hooks: super::trap::Hooks) -> SignerIo {
-        super::use_error_class(hooks.error_class());
+        use_error_class(hooks.error_class());
         SignerIo {
             signer: Signer::new(),
             io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() },
@@ -358,7 +358,7 @@ fn presign(
     signer.presign(&input)
 }
 
-/// The format's constants as JS sees them, for the test that js/api.js agrees (not used by api.js).
+/// The format's constants as JS sees them, for the test that js/sign.js agrees (not used by sign.js).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Format {

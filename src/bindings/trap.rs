@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
-use super::coded_error;
+use super::error::trapped_error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -69,13 +69,9 @@ pub fn last_panic() -> Option<String> {
     PANIC.with(|p| p.borrow_mut().take())
 }
 
-/// The message of the error an operation rejects with after a trap.
+/// The error an operation rejects with after a trap.
 pub(crate) fn trap_error(what: &str) -> JsValue {
-    let why = last_panic().unwrap_or_else(|| what.to_owned());
-    coded_error(
-        "internal",
-        &format!("internal error: celld-edge trapped ({why}); the wasm instance is replaced, and a write in flight may or may not have landed"),
-    )
+    trapped_error(&last_panic().unwrap_or_else(|| what.to_owned()))
 }
 
 /// A future whose every poll runs inside `hooks.poll`; after a trap it is `Err` (the inner future is

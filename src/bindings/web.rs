@@ -1,8 +1,9 @@
 //! [`WebEnv`]: the protocol's [`Env`] in a JS runtime. Requests go out through the injected `fetch`, built
-//! with web-sys (`Request`, `RequestInit`, `Headers`, an `AbortController` for the timeout, `cache:
-//! "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are `Date.now()`
-//! and `performance.now()`, randomness `crypto.getRandomValues`, sleeping the global `setTimeout`. It only
-//! sends and reads: it never retries a request and never decides anything.
+//! with web-sys (`Request`, `RequestInit` with the headers as a plain object, an `AbortController` for the
+//! timeout, `cache: "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are
+//! `Date.now()` and `performance.now()`, randomness `crypto.getRandomValues` (drawn 64 words at a time:
+//! each call crosses into JS and allocates there), sleeping the global `setTimeout`. It only sends and
+//! reads: it never retries a request and never decides anything.
 
 use std::cell::{Cell, RefCell};
 
@@ -10,12 +11,12 @@ use js_sys::{Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, Request, RequestCache, RequestInit, Response};
+use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
 use super::convert::EventOut;
 use super::trap::Hooks;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, NetworkError, TransportError};
-use crate::error::{msg, Source};
+use crate::error::{msg, Fault, Source};
 
 #[wasm_bindgen]
 extern "C" {
@@ -33,7 +34,12 @@ thread_local! {
     /// Whether this runtime's `Request` takes `cache: "no-store"` (some refuse the option at
     /// construction: then requests are built without it, which sends nothing twice).
     static NO_STORE: Cell<bool> = const { Cell::new(true) };
+    /// Random words drawn ahead, used from the back.
+    static RANDOM: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Words drawn per `crypto.getRandomValues` call (512 bytes; the call takes at most 65,536).
+const RANDOM_BATCH: usize = 64;
 
 pub(crate) struct WebEnv {
     /// The injected fetch (or `globalThis.fetch`), called with `globalThis` as `this`.
@@ -45,8 +51,6 @@ pub(crate) struct WebEnv {
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
     /// The `credentials` option: called for fresh keys (`Env::credentials`).
     pub(crate) provider: Option<Function>,
-    /// What the provider last threw, for the `auth` error's `cause`.
-    pub(crate) provider_error: RefCell<Option<JsValue>>,
     /// Every event counted, for `own.metrics()`.
     pub(crate) metrics: RefCell<crate::metrics::Metrics>,
     /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
@@ -135,7 +139,7 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, provider_error: RefCell::default(), metrics: RefCell::default(), watcher: RefCell::default() }
+        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, metrics: RefCell::default(), watcher: RefCell::default() }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -168,9 +172,11 @@ impl WebEnv {
 
     /// The answer, and its `Response.type` (`"cors"` for a cross-origin answer in a browser).
     async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
-        let headers = Headers::new()?;
+        // A plain object: a `Headers` built here would be copied again by `Request` (the names are
+        // lower-case and unique, as the signer made them).
+        let headers = js_sys::Object::new();
         for (name, value) in &req.headers {
-            headers.append(name, value)?;
+            js_sys::Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
         }
         let init = RequestInit::new();
         init.set_method(req.method);
@@ -187,8 +193,12 @@ impl WebEnv {
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
         let response_type = string_at(&res, "type");
-        let body = self.wait(&res.array_buffer()?).await?;
-        Ok((HttpResponse { status: res.status(), etag, body: Uint8Array::new(&body).to_vec() }, response_type))
+        // No body (`null`): nothing to read, and no stream to drain.
+        let body = match js_sys::Reflect::get(&res, &JsValue::from_str("body")) {
+            Ok(b) if b.is_null() => Vec::new(),
+            _ => Uint8Array::new(&self.wait(&res.array_buffer()?).await?).to_vec(),
+        };
+        Ok((HttpResponse { status: res.status(), etag, body }, response_type))
     }
 }
 
@@ -241,10 +251,15 @@ impl Env for WebEnv {
     }
 
     fn random_u64(&self) -> u64 {
-        let mut bytes = [0u8; 8];
-        // getRandomValues fails only for more than 65536 bytes.
-        let _ = CRYPTO.with(|c| c.get_random_values_with_u8_array(&mut bytes));
-        u64::from_le_bytes(bytes)
+        RANDOM.with_borrow_mut(|words| {
+            if words.is_empty() {
+                let mut bytes = [0u8; RANDOM_BATCH * 8];
+                // getRandomValues fails only for more than 65536 bytes.
+                let _ = CRYPTO.with(|c| c.get_random_values_with_u8_array(&mut bytes));
+                words.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+            }
+            words.pop().unwrap_or_default()
+        })
     }
 
     async fn sleep(&self, ms: u32) {
@@ -256,22 +271,19 @@ impl Env for WebEnv {
         drop(asleep);
     }
 
-    async fn credentials(&self) -> Result<crate::env::Credentials, String> {
+    async fn credentials(&self) -> Result<crate::env::Credentials, Fault> {
         let Some(provider) = &self.provider else { return Err("no credentials provider".into()) };
         let answer = match provider.call0(&JsValue::UNDEFINED) {
             Ok(v) => self.wait(&Promise::resolve(&v)).await,
             Err(e) => Err(e),
         };
-        // What it threw is the next provider error's cause; an answer clears it.
-        let outcome = answer.map_err(|e| {
-            let why = format!("the credentials function failed: {}", describe(&e));
-            *self.provider_error.borrow_mut() = Some(e);
-            why
-        });
-        if outcome.is_ok() {
-            *self.provider_error.borrow_mut() = None;
-        }
-        outcome.and_then(super::convert::provided_credentials)
+        // What it threw travels on, as the `auth` error's `cause` (as a failed fetch's error does).
+        let answer = answer.map_err(|e| Fault {
+            detail: format!("the credentials function failed: {}", describe(&e)),
+            source: Some(Source::new(e)),
+            ..Fault::default()
+        })?;
+        super::convert::provided_credentials(answer).map_err(Fault::from)
     }
 
     fn observe(&self, event: Event<'_>) {
@@ -280,7 +292,7 @@ impl Env for WebEnv {
             // Cloned out: the watcher's abort listeners may call back into this instance.
             let watcher = self.watcher.borrow().clone();
             if let Some(f) = watcher {
-                let reason = super::authority::lost_error(cell, epoch, lost, detail);
+                let reason = super::error::lost_error(cell, epoch, lost, detail);
                 let _ = f.call3(&JsValue::UNDEFINED, &JsValue::from_str(cell), &JsValue::from_f64(epoch as f64), &reason);
             }
         }

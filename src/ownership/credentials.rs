@@ -9,7 +9,7 @@ use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{msg, Error, Refusal, Result};
+use crate::error::{msg, Error, Fault, Refusal, Result};
 use crate::ownership::join::{first, Either, Flight, Lead};
 use crate::s3::Bucket;
 
@@ -53,8 +53,8 @@ pub enum Need {
     Keys,
 }
 
-/// A refresh's outcome: `Err` carries what the provider threw.
-type Refreshed = core::result::Result<(), String>;
+/// A refresh's outcome: `Err` says why, with what the provider threw as its `source`.
+type Refreshed = core::result::Result<(), Fault>;
 
 pub struct Rotation {
     held: Cell<Held>,
@@ -105,11 +105,12 @@ impl Rotation {
         let outcome = self.refresh(env, bucket, timeout_ms).await;
         match outcome {
             Err(_) if self.need(env.wall_ms()) != Need::Keys => Ok(()),
-            Err(detail) => Err(Error::Auth(Box::new(Refusal {
+            Err(fault) => Err(Error::Auth(Box::new(Refusal {
                 key: key.to_owned(),
                 status: 0,
                 code: "CredentialsProvider".into(),
-                message: detail,
+                message: fault.detail,
+                source: fault.source,
             }))),
             Ok(()) => Ok(()),
         }
@@ -126,7 +127,7 @@ impl Rotation {
                 match first(flight.wait(), env.sleep(timeout_ms)).await {
                     Either::Left(Some(outcome)) => return outcome,
                     Either::Left(None) => continue,
-                    Either::Right(()) => return Err(msg!("the credentials function did not answer within ", timeout_ms, " ms")),
+                    Either::Right(()) => return Err(msg!("the credentials function did not answer within ", timeout_ms, " ms").into()),
                 }
             }
             let flight = Flight::new();
@@ -135,11 +136,11 @@ impl Rotation {
             let started = env.mono_ms();
             let answer = match first(env.credentials(), env.sleep(timeout_ms)).await {
                 Either::Left(answer) => answer,
-                Either::Right(()) => Err(msg!("the credentials function did not answer within ", timeout_ms, " ms")),
+                Either::Right(()) => Err(msg!("the credentials function did not answer within ", timeout_ms, " ms").into()),
             };
             let now = env.wall_ms();
             let outcome = answer.and_then(|c| {
-                bucket.borrow_mut().set_credentials(&c.access_key_id, &c.secret_access_key, c.session_token.as_deref()).map_err(|e| e.message())?;
+                bucket.borrow_mut().set_credentials(&c.access_key_id, &c.secret_access_key, c.session_token.as_deref()).map_err(|e| Fault::new(e.message()))?;
                 self.held.set(match c.expires_ms {
                     Some(expires_ms) => Held::Until { fetched_ms: now, expires_ms },
                     None => Held::Forever,
@@ -148,9 +149,9 @@ impl Rotation {
             });
             match &outcome {
                 Ok(expires_ms) => env.observe(Event::CredentialsRefreshed { expires_ms: *expires_ms, ms: env.mono_ms() - started }),
-                Err(detail) => {
+                Err(fault) => {
                     self.retry_after.set(now.saturating_add(RETRY_MS));
-                    env.observe(Event::CredentialsFailed { detail });
+                    env.observe(Event::CredentialsFailed { detail: &fault.detail });
                 }
             }
             let outcome = outcome.map(|_| ());

@@ -119,9 +119,11 @@ impl Config {
 }
 
 /// A cell's owner as seen for routing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OwnerInfo {
-    /// Empty when released.
+    /// Empty when released (`null` to JS).
+    #[serde(serialize_with = "super::records::node_or_null")]
     pub node: String,
     pub epoch: u64,
     pub addr: String,
@@ -155,7 +157,7 @@ pub struct CloseOptions {
 }
 
 /// What `close` did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Closed {
     /// The lease record was retired (an expired copy written over this instance's token).
     pub retired: bool,
@@ -165,8 +167,9 @@ pub struct Closed {
     pub released: usize,
 }
 
-/// What `remove_dead_lease` found and did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `remove_dead_lease` found and did (to JS: `{ outcome, cell? }`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
 pub enum LeaseRemoval {
     /// The dead lease was deleted (`If-Match` the version read).
     Removed,
@@ -176,7 +179,10 @@ pub enum LeaseRemoval {
     Live,
     /// An owner record among the cells checked still names the node (a peer needs the lease to take it
     /// over at once), or the lease carries a celld node log awaiting recovery: left alone.
-    Needed { cell: Option<String> },
+    Needed {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cell: Option<String>,
+    },
     /// The store's conditional DELETE is not verified (no qualification kept, or it was not honoured):
     /// nothing deleted.
     Unsupported,
@@ -184,9 +190,12 @@ pub enum LeaseRemoval {
     Changed,
 }
 
-/// What `claim` returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `claim` returns (to JS: `{ outcome: "applied", epoch, tookOver, prior }` or
+/// `{ outcome: "rejected", owner }`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
 pub enum ClaimOutcome {
+    #[serde(rename_all = "camelCase")]
     Applied { epoch: u64, took_over: bool, prior: Option<OwnerRecord> },
     Rejected { owner: OwnerInfo },
 }

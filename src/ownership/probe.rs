@@ -54,7 +54,8 @@ impl Layout {
 }
 
 /// What the probe learnt about a store that passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
     /// Status for `If-Match` on a missing key (404 on AWS, 412 on some stores).
     pub if_match_missing_status: u16,
@@ -434,7 +435,7 @@ fn violation(step: &str, detail: String) -> Stop {
 /// A GET of a key nobody wrote answered with an object: whatever answered is not an S3 bucket.
 fn not_s3(key: &str) -> Error {
     let message = "not an S3 API: a GET of a key never written answered 200 (check the endpoint)".to_owned();
-    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 200, code: String::new(), message }))
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 200, code: String::new(), message, source: None }))
 }
 
 fn describe(a: &PutAnswer) -> String {
@@ -534,7 +535,7 @@ mod tests {
     }
 
     fn refused(status: u16, code: &str) -> PutAnswer {
-        let r = Box::new(Refusal { key: "k".into(), status, code: code.into(), message: "m".into() });
+        let r = Box::new(Refusal { key: "k".into(), status, code: code.into(), message: "m".into(), source: None });
         PutAnswer::Refused(if status == 403 { Error::Auth(r) } else { Error::Request(r) })
     }
 

@@ -13,14 +13,17 @@ use crate::error::{msg, Error, Failure, Result};
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
 
-/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `cells/<cell>/own.json`. `node` is empty when the cell is released (the epoch is kept). Serialized as JS
+/// sees it (`node` null when released; not the wire form, which `OwnerWire` is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OwnerRecord {
+    #[serde(serialize_with = "node_or_null")]
     pub node: String,
     pub epoch: u64,
     /// The token to guard the next write with, exactly as the store sent it.
     pub etag: String,
     /// The writer's nonce, when this library wrote the record (celld writes none).
+    #[serde(skip)]
     pub nonce: Option<String>,
 }
 
@@ -30,15 +33,24 @@ impl OwnerRecord {
     }
 }
 
-/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A record's node for JS: `null` when it names none (released).
+pub(crate) fn node_or_null<S: serde::Serializer>(node: &str, s: S) -> core::result::Result<S::Ok, S::Error> {
+    if node.is_empty() { s.serialize_none() } else { s.serialize_some(node) }
+}
+
+/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock. Serialized
+/// as JS sees it (`readNodeLease`), not in the wire form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeLeaseRecord {
     pub node: String,
     pub expires_ms: u64,
     pub addr: String,
     pub etag: String,
+    #[serde(skip)]
     pub nonce: Option<String>,
     /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
+    #[serde(skip)]
     pub log: Option<NodeLog>,
 }
 

@@ -81,7 +81,7 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
     ];
     let key = key.to_owned();
     let auth = status == 401 || status == 403 || auth_codes.contains(&code.as_str());
-    let refusal = Box::new(Refusal { key, status, code, message });
+    let refusal = Box::new(Refusal { key, status, code, message, source: None });
     if auth { Error::Auth(refusal) } else { Error::Request(refusal) }
 }
 
@@ -111,7 +111,7 @@ fn html(body: &[u8]) -> bool {
 /// The `request` refusal of an answer that did not come from an S3 API.
 fn not_s3(key: &str, status: u16, what: &str) -> Error {
     let message = msg!("not an S3 API: it answered ", status, " with ", what, " (check the endpoint)");
-    Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message }))
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message, source: None }))
 }
 
 /// A refusal (3xx, 4xx, 501): the store's own, or "not an S3 API" when the body is not S3's. 401/403 stay
@@ -127,7 +127,7 @@ fn refusal(key: &str, status: u16, body: &[u8]) -> Error {
 fn no_conditional_writes(key: &str, body: &[u8]) -> Error {
     let (code, store_message) = parse_error(body);
     let message = msg!("the store does not implement conditional writes (If-None-Match / If-Match), which ownership needs: ", store_message);
-    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 501, code, message }))
+    Error::Request(Box::new(Refusal { key: key.to_owned(), status: 501, code, message, source: None }))
 }
 
 /// A 5xx's or 429's fault: its status and the store's code.
@@ -188,7 +188,7 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
     let resp = match answer {
         Ok(resp) => resp,
         Err(TransportError::Unreadable { status, detail }) => {
-            return GetAnswer::Refused(Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message: detail })));
+            return GetAnswer::Refused(Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message: detail, source: None })));
         }
         Err(e) => return GetAnswer::Retryable(transport_fault(e)),
     };

@@ -42,7 +42,7 @@ pub enum ListAnswer {
 /// `request` about the listing of `prefix`: the store answered, but not as S3 does.
 fn not_s3(prefix: &str, status: u16, why: String) -> Error {
     let key = msg!("list ", prefix, "*");
-    Error::Request(Box::new(Refusal { key, status, code: String::new(), message: why }))
+    Error::Request(Box::new(Refusal { key, status, code: String::new(), message: why, source: None }))
 }
 
 /// Classifies the answer to a ListObjectsV2 GET of `prefix`.
@@ -77,7 +77,7 @@ pub fn classify_list(prefix: &str, answer: Result<HttpResponse, TransportError>)
 fn store_refusal(prefix: &str, status: u16, body: &[u8]) -> Error {
     let (code, message) = parse_error(body);
     let key = msg!("list ", prefix, "*");
-    Error::Request(Box::new(Refusal { key, status, code, message }))
+    Error::Request(Box::new(Refusal { key, status, code, message, source: None }))
 }
 
 enum Parsed {

@@ -1,5 +1,5 @@
 // The signer's fast path has one buffer format, defined in src/bindings/sign.rs; js/sign-format.js holds
-// the constants js/api.js uses. This checks the two sides agree on every constant, as the wasm reports
+// the constants js/sign.js uses. This checks the two sides agree on every constant, as the wasm reports
 // them (`signBufferFormat`), and that the decoder's literal codes follow the name table.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,8 +12,8 @@ test("js/sign-format.js agrees with the wasm on every constant of the buffer for
   assert.deepEqual({ ...FORMAT, nameCodes: [...FORMAT.nameCodes] }, signBufferFormat());
 });
 
-test("js/api.js decodes each name code to the name the format gives it", () => {
-  const api = readFileSync(new URL("../../js/api.js", import.meta.url), "utf8");
+test("js/sign.js decodes each name code to the name the format gives it", () => {
+  const api = readFileSync(new URL("../../js/sign.js", import.meta.url), "utf8");
   const literal = { authorization: "headers.authorization", "x-amz-date": 'headers["x-amz-date"]', "x-amz-content-sha256": 'headers["x-amz-content-sha256"]', "x-amz-security-token": 'headers["x-amz-security-token"]' };
   FORMAT.nameCodes.forEach((name, i) => {
     assert.ok(api.includes(`if (code === ${i + 1}) ${literal[name]} = value;`), `code ${i + 1} -> ${name}`);

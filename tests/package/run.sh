@@ -31,7 +31,7 @@ contents_ok() {
   for want in package/package.json package/README.md package/js/api.js package/js/node.js package/js/inline.js \
     package/js/workerd.js package/js/index.d.ts package/js/ownership.js package/js/ownership.d.ts \
     package/pkg/celld_edge.js package/pkg/celld_edge_bg.wasm package/pkg/node.js package/pkg/node.cjs package/pkg/wasm-inline.js \
-    package/pkg/index.d.cts package/LICENSE-MIT package/LICENSE-APACHE package/js/inspector.js package/bin/celld-edge.mjs; do
+    package/pkg/index.d.cts package/LICENSE-MIT package/LICENSE-APACHE package/js/inspector.js package/js/sign.js package/bin/celld-edge.mjs; do
     grep -qx "$want" "$tmp/contents" || { echo "missing $want"; return 1; }
   done
   if grep -Ev '^package/(package\.json|README\.md|LICENSE-(MIT|APACHE)|bin/celld-edge\.mjs|js/[^/]+\.(js|d\.ts)|pkg/[^/]+\.(js|cjs|d\.cts|wasm))$' "$tmp/contents"; then

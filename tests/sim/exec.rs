@@ -719,7 +719,7 @@ impl Env for SimEnv {
         let id = self.world.timer(self.node, self.incarnation, ms);
         let _ = Completion { world: self.world.clone(), id }.await;
     }
-    async fn credentials(&self) -> Result<Credentials, String> {
+    async fn credentials(&self) -> Result<Credentials, celld_edge::error::Fault> {
         let Some(provider) = self.provider else { return Err("no credentials provider".into()) };
         let (ms, n, life) = {
             let mut inner = self.world.inner.borrow_mut();

@@ -240,7 +240,7 @@ impl Env for MemEnv {
     async fn sleep(&self, ms: u32) {
         self.advance(u64::from(ms));
     }
-    async fn credentials(&self) -> Result<Credentials, String> {
+    async fn credentials(&self) -> Result<Credentials, celld_edge::error::Fault> {
         let hangs = {
             let mut m = self.0.borrow_mut();
             m.asked += 1;
@@ -249,7 +249,7 @@ impl Env for MemEnv {
         if hangs {
             std::future::pending::<()>().await;
         }
-        self.0.borrow_mut().provided.pop_front().unwrap_or_else(|| Err("provider offline".into()))
+        self.0.borrow_mut().provided.pop_front().unwrap_or_else(|| Err("provider offline".into())).map_err(celld_edge::error::Fault::from)
     }
     fn observe(&self, event: Event<'_>) {
         if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
