@@ -2,7 +2,6 @@
 //! and sleeping. The wasm bindings implement it over the injected JS `fetch`; the simulation implements
 //! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
 
-use crate::prelude::*;
 use crate::error::{Fault, Source};
 
 /// A request as data, before it is sent (method, absolute URL, headers, body).

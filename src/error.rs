@@ -1,30 +1,16 @@
 //! The crate's one error type. Every variant says what happened and where (the key or the input), so
 //! callers can branch on `code()` and humans can read `message()`. Secrets never enter these values.
-//! Most messages are built with `msg!` (pushes onto a `String`), from when the wasm build was `no_std`;
-//! with std, new code may use `format!`, and the texts are the same either way.
 
-use crate::prelude::*;
 use core::any::Any;
 use core::fmt;
 use std::rc::Rc;
 
-/// `msg!("epoch ", epoch, " is not in 1..=2^53-1")`: a `String` made of the pieces in order (strings,
-/// unsigned integers, `i64`, `Quoted`, `Error`). Each call site only lists its pieces; one out-of-line
-/// `build` appends them.
-macro_rules! msg {
-    ($($piece:expr),+ $(,)?) => {
-        $crate::error::build(&[$($crate::error::Piece::part(&$piece)),+])
-    };
-}
-pub(crate) use msg;
-
-/// What went wrong, with the key or input it concerns. Every payload is one `Box` (even a lone
-/// `String`): the async operations move `Result`s between their states, and an `Error` the size of a
-/// pointer and a tag keeps those moves, and so the wasm, small.
+/// What went wrong, with the key or input it concerns. Structured payloads are boxed, so that an `Error`
+/// stays small in the `Result`s the async operations move between their states.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The caller passed something unusable (an id, a URL, a credential, an option); nothing was sent.
-    InvalidInput(Box<String>),
+    InvalidInput(String),
     /// The store refused our credentials or signature (401/403, or a signature error code).
     Auth(Box<Refusal>),
     /// The store refused the request as malformed or unsupported (other 4xx, redirects).
@@ -38,14 +24,14 @@ pub enum Error {
     /// The store broke the conditional-write contract (see `probe()`); `key` is the probe's step.
     StoreViolation(Box<Failure>),
     /// This node holds no valid lease, so it may not claim or act as an owner.
-    NotLeased(Box<String>),
+    NotLeased(String),
     /// This node's lease was lost (replaced, or renewed too late): its claims are void.
-    Fenced(Box<String>),
+    Fenced(String),
     /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
     /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
     UnsupportedBackend(Box<Failure>),
     /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
-    Aborted(Box<String>),
+    Aborted(String),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message. A credentials
@@ -143,26 +129,26 @@ impl Error {
     }
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
-        Error::InvalidInput(Box::new(msg.into()))
+        Error::InvalidInput(msg.into())
     }
 
     /// `InvalidInput` reading `<what>"<value>"<why>`, the shape of most refusals of an input: built here
     /// once instead of at each of its call sites.
     #[inline(never)]
     pub(crate) fn invalid_value(what: &str, value: &str, why: &str) -> Self {
-        Error::invalid(msg!(what, Quoted(value), why))
+        Error::invalid(format!("{what}{}{why}", Quoted(value)))
     }
 
     pub(crate) fn not_leased(why: String) -> Self {
-        Error::NotLeased(Box::new(why))
+        Error::NotLeased(why)
     }
 
     pub(crate) fn aborted(why: String) -> Self {
-        Error::Aborted(Box::new(why))
+        Error::Aborted(why)
     }
 
     pub(crate) fn fenced(why: String) -> Self {
-        Error::Fenced(Box::new(why))
+        Error::Fenced(why)
     }
 
     pub(crate) fn transport(key: String, fault: impl Into<Fault>) -> Self {
@@ -213,20 +199,20 @@ impl Error {
     /// The human-readable text (what JS sees as `error.message`).
     pub fn message(&self) -> String {
         match self {
-            Error::InvalidInput(m) => msg!("invalid input: ", **m),
-            Error::Auth(r) if r.status == 0 => msg!("no usable credentials for ", r.key, ": ", r.code, ": ", r.message),
+            Error::InvalidInput(m) => format!("invalid input: {}", m),
+            Error::Auth(r) if r.status == 0 => format!("no usable credentials for {}: {}: {}", r.key, r.code, r.message),
             Error::Auth(r) => {
-                msg!("store refused credentials for ", r.key, ": ", r.status, " ", r.code, ": ", r.message)
+                format!("store refused credentials for {}: {} {}: {}", r.key, r.status, r.code, r.message)
             }
-            Error::Request(r) => msg!("store refused request for ", r.key, ": ", r.status, " ", r.code, ": ", r.message),
-            Error::Transport(f) => msg!("transport failure on ", f.key, ": ", f.fault.detail),
-            Error::Ambiguous(f) => msg!("write to ", f.key, " may or may not have landed: ", f.fault.detail),
-            Error::CorruptRecord(f) => msg!("corrupt record at ", f.key, ": ", f.fault.detail),
-            Error::StoreViolation(f) => msg!("store violates conditional writes at step ", f.key, ": ", f.fault.detail),
-            Error::NotLeased(m) => msg!("no valid lease: ", **m),
-            Error::Fenced(m) => msg!("fenced: ", **m),
-            Error::UnsupportedBackend(f) => msg!("unsupported fleet backend at ", f.key, ": ", f.fault.detail),
-            Error::Aborted(m) => msg!("aborted: ", **m),
+            Error::Request(r) => format!("store refused request for {}: {} {}: {}", r.key, r.status, r.code, r.message),
+            Error::Transport(f) => format!("transport failure on {}: {}", f.key, f.fault.detail),
+            Error::Ambiguous(f) => format!("write to {} may or may not have landed: {}", f.key, f.fault.detail),
+            Error::CorruptRecord(f) => format!("corrupt record at {}: {}", f.key, f.fault.detail),
+            Error::StoreViolation(f) => format!("store violates conditional writes at step {}: {}", f.key, f.fault.detail),
+            Error::NotLeased(m) => format!("no valid lease: {}", m),
+            Error::Fenced(m) => format!("fenced: {}", m),
+            Error::UnsupportedBackend(f) => format!("unsupported fleet backend at {}: {}", f.key, f.fault.detail),
+            Error::Aborted(m) => format!("aborted: {}", m),
         }
     }
 }
@@ -240,114 +226,16 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// One piece of a message, as `build` appends it.
-pub(crate) enum Part<'a> {
-    Text(&'a str),
-    Unsigned(u64),
-    Signed(i64),
-    Quoted(&'a str),
-    Error(&'a Error),
-}
-
-impl Part<'_> {
-    fn push_to(&self, out: &mut String) {
-        match *self {
-            Part::Text(s) => out.push_str(s),
-            Part::Unsigned(n) => push_decimal(n, out),
-            Part::Signed(n) => {
-                if n < 0 {
-                    out.push('-');
-                }
-                push_decimal(n.unsigned_abs(), out);
-            }
-            Part::Quoted(s) => push_quoted(s, out),
-            Part::Error(e) => out.push_str(&e.message()),
-        }
-    }
-}
-
-/// What `msg!` expands to: the parts appended in order.
-pub(crate) fn build(parts: &[Part<'_>]) -> String {
-    let mut out = String::new();
-    for part in parts {
-        part.push_to(&mut out);
-    }
-    out
-}
-
-/// Something `msg!` can append to a message.
-pub(crate) trait Piece {
-    fn part(&self) -> Part<'_>;
-
-    fn push_to(&self, out: &mut String) {
-        self.part().push_to(out);
-    }
-}
-
-impl Piece for str {
-    fn part(&self) -> Part<'_> {
-        Part::Text(self)
-    }
-}
-
-impl Piece for String {
-    fn part(&self) -> Part<'_> {
-        Part::Text(self)
-    }
-}
-
-impl<T: Piece + ?Sized> Piece for &T {
-    fn part(&self) -> Part<'_> {
-        (**self).part()
-    }
-}
-
-impl Piece for Error {
-    fn part(&self) -> Part<'_> {
-        Part::Error(self)
-    }
-}
-
-/// Decimal digits of `n`, as `{}` prints them.
-fn push_decimal(mut n: u64, out: &mut String) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
-}
-
-macro_rules! unsigned_piece {
-    ($($t:ty),+) => {$(
-        impl Piece for $t {
-            fn part(&self) -> Part<'_> {
-                Part::Unsigned(*self as u64)
-            }
-        }
-    )+};
-}
-unsigned_piece!(u16, u32, u64, usize);
-
-impl Piece for i64 {
-    fn part(&self) -> Part<'_> {
-        Part::Signed(*self)
-    }
-}
-
 /// Caller input inside a message: `"…"` with quotes, backslashes and control characters escaped, so a
 /// message stays one line and shows what was wrong (ASCII escapes only, where `{:?}` would also escape
 /// by Unicode tables).
 pub(crate) struct Quoted<'a>(pub &'a str);
 
-impl Piece for Quoted<'_> {
-    fn part(&self) -> Part<'_> {
-        Part::Quoted(self.0)
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        push_quoted(self.0, &mut out);
+        f.write_str(&out)
     }
 }
 
@@ -395,25 +283,8 @@ mod tests {
     #[test]
     fn quoted_escapes_what_debug_escapes_in_ascii() {
         for s in ["plain", "", "a\"b\\c", "tab\there\r\n", "\u{0}\u{1f}\u{7f}\u{80}\u{9f}", "é ü"] {
-            assert_eq!(msg!(Quoted(s)), format!("{s:?}"));
+            assert_eq!(format!("{}", Quoted(s)), format!("{s:?}"));
         }
-    }
-
-    #[test]
-    fn numbers_read_as_display_prints_them() {
-        for n in [0u64, 7, 10, 99, 100, 604_800, (1 << 53) - 1, u64::MAX] {
-            assert_eq!(msg!(n), n.to_string());
-        }
-        assert_eq!(msg!(u16::MAX, " ", usize::MAX, " ", 0u32), format!("{} {} 0", u16::MAX, usize::MAX));
-        for n in [0i64, -1, 42, -604_801, i64::MIN, i64::MAX] {
-            assert_eq!(msg!(n), n.to_string());
-        }
-    }
-
-    #[test]
-    fn an_error_is_a_tag_and_a_pointer() {
-        // A payload added unboxed would grow every Result the async operations carry.
-        assert_eq!(core::mem::size_of::<Error>(), 2 * core::mem::size_of::<usize>());
     }
 
     #[test]
@@ -422,6 +293,6 @@ mod tests {
         let e = Error::Auth(Box::new(r));
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());
-        assert_eq!(msg!("x ", String::from("y"), " ", e), format!("x y {e}"));
+        assert_eq!(format!("x {} {e}", String::from("y")), format!("x y {e}"));
     }
 }

@@ -9,19 +9,6 @@
 
 #![forbid(unsafe_code)]
 
-// `alloc::` paths predate the std switch in a few modules; the crate is always linked with std.
-extern crate alloc;
-
-/// The allocation types every module imports (`use crate::prelude::*`); with std they are also in the std
-/// prelude, so this only keeps those imports compiling.
-mod prelude {
-    pub(crate) use std::borrow::ToOwned;
-    pub(crate) use std::boxed::Box;
-    pub(crate) use std::string::String;
-    pub(crate) use std::vec;
-    pub(crate) use std::vec::Vec;
-}
-
 pub mod env;
 pub mod error;
 pub mod metrics;

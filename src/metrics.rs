@@ -3,7 +3,6 @@
 //! write latencies, settled ambiguity, retried reads, credential refreshes. Pure: it only counts what it
 //! is shown, and reads no clock.
 
-use crate::prelude::*;
 
 use crate::env::{Event, Lost};
 

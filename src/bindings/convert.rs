@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::env::Event;
-use crate::error::{msg, Error, Quoted};
+use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
     OwnerInfo, OwnerRecord, ProbePolicy, ProbeReport,
@@ -203,7 +203,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
             Some(meant) => format!(": did you mean {meant}?"),
             None => String::new(),
         };
-        return Err(invalid_option(msg!("unknown option ", Quoted(&k), why)));
+        return Err(invalid_option(format!("unknown option {}{why}", Quoted(&k))));
     }
     if let Some(why) = mistyped_secret(&js) {
         return Err(invalid_option(why));
@@ -253,7 +253,7 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     config.ids = match o.ids.as_deref() {
         None | Some("celld") => IdSet::Celld,
         Some("utf8") => IdSet::Utf8,
-        Some(other) => return Err(invalid_option(msg!(r#"ids must be "celld" or "utf8", got "#, Quoted(other)))),
+        Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {}"#, Quoted(other)))),
     };
     let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
     let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
@@ -429,7 +429,7 @@ pub(crate) fn claim_options(v: JsValue) -> Result<Claim, Error> {
         return Err(Error::invalid("claim options must be an object"));
     }
     if let Some(k) = unknown_key(&v, &["expectNew", "wait", "signal"]) {
-        return Err(Error::invalid(msg!("unknown claim option ", Quoted(&k))));
+        return Err(Error::invalid(format!("unknown claim option {}", Quoted(&k))));
     }
     let o: ClaimOptionsIn = serde_wasm_bindgen::from_value(v).map_err(|e| Error::invalid(format!("claim options: {e}")))?;
     let wait = o.wait.unwrap_or(false);

@@ -16,7 +16,7 @@ use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 use super::convert::EventOut;
 use super::trap::Hooks;
 use crate::env::{Env, Event, HttpRequest, HttpResponse, NetworkError, TransportError};
-use crate::error::{msg, Fault, Source};
+use crate::error::{Fault, Source};
 
 #[wasm_bindgen]
 extern "C" {
@@ -94,11 +94,11 @@ fn describe_failure(e: &JsValue) -> String {
         let code = get(&cause, "code").and_then(|c| c.as_string()).filter(|c| !text.contains(c.as_str()));
         let part = match (code, text.is_empty()) {
             (Some(code), true) => code,
-            (Some(code), false) => msg!(code, ": ", text),
+            (Some(code), false) => format!("{code}: {text}"),
             (None, _) => text,
         };
         if !part.is_empty() {
-            out = msg!(out, " (", part, ")");
+            out = format!("{out} ({part})");
         }
         at = get(&cause, "cause");
     }
@@ -118,7 +118,7 @@ fn cross_origin_page(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?']).next()?.to_ascii_lowercase();
     let default_port = if scheme == "https" { ":443" } else { ":80" };
-    let target = msg!(scheme, "://", authority.strip_suffix(default_port).unwrap_or(&authority));
+    let target = format!("{scheme}://{}", authority.strip_suffix(default_port).unwrap_or(&authority));
     (page != target).then_some(page)
 }
 
@@ -129,11 +129,7 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
     let hidden = response_type == Some("cors") && (200..300).contains(&res.status) && res.etag.is_none() && needs_etag;
     hidden.then(|| TransportError::Unreadable {
         status: res.status,
-        detail: msg!(
-            res.status,
-            " without a readable ETag: the browser hides it because the bucket's CORS rule does not expose it; add ",
-            "ETag to the rule's ExposeHeaders"
-        ),
+        detail: format!("{} without a readable ETag: the browser hides it because the bucket's CORS rule does not expose it; add ETag to the rule's ExposeHeaders", res.status),
     })
 }
 
@@ -230,11 +226,7 @@ impl Env for WebEnv {
                 // is the request whose preflight asks for if-match / if-none-match.
                 let conditional = req.header("if-match").is_some() || req.header("if-none-match").is_some();
                 if let Some(page) = cross_origin_page(&req.url).filter(|_| conditional) {
-                    detail = msg!(
-                        detail, "; no answer came to a conditional write from ", page, ": most likely the bucket's CORS rule ",
-                        "refused its preflight (it must allow this origin, the method ", req.method,
-                        " and the headers if-match and if-none-match, besides authorization, content-type and x-amz-*)"
-                    );
+                    detail = format!("{detail}; no answer came to a conditional write from {page}: most likely the bucket's CORS rule refused its preflight (it must allow this origin, the method {} and the headers if-match and if-none-match, besides authorization, content-type and x-amz-*)", req.method);
                 }
                 Err(TransportError::Network(NetworkError { detail, source: Some(Source::new(e)) }))
             }

@@ -1,7 +1,7 @@
 //! When a claim's authority ends, decided from what this instance sees (SPEC 4.2 "losing authority is a
 //! signal", SPEC 5): the pure rule that says whether an owner-record read proves the claim replaced. The
-//! driver applies it to every owner read and says so (`Event::AuthorityLost`); the other ends of a claim
-//! (its lease lost, a release begun, a re-claim sent) are the driver's own transitions. Reads no clock.
+//! node (`node/book.rs`) applies it to every owner read and says so (`Event::AuthorityLost`); the other ends of a claim
+//! (its lease lost, a release begun, a re-claim sent) are the book's other transitions. Reads no clock.
 
 use crate::ownership::records::OwnerRecord;
 

@@ -6,15 +6,15 @@
 //! not decode settles nothing: it is read again, and a write still unsettled is `ambiguous`, never
 //! `corrupt-record` (it may have landed).
 
-use crate::prelude::*;
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{msg, Error, Fault, Result};
+use crate::error::{Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::Config;
 use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
+use crate::ownership::rules::Rules;
 use crate::sigv4::encode::push_hex;
 use crate::s3::list::{classify_list, ListAnswer, ListPage};
 use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
@@ -114,21 +114,9 @@ pub struct Store<E: Env> {
     /// write is sent, so that no operation under way (or a user callback that closes mid-operation) can
     /// let a write out after close.
     closed: Cell<bool>,
-    #[cfg(feature = "teeth")]
-    pub tooth: Option<crate::ownership::teeth::Tooth>,
+    /// The safety rules in force (all of them, outside the simulation's teeth).
+    pub rules: Rules,
 }
-
-/// True when the named tooth is armed (never, outside test builds).
-macro_rules! armed {
-    ($store:expr, $tooth:ident) => {{
-        #[cfg(feature = "teeth")]
-        let armed = $store.tooth == Some(crate::ownership::teeth::Tooth::$tooth);
-        #[cfg(not(feature = "teeth"))]
-        let armed = false;
-        armed
-    }};
-}
-pub(crate) use armed;
 
 impl<E: Env> Store<E> {
     pub fn new(env: E, bucket: Bucket) -> Self {
@@ -137,14 +125,13 @@ impl<E: Env> Store<E> {
             bucket: RefCell::new(bucket),
             rotation: Rotation::new(false),
             closed: Cell::new(false),
-            #[cfg(feature = "teeth")]
-            tooth: None,
+            rules: Rules::ALL,
         }
     }
 
     /// From now on, refuse every write other than `close()`'s own (`Budget::Closing`).
     pub fn close(&self) {
-        if !armed!(self, SendAfterClose) {
+        if self.rules.no_write_after_close {
             self.closed.set(true);
         }
     }
@@ -171,22 +158,25 @@ impl<E: Env> Store<E> {
     /// The store `config` names (endpoint, bucket, region, path style, keys or a credentials provider), for
     /// `S3Ownership` and `Inspector` alike. Validates; sends nothing.
     pub fn for_config(config: &Config, env: E) -> Result<Self> {
-        let (key_id, secret) = config.signing_keys();
-        let bucket = Bucket::new(
-            &config.endpoint,
-            &config.bucket,
-            &config.region,
-            config.path_style,
-            key_id,
-            secret,
-            config.session_token.as_deref(),
-        )?;
+        let (endpoint, name, region, path_style) = (&config.endpoint, &config.bucket, &config.region, config.path_style);
+        let bucket = match config.credentials_provider {
+            true => Bucket::awaiting_credentials(endpoint, name, region, path_style)?,
+            false => Bucket::new(
+                endpoint,
+                name,
+                region,
+                path_style,
+                &config.access_key_id,
+                &config.secret_access_key,
+                config.session_token.as_deref(),
+            )?,
+        };
         let store = Store::new(env, bucket);
         Ok(if config.credentials_provider { store.with_credentials_provider() } else { store })
     }
 
     /// Signs with the keys of the host's credentials provider (`Env::credentials`), asked for before the
-    /// first request; the bucket's own keys are placeholders.
+    /// first request (the bucket has no keys until then).
     pub fn with_credentials_provider(mut self) -> Self {
         self.rotation = Rotation::new(true);
         self
@@ -274,7 +264,7 @@ impl<E: Env> Store<E> {
     /// exponential window (50, 100, 200 ms), or `transport` once the retries are used up.
     async fn pause_before_retry(&self, key: &str, attempt: u32, fault: Fault) -> Result<()> {
         if attempt > READ_RETRIES {
-            let detail = msg!(fault.detail, " (gave up after ", attempt, " attempts)");
+            let detail = format!("{} (gave up after {attempt} attempts)", fault.detail);
             return Err(Error::transport(key.to_owned(), Fault { detail, ..fault }));
         }
         let window = 50u64 << (attempt - 1);
@@ -315,7 +305,7 @@ impl<E: Env> Store<E> {
         }
         Err(Error::transport(
             key.to_owned(),
-            msg!("read ", UNDECODABLE_READS, " undecodable bodies that differ from read to read (a broken transfer)"),
+            format!("read {UNDECODABLE_READS} undecodable bodies that differ from read to read (a broken transfer)"),
         ))
     }
 
@@ -460,7 +450,7 @@ impl<E: Env> Store<E> {
             nonces.push(nonce);
             match answer {
                 PutAnswer::Applied { etag } => return Ok(Settled::Applied { etag }),
-                PutAnswer::Rejected if nonces.len() == 1 && armed!(self, TrustFirstRejection) => {
+                PutAnswer::Rejected if nonces.len() == 1 && !self.rules.look_for_own_nonce => {
                     return Ok(Settled::Rejected)
                 }
                 // A first attempt's rejection is read back once (our nonce there: delivered twice); a
@@ -470,26 +460,26 @@ impl<E: Env> Store<E> {
                     FirstRejection::ReadBack if reconciles.used() >= MAX_RECONCILES => return Ok(Settled::Rejected),
                     FirstRejection::ReadBack => {}
                 },
-                PutAnswer::Rejected if armed!(self, RetryCasOnAmbiguity) => return Ok(Settled::Rejected),
+                PutAnswer::Rejected if !self.rules.never_resend_cas => return Ok(Settled::Rejected),
                 PutAnswer::Rejected => {}
-                PutAnswer::Conflict { .. } if armed!(self, ConflictMeansOwned) => return Ok(Settled::Rejected),
+                PutAnswer::Conflict { .. } if !self.rules.reread_after_conflict => return Ok(Settled::Rejected),
                 // Not applied: the readback decides whether the guard still holds.
-                PutAnswer::Conflict { code } => turned_away = msg!("409 ", code),
+                PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
                 // Not applied either (never someone else's win): pause, then the readback decides.
                 PutAnswer::Throttled(fault) => {
                     self.back_off(budget).await;
                     turned_away = fault.detail;
                 }
-                PutAnswer::Ambiguous(_) if armed!(self, SkipReadback) => {
+                PutAnswer::Ambiguous(_) if !self.rules.settle_by_readback => {
                     return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
                 }
-                PutAnswer::Ambiguous(fault) if armed!(self, RetryCasOnAmbiguity) && nonces.len() <= MAX_RECONCILES => {
+                PutAnswer::Ambiguous(fault) if !self.rules.never_resend_cas && nonces.len() <= MAX_RECONCILES => {
                     ambiguity = Some(fault);
                     continue;
                 }
                 PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
                 PutAnswer::Refused(e) if ambiguity.is_some() => {
-                    let detail = msg!("an earlier attempt was ambiguous, then the store refused: ", e);
+                    let detail = format!("an earlier attempt was ambiguous, then the store refused: {e}");
                     return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
                 }
                 PutAnswer::Refused(e) => return Err(e),
@@ -505,7 +495,7 @@ impl<E: Env> Store<E> {
                 let current = match self.get(key, budget).await {
                     Ok(current) => current,
                     Err(e) if ambiguity.is_some() => {
-                        let detail = msg!("readback failed: ", e);
+                        let detail = format!("readback failed: {e}");
                         return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
                     }
                     Err(e) => return Err(e),
@@ -516,7 +506,7 @@ impl<E: Env> Store<E> {
                     (None, CasGuard::Absent) => break,
                     (None, CasGuard::Match(_)) => return Ok(self.settled(key, moved_on, nonces.len())),
                 };
-                let found = if armed!(self, DecodeReadbackOnce) { Ok(decode_nonce(key, &body)?) } else { decode_nonce(key, &body) };
+                let found = if self.rules.reread_undecodable { decode_nonce(key, &body) } else { Ok(decode_nonce(key, &body)?) };
                 match found {
                     // A truncated transfer, or a record another writer left undecodable: neither says
                     // whether ours landed. Read again.
@@ -542,13 +532,13 @@ fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away
     let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };
     match ambiguity {
         Some(last) => {
-            let detail = msg!("still unsettled after ", MAX_RECONCILES, readbacks, "; last: ", last.detail);
+            let detail = format!("still unsettled after {MAX_RECONCILES}{readbacks}; last: {}", last.detail);
             Error::ambiguous(key, Fault { detail, ..last })
         }
         None if undecodable => {
-            Error::transport(key, msg!("not applied (", turned_away, "), and unsettled after ", MAX_RECONCILES, readbacks))
+            Error::transport(key, format!("not applied ({turned_away}), and unsettled after {MAX_RECONCILES}{readbacks}"))
         }
-        None => Error::transport(key, msg!("not applied: store kept answering ", turned_away, " through ", MAX_RECONCILES, " readbacks")),
+        None => Error::transport(key, format!("not applied: store kept answering {turned_away} through {MAX_RECONCILES} readbacks")),
     }
 }
 

@@ -7,15 +7,13 @@
 //! nothing written. One GET per instance (plus one create when absent), shared by concurrent callers and
 //! kept for the instance's life; it must never cost a request per claim, and never write over a marker.
 
-use crate::prelude::*;
-use alloc::rc::Rc;
 use core::cell::RefCell;
 use serde::Deserialize;
 
 use crate::env::Env;
-use crate::error::{msg, Error, Failure, Fault, Quoted, Result};
+use crate::error::{Error, Failure, Fault, Quoted, Result};
 use crate::ownership::cas::{Budget, Store, MAX_RECONCILES};
-use crate::ownership::join::{Flight, Lead};
+use crate::ownership::flight::{Joined, Share, Single};
 use crate::ownership::records::{decode_object, CasGuard};
 use crate::s3::PutAnswer;
 
@@ -48,23 +46,19 @@ pub fn judge(key: &str, body: &[u8]) -> Result<()> {
     let marker: Marker = decode_object(key, body)?;
     let refuse = |detail: String| Err(Error::UnsupportedBackend(Box::new(Failure::new(key, detail))));
     if marker.format != FORMAT {
-        return refuse(msg!("marker format ", marker.format, "; this library reads format ", FORMAT));
+        return refuse(format!("marker format {}; this library reads format {FORMAT}", marker.format));
     }
     match marker.backend.as_str() {
         "bucket" => Ok(()),
-        "dynamodb" => refuse(msg!(
-            "the fleet keeps its ownership records in celld's \"dynamodb\" backend (table ",
-            Quoted(marker.table.as_deref().unwrap_or("")),
-            "), which this library cannot reach: every cell in the bucket would read as absent"
-        )),
-        other => refuse(msg!("the fleet names backend ", Quoted(other), ", which this library cannot reach")),
+        "dynamodb" => refuse(format!("the fleet keeps its ownership records in celld's \"dynamodb\" backend (table {}), which this library cannot reach: every cell in the bucket would read as absent", Quoted(marker.table.as_deref().unwrap_or("")))),
+        other => refuse(format!("the fleet names backend {}, which this library cannot reach", Quoted(other))),
     }
 }
 
 /// Reads the marker under `prefix`, creating the bucket marker when there is none; `Ok` when the
 /// fleet's records live in the bucket. Writes nothing but that create.
 pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
-    let key = msg!(prefix, MARKER_KEY);
+    let key = format!("{prefix}{MARKER_KEY}");
     let mut ambiguity: Option<Fault> = None;
     for _ in 0..=MAX_RECONCILES {
         if let Some(body) = read(store, &key, budget).await? {
@@ -81,9 +75,9 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
             PutAnswer::Refused(e) => return Err(e),
         }
     }
-    let detail = msg!("the marker stayed absent through ", MAX_RECONCILES + 1, " attempts to create it");
+    let detail = format!("the marker stayed absent through {} attempts to create it", MAX_RECONCILES + 1);
     Err(match ambiguity {
-        Some(last) => Error::ambiguous(key, Fault { detail: msg!(detail, "; last: ", last.detail), ..last }),
+        Some(last) => Error::ambiguous(key, Fault { detail: format!("{detail}; last: {}", last.detail), ..last }),
         None => Error::transport(key, detail),
     })
 }
@@ -91,7 +85,7 @@ pub async fn ensure_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budge
 /// Reads the marker under `prefix` and never writes it (the inspector, which writes nothing of the fleet's):
 /// `Ok` when it is absent or names the bucket backend.
 pub async fn check_bucket_backend<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
-    let key = msg!(prefix, MARKER_KEY);
+    let key = format!("{prefix}{MARKER_KEY}");
     match read(store, &key, budget).await? {
         Some(body) => judge(&key, &body),
         None => Ok(()),
@@ -115,7 +109,7 @@ async fn read<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Opt
 #[derive(Default)]
 pub struct FleetMarker {
     known: RefCell<Option<Result<()>>>,
-    checking: RefCell<Option<Rc<Flight<Result<()>>>>>,
+    checking: Single<Result<()>>,
 }
 
 /// Whether a check's verdict holds for the rest of the instance's life.
@@ -126,28 +120,20 @@ fn kept(verdict: &Result<()>) -> bool {
 impl FleetMarker {
     /// `Ok` once the fleet's records are known to live in the bucket, checking now if nobody is.
     pub async fn ensure<E: Env>(&self, store: &Store<E>, prefix: &str, budget: Budget) -> Result<()> {
-        loop {
-            if let Some(verdict) = self.known.borrow().clone() {
-                return verdict;
-            }
-            let in_flight = self.checking.borrow().clone();
-            if let Some(flight) = in_flight {
-                // A check that failed in a way not kept, or was cancelled (`None`): check again.
-                match flight.wait().await {
-                    Some(verdict) if kept(&verdict) => return verdict,
-                    _ => continue,
-                }
-            }
-            let flight = Flight::new();
-            *self.checking.borrow_mut() = Some(flight.clone());
-            let lead = Lead::new(flight, || *self.checking.borrow_mut() = None);
+        let joined = |_: &(), joined: Joined<Result<()>>| match joined {
+            // A check that failed in a way not kept, or was cancelled: check again.
+            Joined::Done(verdict) if kept(&verdict) => Some(verdict),
+            Joined::Done(_) | Joined::Abandoned | Joined::Impatient => None,
+        };
+        let ready = || self.known.borrow().clone();
+        let check = || async {
             let verdict = ensure_bucket_backend(store, prefix, budget).await;
             if kept(&verdict) {
                 *self.known.borrow_mut() = Some(verdict.clone());
             }
-            lead.finish(verdict.clone());
-            return verdict;
-        }
+            (verdict.clone(), verdict)
+        };
+        self.checking.share((), Share { joined, ready, patience: core::future::pending }, check).await
     }
 }
 

@@ -4,13 +4,12 @@
 //! the keys in the bucket's signer. A refresh never touches the lease or the claims, and a lease renewal
 //! never waits on the provider while the keys it holds still work (a slow provider must not lapse a lease).
 
-use crate::prelude::*;
-use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 use crate::env::{Env, Event};
-use crate::error::{msg, Error, Fault, Refusal, Result};
-use crate::ownership::join::{first, Either, Flight, Lead};
+use crate::error::{Error, Fault, Refusal, Result};
+use crate::ownership::flight::{Joined, Share, Single};
+use crate::ownership::join::{first, Either};
 use crate::s3::Bucket;
 
 /// Ask again at most this long before the keys expire...
@@ -62,13 +61,13 @@ pub struct Rotation {
     provided: bool,
     /// Not before this wall instant after a failed refresh (while the keys held still work).
     retry_after: Cell<u64>,
-    flight: RefCell<Option<Rc<Flight<Refreshed>>>>,
+    flight: Single<Refreshed>,
 }
 
 impl Rotation {
     pub fn new(provider: bool) -> Self {
         let held = if provider { Held::None } else { Held::Forever };
-        Rotation { held: Cell::new(held), provided: provider, retry_after: Cell::new(0), flight: RefCell::default() }
+        Rotation { held: Cell::new(held), provided: provider, retry_after: Cell::new(0), flight: Single::default() }
     }
 
     /// The store refused the keys held: a provider's are asked for again before the next request.
@@ -120,23 +119,18 @@ impl Rotation {
     /// answer within `timeout_ms` (a provider that hangs must not hang every request; its late answer is
     /// dropped, and the next refresh asks again).
     async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, timeout_ms: u32) -> Refreshed {
-        loop {
-            let in_flight = self.flight.borrow().clone();
-            if let Some(flight) = in_flight {
-                // A caller joining a refresh waits for it no longer than it would for its own.
-                match first(flight.wait(), env.sleep(timeout_ms)).await {
-                    Either::Left(Some(outcome)) => return outcome,
-                    Either::Left(None) => continue,
-                    Either::Right(()) => return Err(msg!("the credentials function did not answer within ", timeout_ms, " ms").into()),
-                }
-            }
-            let flight = Flight::new();
-            *self.flight.borrow_mut() = Some(flight.clone());
-            let lead = Lead::new(flight, || *self.flight.borrow_mut() = None);
+        let joined = |_: &(), joined: Joined<Refreshed>| match joined {
+            Joined::Done(outcome) => Some(outcome),
+            Joined::Abandoned => None,
+            Joined::Impatient => Some(Err(unanswered(timeout_ms))),
+        };
+        // A caller joining a refresh waits for it no longer than it would for its own.
+        let how = Share { joined, ready: || None, patience: || env.sleep(timeout_ms) };
+        let lead = || async move {
             let started = env.mono_ms();
             let answer = match first(env.credentials(), env.sleep(timeout_ms)).await {
                 Either::Left(answer) => answer,
-                Either::Right(()) => Err(msg!("the credentials function did not answer within ", timeout_ms, " ms").into()),
+                Either::Right(()) => Err(unanswered(timeout_ms)),
             };
             let now = env.wall_ms();
             let outcome = answer.and_then(|c| {
@@ -155,9 +149,9 @@ impl Rotation {
                 }
             }
             let outcome = outcome.map(|_| ());
-            lead.finish(outcome.clone());
-            return outcome;
-        }
+            (outcome.clone(), outcome)
+        };
+        self.flight.share((), how, lead).await
     }
 }
 
@@ -195,4 +189,8 @@ mod tests {
         assert_eq!(r.need(590_000), Need::Keys);
         assert_eq!(Rotation::new(false).need(u64::MAX), Need::Nothing, "static keys");
     }
+}
+
+fn unanswered(timeout_ms: u32) -> Fault {
+    format!("the credentials function did not answer within {timeout_ms} ms").into()
 }

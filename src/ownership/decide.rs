@@ -3,8 +3,7 @@
 //! (not read now) a claim may write over without reading first: only those it would never need a lease for.
 //! A missing lease is not proof of death by itself (SPEC §5): only once it has stayed missing long enough.
 
-use crate::prelude::*;
-use crate::error::{msg, Error, Failure, Result};
+use crate::error::{Error, Failure, Result};
 use crate::ownership::lease::{missing_dead, peer_dead};
 use crate::ownership::records::{awaits_recovery, CasGuard, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
 
@@ -91,7 +90,7 @@ fn next_epoch(rec: &OwnerRecord) -> Result<u64> {
     match rec.epoch.checked_add(1).filter(|e| *e <= MAX_EPOCH) {
         Some(e) => Ok(e),
         None => Err(Error::CorruptRecord(Box::new(Failure::new(
-            msg!("owner record at epoch ", rec.epoch),
+            format!("owner record at epoch {}", rec.epoch),
             "epoch cannot advance past 2^53 - 1",
         )))),
     }

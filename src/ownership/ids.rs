@@ -4,7 +4,7 @@
 //! would percent-encode them into a different key (`a#b` → `cells/a%23b/own.json`). Wider ids are an
 //! explicit choice (`IdSet::Utf8`) for buckets no celld node shares.
 
-use crate::error::{msg, Error, Quoted, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Which ids an instance accepts (`Config::ids`; JS `ids: "celld" | "utf8"`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,19 +38,16 @@ fn celld(kind: &str, id: &str, max: usize, allowed: fn(u8) -> bool, set: &str) -
     common(kind, id, max)?;
     // celld refuses `.` and `..` as cells (path segments of their own); as node ids it takes them.
     if kind == "cell" && (id == "." || id == "..") {
-        return Err(Error::invalid(msg!(kind, " id ", Quoted(id), " is a path segment of its own")));
+        return Err(Error::invalid(format!("{kind} id {} is a path segment of its own", Quoted(id))));
     }
     if !id.bytes().all(allowed) {
-        return Err(Error::invalid(msg!(
-            kind, " id ", Quoted(id), " may hold only ", set,
-            " (celld's ids; wider ids need the option ids: \"utf8\", for buckets no celld node shares)"
-        )));
+        return Err(Error::invalid(format!("{kind} id {} may hold only {set} (celld's ids; wider ids need the option ids: \"utf8\", for buckets no celld node shares)", Quoted(id))));
     }
     Ok(())
 }
 
 fn utf8(kind: &str, id: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid(msg!(kind, " id ", Quoted(id), " ", why)));
+    let bad = |why: &str| Err(Error::invalid(format!("{kind} id {} {why}", Quoted(id))));
     common(kind, id, 256)?;
     if id == "." || id == ".." {
         return bad("is a path segment of its own");
@@ -66,10 +63,10 @@ fn utf8(kind: &str, id: &str) -> Result<()> {
 
 fn common(kind: &str, id: &str, max: usize) -> Result<()> {
     if id.is_empty() {
-        return Err(Error::invalid(msg!(kind, " id is empty")));
+        return Err(Error::invalid(format!("{kind} id is empty")));
     }
     if id.len() > max {
-        return Err(Error::invalid(msg!(kind, " id is ", id.len(), " bytes long; at most ", max)));
+        return Err(Error::invalid(format!("{kind} id is {} bytes long; at most {max}", id.len())));
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! What this instance last saw of owner records, per cell (bounded, oldest forgotten first): the version it
-//! read, wrote, or found absent. The driver uses an entry only to choose the guard of a claim's first write,
+//! read, wrote, or found absent. The node uses an entry only to choose the guard of a claim's first write,
 //! which the store checks (`If-Match` the version seen, `If-None-Match: *` when absent); a failed guard
 //! sends the claim back to reading. It must never answer a read, never stand for a peer's lease, and never
 //! decide a takeover: a version seen earlier says nothing about whether its owner is alive now.
@@ -9,7 +9,6 @@
 //! over while at least about half of them are current (under contention they mostly are not). The rate is
 //! a moving average over roughly the last eight claims that had a version to try.
 
-use crate::prelude::*;
 use crate::ownership::records::OwnerRecord;
 
 /// Cells remembered per instance: enough for a node's working set, small enough to scan.

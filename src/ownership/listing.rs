@@ -10,13 +10,12 @@
 //! `corrupt-record` naming its key; any other failure (credentials, a missing bucket, a store that is not
 //! S3, a read that kept failing) fails the whole listing, since a partial listing would read as complete.
 
-use crate::prelude::*;
 use crate::env::Env;
-use crate::error::{msg, Error, Result};
+use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::control::check_bucket_backend;
 use crate::ownership::decide::awaiting_recovery;
-use crate::ownership::driver::{Config, S3Ownership};
+use crate::ownership::{Config, S3Ownership};
 use crate::ownership::ids::{check_node, check_prefix, IdSet};
 use crate::ownership::join::join_all;
 use crate::ownership::lease::peer_dead;
@@ -193,7 +192,7 @@ impl<E: Env> Inspector<E> {
     /// Keys per page (`max-keys`, 1..=1000; the store's default, 1000, otherwise).
     pub fn with_page_size(mut self, keys: u32) -> Result<Self> {
         if !(1..=1000).contains(&keys) {
-            return Err(Error::invalid(msg!("page size ", keys, " is not in 1..=1000")));
+            return Err(Error::invalid(format!("page size {keys} is not in 1..=1000")));
         }
         self.page_size = Some(keys);
         Ok(self)
@@ -211,7 +210,7 @@ impl<E: Env> Inspector<E> {
                 None => return Ok(all),
                 // A store that hands back the token it was given would page forever.
                 Some(next) if token.as_deref() == Some(next.as_str()) => {
-                    let detail = msg!("the store answered continuation token ", next, " with itself");
+                    let detail = format!("the store answered continuation token {next} with itself");
                     return Err(Error::transport(dir.to_owned(), detail));
                 }
                 Some(next) => token = Some(next),
@@ -242,7 +241,7 @@ impl<E: Env> Inspector<E> {
 
     /// A lease record read from `key`, unless it names no node id (`NODE_IDS`): `corrupt-record`.
     fn named(&self, key: &str, record: NodeLeaseRecord) -> Result<NodeLeaseRecord> {
-        check_node(NODE_IDS, &record.node).map_err(|e| corrupt(key, msg!("its node is not a node id: ", e)))?;
+        check_node(NODE_IDS, &record.node).map_err(|e| corrupt(key, format!("its node is not a node id: {e}")))?;
         Ok(record)
     }
 
@@ -278,7 +277,7 @@ impl<E: Env> Inspector<E> {
 
     /// Every node lease under `<prefix>nodes/`, in key order. A lease deleted while listing is left out.
     pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
-        let dir = msg!(self.prefix, "nodes/");
+        let dir = format!("{}nodes/", self.prefix);
         let leases: Vec<Listed> = self.list(&dir, None).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
         let keys: Vec<String> = leases.iter().map(|l| l.key.clone()).collect();
         let now = self.store.env.wall_ms();
@@ -296,7 +295,7 @@ impl<E: Env> Inspector<E> {
     /// Every owner record under `<prefix>cells/`, in key order, each with its owner's lease (read once
     /// per owner). A record deleted while listing is left out.
     pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
-        let dir = msg!(self.prefix, "cells/");
+        let dir = format!("{}cells/", self.prefix);
         // The application's data (`cells/<cell>/data/…`, any number of keys) comes back as one common
         // prefix per cell: the listing stays as long as the cells are many, whatever the data.
         let records: Vec<Listed> =
@@ -307,7 +306,7 @@ impl<E: Env> Inspector<E> {
             let Some(record) = read else { continue };
             let record = record.and_then(|r: OwnerRecord| {
                 if !r.is_released() {
-                    check_node(NODE_IDS, &r.node).map_err(|e| corrupt(&l.key, msg!("its node is not a node id: ", e)))?;
+                    check_node(NODE_IDS, &r.node).map_err(|e| corrupt(&l.key, format!("its node is not a node id: {e}")))?;
                 }
                 Ok(r)
             });
@@ -323,7 +322,7 @@ impl<E: Env> Inspector<E> {
         // The owners' leases, each read once: the nodes/ listing gives their LastModified; an owner whose
         // lease is not listed is read anyway (it may have been written since), and is `missing` only if
         // absent. Plain vectors and linear finds: owners are few.
-        let node_dir = msg!(self.prefix, "nodes/");
+        let node_dir = format!("{}nodes/", self.prefix);
         let listed_leases = self.list(&node_dir, None).await?;
         let mut owners: Vec<&str> = Vec::new();
         for cell in &cells {
@@ -333,7 +332,7 @@ impl<E: Env> Inspector<E> {
                 }
             }
         }
-        let keys: Vec<String> = owners.iter().map(|node| msg!(node_dir, *node, ".json")).collect();
+        let keys: Vec<String> = owners.iter().map(|node| format!("{node_dir}{}.json", *node)).collect();
         let now = self.store.env.wall_ms();
         let mut leases = Vec::with_capacity(keys.len());
         for ((node, key), read) in owners.iter().zip(&keys).zip(self.read_all(&keys, decode_lease).await?) {

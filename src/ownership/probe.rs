@@ -15,12 +15,11 @@
 //! docs/conformance.md).
 //!
 //! It is a pure machine: [`Probe::step`] takes the answers to the requests it last asked for and says
-//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the driver
+//! what to send next, or the verdict. It must never do I/O, read a clock or draw randomness: the node
 //! sends the requests and the nonce comes in as data.
 
-use crate::prelude::*;
 
-use crate::error::{msg, Error, Failure, Refusal, Result};
+use crate::error::{Error, Failure, Refusal, Result};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 
@@ -85,7 +84,7 @@ pub enum Answer {
     Read(Result<Option<String>>),
 }
 
-/// What the driver must do next.
+/// What the node must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// Send these concurrently, then hand [`Probe::step`] their answers in the same order.
@@ -191,8 +190,8 @@ impl Probe {
             Err(Stop::Refused(e)) => Next::Failed(e),
             Err(Stop::Violation(e)) => self.cleanup(Err(e)),
             Err(Stop::Ambiguous(detail)) => {
-                let detail = msg!("probe inconclusive (it is tried again on the next write): ", detail);
-                self.cleanup(Err(Error::transport(msg!(self.prefix, "probe/"), detail)))
+                let detail = format!("probe inconclusive (it is tried again on the next write): {detail}");
+                self.cleanup(Err(Error::transport(format!("{}probe/", self.prefix), detail)))
             }
         }
     }
@@ -203,15 +202,15 @@ impl Probe {
     }
 
     fn key(&self, suffix: &str) -> String {
-        msg!(self.prefix, "probe/cas-", self.nonce, suffix)
+        format!("{}probe/cas-{}{suffix}", self.prefix, self.nonce)
     }
 
     fn race_key(&self, k: usize) -> String {
-        self.key(&msg!("-r", k))
+        self.key(&format!("-r{k}"))
     }
 
     fn body(&self, tag: &str, pad: usize) -> Vec<u8> {
-        let mut body = msg!("{\"probe\":\"", tag, "\",\"nonce\":\"", self.nonce, "\"");
+        let mut body = format!("{{\"probe\":\"{tag}\",\"nonce\":\"{}\"", self.nonce);
         if pad > 0 {
             body.push_str(",\"pad\":\"");
             body.extend(core::iter::repeat_n('.', pad));
@@ -236,7 +235,7 @@ impl Probe {
                 (Round::Updates, _) => continue,
             };
             for i in 0..self.layout.writers {
-                let body = self.body(&msg!(tag, "-", k, "-", i), self.layout.pad);
+                let body = self.body(&format!("{tag}-{k}-{i}"), self.layout.pad);
                 batch.push(Request::Put { key: self.race_key(k), guard: guard.clone(), body });
             }
         }
@@ -299,7 +298,7 @@ impl Probe {
                 }
                 match never {
                     Some(Answer::Read(Ok(None))) => {}
-                    Some(Answer::Read(Err(e))) => return Err(Stop::Ambiguous(msg!("read of a key never written: ", e))),
+                    Some(Answer::Read(Err(e))) => return Err(Stop::Ambiguous(format!("read of a key never written: {e}"))),
                     _ => return Err(Stop::Ambiguous("read of a key never written: no answer".into())),
                 }
                 let mut batch = vec![self.put("-a", CasGuard::Absent, "again")];
@@ -321,10 +320,7 @@ impl Probe {
                     }
                 }
                 if self.decided < self.layout.decided_needed() {
-                    return Err(Stop::Ambiguous(msg!(
-                        "only ", self.decided, " of ", 2 * self.layout.keys,
-                        " races were decided (409s or answers lost); the rest proves nothing"
-                    )));
+                    return Err(Stop::Ambiguous(format!("only {} of {} races were decided (409s or answers lost); the rest proves nothing", self.decided, 2 * self.layout.keys)));
                 }
                 self.phase = Phase::UpdateCurrent;
                 Next::Send(vec![self.put("-a", CasGuard::Match(self.first.clone()), "update")])
@@ -353,7 +349,7 @@ impl Probe {
                     (200..=299, _) => {}
                     (_, PutAnswer::Refused(e)) => return Err(Stop::Refused(e)),
                     (status, other) => {
-                        return Err(Stop::Ambiguous(msg!("delete of a raced key: ", status, " ", describe(&other))))
+                        return Err(Stop::Ambiguous(format!("delete of a raced key: {status} {}", describe(&other))))
                     }
                 }
                 self.phase = Phase::AfterDelete;
@@ -413,7 +409,7 @@ impl Probe {
         if winners.len() > 1 {
             return Err(violation(
                 step,
-                msg!(winners.len(), " of ", writers, " concurrent conditional writes to one key applied; at most 1 may"),
+                format!("{} of {writers} concurrent conditional writes to one key applied; at most 1 may", winners.len()),
             ));
         }
         if unknown.is_some() || (winners.is_empty() && conflicts > 0) {
@@ -421,7 +417,7 @@ impl Probe {
         }
         let Some(etag) = winners.pop() else {
             let what = if step == "concurrent-create" { "the key was absent" } else { "the ETag was current" };
-            return Err(violation(step, msg!("none of ", writers, " concurrent conditional writes applied, yet ", what)));
+            return Err(violation(step, format!("none of {writers} concurrent conditional writes applied, yet {what}")));
         };
         self.decided += 1;
         Ok(Some(etag))
@@ -440,12 +436,12 @@ fn not_s3(key: &str) -> Error {
 
 fn describe(a: &PutAnswer) -> String {
     match a {
-        PutAnswer::Applied { etag } => msg!("applied (ETag ", etag, ")"),
+        PutAnswer::Applied { etag } => format!("applied (ETag {etag})"),
         PutAnswer::Rejected => "rejected".into(),
-        PutAnswer::Conflict { code } => msg!("409 ", code),
-        PutAnswer::Throttled(fault) => msg!("turned away (", fault.detail, ")"),
-        PutAnswer::Ambiguous(fault) => msg!("ambiguous (", fault.detail, ")"),
-        PutAnswer::Refused(e) => msg!("refused (", e, ")"),
+        PutAnswer::Conflict { code } => format!("409 {code}"),
+        PutAnswer::Throttled(fault) => format!("turned away ({})", fault.detail),
+        PutAnswer::Ambiguous(fault) => format!("ambiguous ({})", fault.detail),
+        PutAnswer::Refused(e) => format!("refused ({e})"),
     }
 }
 
@@ -476,13 +472,13 @@ fn rejected(step: &str, answer: PutAnswer) -> core::result::Result<(), Stop> {
 /// Not the answer wanted: ambiguity and 409 are inconclusive, a refusal is final, anything else a lie.
 fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
     match answer {
-        PutAnswer::Ambiguous(fault) => Stop::Ambiguous(msg!(step, ": ", fault.detail)),
+        PutAnswer::Ambiguous(fault) => Stop::Ambiguous(format!("{step}: {}", fault.detail)),
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
-        PutAnswer::Conflict { code } => Stop::Ambiguous(msg!(step, ": 409 ", code)),
+        PutAnswer::Conflict { code } => Stop::Ambiguous(format!("{step}: 409 {code}")),
         // So is 429, a rate limit (R2: one write per second per key), never a verdict on conditions.
-        PutAnswer::Throttled(fault) => Stop::Ambiguous(msg!(step, ": ", fault.detail, " (throttled)")),
+        PutAnswer::Throttled(fault) => Stop::Ambiguous(format!("{step}: {} (throttled)", fault.detail)),
         PutAnswer::Refused(e) => Stop::Refused(e),
-        other => violation(step, msg!(lead, describe(&other))),
+        other => violation(step, format!("{lead}{}", describe(&other))),
     }
 }
 

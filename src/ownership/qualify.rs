@@ -10,17 +10,16 @@
 //! again). A recorded refusal outranks a pass: one instance's lucky pass of a racy store must not
 //! overwrite another's proof that it races.
 
-use crate::prelude::*;
-use alloc::borrow::Cow;
+use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
-use alloc::rc::Rc;
 use core::cell::RefCell;
 use core::future::Future;
 
 use crate::env::Env;
-use crate::error::{msg, Error, Failure, Result};
+use crate::error::{Error, Failure, Result};
 use crate::ownership::cas::{Budget, Store};
-use crate::ownership::join::{join_all, Flight, Lead};
+use crate::ownership::flight::{Joined, Share, Single};
+use crate::ownership::join::join_all;
 use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
 use crate::ownership::records::{corrupt, decode_object, CasGuard};
 use crate::s3::PutAnswer;
@@ -65,7 +64,7 @@ pub struct QualifiedRecord {
 }
 
 pub fn record_key(prefix: &str) -> String {
-    msg!(prefix, "probe/qualified.json")
+    format!("{prefix}probe/qualified.json")
 }
 
 /// The record's shape on the wire: the fields of both verdicts, each present only with its verdict.
@@ -132,9 +131,9 @@ pub fn encode_record(verdict: &Verdict, at_ms: u64, here: &Here<'_>, races: u64)
 /// `corrupt-record` (and so not trusted).
 pub fn decode_record(key: &str, body: &[u8], etag: &str) -> Result<QualifiedRecord> {
     let wire: Wire<'_> = decode_object(key, body)?;
-    let missing = |name: &str| corrupt(key, msg!("missing field ", name));
+    let missing = |name: &str| corrupt(key, format!("missing field {name}"));
     if wire.format != FORMAT {
-        return Err(corrupt(key, msg!("format is not ", FORMAT)));
+        return Err(corrupt(key, format!("format is not {FORMAT}")));
     }
     let verdict = match &*wire.verdict {
         "qualified" => Verdict::Qualified(ProbeReport {
@@ -146,7 +145,7 @@ pub fn decode_record(key: &str, body: &[u8], etag: &str) -> Result<QualifiedReco
             step: wire.step.ok_or_else(|| missing("step"))?.into_owned(),
             detail: wire.detail.ok_or_else(|| missing("detail"))?.into_owned(),
         },
-        other => return Err(corrupt(key, msg!("unknown verdict ", other))),
+        other => return Err(corrupt(key, format!("unknown verdict {other}"))),
     };
     Ok(QualifiedRecord {
         verdict,
@@ -262,7 +261,7 @@ fn kept(verdict: Verdict, until_ms: u64, key: &str) -> Outcome {
     match verdict {
         Verdict::Qualified(report) => Outcome::Qualified { report, until_ms },
         Verdict::Refused { step, detail } => {
-            let detail = msg!(detail, " (recorded in ", key, "; probe() qualifies the store again)");
+            let detail = format!("{detail} (recorded in {key}; probe() qualifies the store again)");
             Outcome::Refused { error: violation(&step, &detail), until_ms }
         }
     }
@@ -335,7 +334,7 @@ pub async fn run_probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -
 pub struct Qualification {
     /// The kept verdict and the wall time it expires at.
     kept: RefCell<Option<(Result<ProbeReport>, u64)>>,
-    running: RefCell<Option<Rc<Flight<Outcome>>>>,
+    running: Single<Outcome>,
 }
 
 impl Qualification {
@@ -353,25 +352,19 @@ impl Qualification {
     /// refusal they look again at what is kept), else this caller's own `run`. With `fresh` (an explicit
     /// `probe()`) nothing kept is enough: the caller runs its own, after any in flight.
     pub async fn share<F: Future<Output = Outcome>>(&self, now: impl Fn() -> u64, fresh: bool, run: impl FnOnce() -> F) -> Result<ProbeReport> {
-        loop {
-            let running = self.running.borrow().clone();
-            if let Some(flight) = running {
-                // `None`: its leader was cancelled; look again (and maybe lead).
-                match flight.wait().await {
-                    Some(Outcome::Failed(e)) if !fresh => return Err(e),
-                    _ => continue,
-                }
-            }
-            if let Some((verdict, until_ms)) = self.kept.borrow().as_ref().filter(|_| !fresh) {
-                if now() < *until_ms {
-                    return verdict.clone();
-                }
-            }
-            let flight = Flight::new();
-            *self.running.borrow_mut() = Some(flight.clone());
+        let joined = |_: &(), joined: Joined<Outcome>| match joined {
+            Joined::Done(Outcome::Failed(e)) if !fresh => Some(Err(e)),
+            // A pass or a refusal is kept: look at it again. `Abandoned`: its leader was cancelled.
+            Joined::Done(_) | Joined::Abandoned | Joined::Impatient => None,
+        };
+        let ready = || {
+            let kept = self.kept.borrow();
+            let (verdict, until_ms) = kept.as_ref().filter(|_| !fresh)?;
+            (now() < *until_ms).then(|| verdict.clone())
+        };
+        let lead = || async {
             // What was kept goes now, so that a cancelled lead leaves nothing kept.
             self.kept.borrow_mut().take();
-            let lead = Lead::new(flight, || *self.running.borrow_mut() = None);
             let outcome = run().await;
             let (kept, answer) = match &outcome {
                 Outcome::Qualified { report, until_ms } => (Some((Ok(report.clone()), *until_ms)), Ok(report.clone())),
@@ -379,9 +372,9 @@ impl Qualification {
                 Outcome::Failed(error) => (None, Err(error.clone())),
             };
             *self.kept.borrow_mut() = kept;
-            lead.finish(outcome);
-            return answer;
-        }
+            (outcome, answer)
+        };
+        self.running.share((), Share { joined, ready, patience: core::future::pending }, lead).await
     }
 }
 

@@ -3,12 +3,11 @@
 //! naming the key, never "absent", never a panic), the guard/outcome vocabulary of conditional writes, and
 //! the one fact of celld's folded node log that ownership depends on (`awaits_recovery`).
 
-use crate::prelude::*;
-use alloc::string::ToString;
+use std::string::ToString;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{msg, Error, Failure, Result};
+use crate::error::{Error, Failure, Result};
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
@@ -81,14 +80,9 @@ pub fn awaits_recovery(lease: &NodeLeaseRecord) -> bool {
     lease.log.as_ref().is_some_and(|log| log.state != "sealed")
 }
 
-/// The precondition of a conditional PUT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CasGuard {
-    /// `If-None-Match: *`: create only.
-    Absent,
-    /// `If-Match: <etag>`: replace only this version.
-    Match(String),
-}
+/// A write's precondition is a store condition (`crate::s3::CasGuard`); named here too, where the
+/// records' writes use it.
+pub use crate::s3::CasGuard;
 
 /// How a conditional write ended, once settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +165,7 @@ pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec
 pub fn decode_owner(key: &str, body: &[u8], etag: &str) -> Result<OwnerRecord> {
     let rec: OwnerIn = decode_object(key, body)?;
     if rec.epoch > MAX_EPOCH {
-        return Err(corrupt(key, msg!("epoch ", rec.epoch, " exceeds 2^53 - 1")));
+        return Err(corrupt(key, format!("epoch {} exceeds 2^53 - 1", rec.epoch)));
     }
     Ok(OwnerRecord { node: rec.node, epoch: rec.epoch, etag: etag.to_owned(), nonce: rec.nonce })
 }

@@ -4,9 +4,8 @@
 //! sends XML or nothing) is a `request` refusal saying "not an S3 API": a wrong endpoint must never read
 //! as a store that breaks conditional writes, nor as a write that may have landed.
 
-use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::{msg, Error, Fault, Refusal};
+use crate::error::{Error, Fault, Refusal};
 use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
@@ -45,8 +44,8 @@ pub fn parse_error(body: &[u8]) -> (String, String) {
 
 /// The text of the first `<name>…</name>`, entity-decoded and bounded in length (it ends up in messages).
 fn xml_element(text: &str, name: &str) -> String {
-    let Some((_, after)) = split_once_str(text, &msg!("<", name, ">")) else { return String::new() };
-    let Some((mut raw, _)) = split_once_str(after, &msg!("</", name, ">")) else { return String::new() };
+    let Some((_, after)) = split_once_str(text, &format!("<{name}>")) else { return String::new() };
+    let Some((mut raw, _)) = split_once_str(after, &format!("</{name}>")) else { return String::new() };
     // The five XML entities, decoded in one pass (what `&amp;lt;` means: `&lt;`).
     let mut decoded = String::with_capacity(raw.len());
     while let Some((before, rest)) = raw.split_once('&') {
@@ -110,7 +109,7 @@ fn html(body: &[u8]) -> bool {
 
 /// The `request` refusal of an answer that did not come from an S3 API.
 fn not_s3(key: &str, status: u16, what: &str) -> Error {
-    let message = msg!("not an S3 API: it answered ", status, " with ", what, " (check the endpoint)");
+    let message = format!("not an S3 API: it answered {status} with {what} (check the endpoint)");
     Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message, source: None }))
 }
 
@@ -126,21 +125,21 @@ fn refusal(key: &str, status: u16, body: &[u8]) -> Error {
 /// The `request` refusal of a store that answers 501 to a conditional write, saying why it cannot be used.
 fn no_conditional_writes(key: &str, body: &[u8]) -> Error {
     let (code, store_message) = parse_error(body);
-    let message = msg!("the store does not implement conditional writes (If-None-Match / If-Match), which ownership needs: ", store_message);
+    let message = format!("the store does not implement conditional writes (If-None-Match / If-Match), which ownership needs: {store_message}");
     Error::Request(Box::new(Refusal { key: key.to_owned(), status: 501, code, message, source: None }))
 }
 
 /// A 5xx's or 429's fault: its status and the store's code.
 fn answered(status: u16, body: &[u8]) -> Fault {
     let (code, _) = parse_error(body);
-    let detail = if code.is_empty() { msg!("status ", status) } else { msg!(status, " ", code) };
+    let detail = if code.is_empty() { format!("status {status}") } else { format!("{status} {code}") };
     Fault { detail, status, code, source: None }
 }
 
 fn transport_fault(e: TransportError) -> Fault {
     match e {
         TransportError::TimedOut => Fault::new("timed out (aborted)"),
-        TransportError::Network(n) => Fault { detail: msg!("network error: ", n.detail), source: n.source, ..Fault::default() },
+        TransportError::Network(n) => Fault { detail: format!("network error: {}", n.detail), source: n.source, ..Fault::default() },
         TransportError::Unreadable { status, detail } => Fault { detail, status, ..Fault::default() },
     }
 }
@@ -156,7 +155,7 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         status @ 200..=299 => match (foreign(&resp.body), resp.etag) {
             (Some(what), _) => PutAnswer::Refused(not_s3(key, status, what)),
             (None, Some(etag)) if !etag.is_empty() => PutAnswer::Applied { etag },
-            _ => PutAnswer::Ambiguous(Fault { detail: msg!(status, " without an ETag"), status, ..Fault::default() }),
+            _ => PutAnswer::Ambiguous(Fault { detail: format!("{status} without an ETag"), status, ..Fault::default() }),
         },
         304 | 412 => PutAnswer::Rejected,
         404 if parse_error(&resp.body).0 == "NoSuchKey" => PutAnswer::Rejected,

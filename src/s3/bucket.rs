@@ -2,10 +2,9 @@
 //! ListObjectsV2 GET of one page of keys, path-style or virtual-hosted. Builds and signs; never sends
 //! (that is the `Env`'s job).
 
-use crate::prelude::*;
 use crate::env::HttpRequest;
-use crate::error::{msg, Error, Result};
-use crate::ownership::CasGuard;
+use crate::error::{Error, Result};
+use crate::s3::CasGuard;
 use crate::sigv4::{shown_url, split_once_str, AmzDate, Credentials, Payload, SignInput, Signer};
 
 /// Where the bucket lives and how to sign for it.
@@ -32,7 +31,7 @@ pub struct Bucket {
 /// Tigris's endpoints (`t3.storage.dev`, formerly `fly.storage.tigris.dev`), bucket subdomains included.
 fn is_tigris(host: &str) -> bool {
     let name = host.rsplit_once(':').map_or(host, |(name, _)| name).to_ascii_lowercase();
-    ["storage.dev", "tigris.dev"].iter().any(|domain| name == *domain || name.ends_with(&msg!(".", domain)))
+    ["storage.dev", "tigris.dev"].iter().any(|domain| name == *domain || name.ends_with(&format!(".{domain}")))
 }
 
 /// Bucket names as S3 allows them (3..=63 of `a-z 0-9 . -`); MinIO/R2 accept the same set.
@@ -46,6 +45,9 @@ fn check_bucket(bucket: &str) -> Result<()> {
     }
 }
 
+/// The keys a bucket signs with: static ones, or none until a credentials provider's arrive.
+type Keys<'a> = Option<(&'a str, &'a str, Option<&'a str>)>;
+
 impl Bucket {
     pub fn new(
         endpoint: &str,
@@ -56,11 +58,22 @@ impl Bucket {
         secret_access_key: &str,
         session_token: Option<&str>,
     ) -> Result<Self> {
+        Bucket::with_keys(endpoint, bucket, region, path_style, Some((access_key_id, secret_access_key, session_token)))
+    }
+
+    /// A bucket without keys yet: a credentials provider's (`set_credentials`) must arrive before anything
+    /// is signed (`ownership::credentials::Rotation` sees to it).
+    pub fn awaiting_credentials(endpoint: &str, bucket: &str, region: &str, path_style: bool) -> Result<Self> {
+        Bucket::with_keys(endpoint, bucket, region, path_style, None)
+    }
+
+    fn with_keys(endpoint: &str, bucket: &str, region: &str, path_style: bool, keys: Keys<'_>) -> Result<Self> {
         check_bucket(bucket)?;
         if region.is_empty() || !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             return Err(Error::invalid_value("region ", region, " is not a region name"));
         }
-        if access_key_id.is_empty() || secret_access_key.is_empty() {
+        let (access_key_id, secret_access_key, session_token) = keys.unwrap_or_default();
+        if keys.is_some() && (access_key_id.is_empty() || secret_access_key.is_empty()) {
             return Err(Error::invalid("accessKeyId and secretAccessKey must be non-empty"));
         }
         // Messages show the endpoint without userinfo or query (a password, a token), whichever check fails.
@@ -85,18 +98,12 @@ impl Bucket {
         let named_in_path = base.rsplit('/').next() == Some(bucket);
         let named_in_host = host.split('.').next() == Some(bucket) && host.len() > bucket.len();
         if named_in_path || (named_in_host && !path_style) {
-            return Err(Error::invalid(msg!(
-                "endpoint ",
-                endpoint,
-                " already names bucket ",
-                bucket,
-                ": give the store's endpoint without the bucket, and the bucket as `bucket`"
-            )));
+            return Err(Error::invalid(format!("endpoint {endpoint} already names bucket {bucket}: give the store's endpoint without the bucket, and the bucket as `bucket`")));
         }
         let (origin, key_base, list_path) = if path_style {
-            (msg!(scheme, "://", host), msg!(base, "/", bucket, "/"), msg!(base, "/", bucket))
+            (format!("{scheme}://{host}"), format!("{base}/{bucket}/"), format!("{base}/{bucket}"))
         } else {
-            (msg!(scheme, "://", bucket, ".", host), msg!(base, "/"), msg!(base, "/"))
+            (format!("{scheme}://{bucket}.{host}"), format!("{base}/"), format!("{base}/"))
         };
         Ok(Bucket {
             origin,
@@ -187,7 +194,7 @@ impl Bucket {
     /// rolled up into one common prefix each, when given.
     pub fn list(&mut self, prefix: &str, delimiter: Option<&str>, continuation_token: Option<&str>, max_keys: Option<u32>, now_ms: u64) -> Result<HttpRequest> {
         use crate::sigv4::encode::push_encoded;
-        let mut url = msg!(self.origin, self.list_path, "?list-type=2&encoding-type=url&prefix=");
+        let mut url = format!("{}{}?list-type=2&encoding-type=url&prefix=", self.origin, self.list_path);
         push_encoded(&mut url, prefix.as_bytes(), false);
         if let Some(delimiter) = delimiter {
             url.push_str("&delimiter=");
@@ -198,7 +205,7 @@ impl Bucket {
             push_encoded(&mut url, token.as_bytes(), false);
         }
         if let Some(n) = max_keys {
-            url.push_str(&msg!("&max-keys=", n));
+            url.push_str(&format!("&max-keys={n}"));
         }
         self.sign("GET", url, Vec::new(), Vec::new(), now_ms)
     }

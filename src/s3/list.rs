@@ -8,9 +8,8 @@
 //! decoded when the answer says `<EncodingType>url</EncodingType>`, as botocore decodes them (`+` is a
 //! space), and taken as they are from a store that ignored the request.
 
-use crate::prelude::*;
 use crate::env::{HttpResponse, TransportError};
-use crate::error::{msg, Error, Fault, Refusal};
+use crate::error::{Error, Fault, Refusal};
 use crate::s3::answer::{classify_get, foreign, parse_error, GetAnswer};
 use crate::s3::xml::{tokens, Token};
 
@@ -41,7 +40,7 @@ pub enum ListAnswer {
 
 /// `request` about the listing of `prefix`: the store answered, but not as S3 does.
 fn not_s3(prefix: &str, status: u16, why: String) -> Error {
-    let key = msg!("list ", prefix, "*");
+    let key = format!("list {prefix}*");
     Error::Request(Box::new(Refusal { key, status, code: String::new(), message: why, source: None }))
 }
 
@@ -54,9 +53,9 @@ pub fn classify_list(prefix: &str, answer: Result<HttpResponse, TransportError>)
     match answer {
         Ok(resp) if resp.status == 200 => match parse_page(&resp.body) {
             Ok(page) => ListAnswer::Page(page),
-            Err(Parsed::NotS3(why)) => ListAnswer::Refused(not_s3(prefix, 200, msg!("not an S3 API: ", why))),
+            Err(Parsed::NotS3(why)) => ListAnswer::Refused(not_s3(prefix, 200, format!("not an S3 API: {why}"))),
             Err(Parsed::Malformed(why)) => {
-                ListAnswer::Refused(not_s3(prefix, 200, msg!("malformed ListObjectsV2 answer: ", why)))
+                ListAnswer::Refused(not_s3(prefix, 200, format!("malformed ListObjectsV2 answer: {why}")))
             }
             Err(Parsed::StoreError) => ListAnswer::Refused(store_refusal(prefix, 200, &resp.body)),
         },
@@ -76,7 +75,7 @@ pub fn classify_list(prefix: &str, answer: Result<HttpResponse, TransportError>)
 /// sent): the store's own code and message.
 fn store_refusal(prefix: &str, status: u16, body: &[u8]) -> Error {
     let (code, message) = parse_error(body);
-    let key = msg!("list ", prefix, "*");
+    let key = format!("list {prefix}*");
     Error::Request(Box::new(Refusal { key, status, code, message, source: None }))
 }
 
@@ -92,7 +91,7 @@ enum Parsed {
 /// Reads a `ListBucketResult` (ListObjectsV2), namespaced or not, compact or pretty-printed.
 fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
     if let Some(what) = foreign(body) {
-        return Err(Parsed::NotS3(msg!(what, " where ListObjectsV2 XML was expected")));
+        return Err(Parsed::NotS3(format!("{what} where ListObjectsV2 XML was expected")));
     }
     let start = body.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(body.len());
     let head = body.get(start..).unwrap_or_default();
@@ -104,7 +103,7 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
     match tokens.first() {
         Some(Token::Start("ListBucketResult")) => {}
         Some(Token::Start("Error")) => return Err(Parsed::StoreError),
-        Some(Token::Start(root)) => return Err(Parsed::NotS3(msg!("XML whose root is <", *root, ">, not <ListBucketResult>"))),
+        Some(Token::Start(root)) => return Err(Parsed::NotS3(format!("XML whose root is <{}>, not <ListBucketResult>", *root))),
         _ => return Err(Parsed::Malformed("no root element".to_owned())),
     }
     let malformed = |why: String| Parsed::Malformed(why);
@@ -132,7 +131,7 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
                         let flag = match value.trim() {
                             "true" => true,
                             "false" => false,
-                            other => return Err(malformed(msg!("IsTruncated is \"", other, "\", not true/false"))),
+                            other => return Err(malformed(format!("IsTruncated is \"{other}\", not true/false"))),
                         };
                         set_once(&mut truncated, flag, "IsTruncated given twice")?;
                     }
@@ -161,7 +160,7 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
     }
     if encoding == Some(true) {
         for object in &mut objects {
-            object.key = url_decoded(&object.key).ok_or_else(|| malformed(msg!("key ", crate::error::Quoted(&object.key), " is not URL-encoded UTF-8")))?;
+            object.key = url_decoded(&object.key).ok_or_else(|| malformed(format!("key {} is not URL-encoded UTF-8", crate::error::Quoted(&object.key))))?;
         }
     }
     let next = match (truncated, next) {

@@ -233,7 +233,7 @@ fn push_text(out: &mut String, text: &str) {
 mod tests {
     use super::*;
     use crate::env::TransportError;
-    use crate::ownership::CasGuard;
+    use crate::s3::CasGuard;
     use crate::s3::list::{classify_list, ListAnswer, ListPage, Listed};
     use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
 

@@ -8,8 +8,6 @@
 //! per-call-site copies cost KBs of wasm. (`answer::parse_error` stays deliberately lenient: an error
 //! body of any shape must still yield a code.)
 
-use crate::prelude::*;
-use crate::error::msg;
 
 /// What went wrong, for the `detail` of the error the caller builds.
 pub type Detail = String;
@@ -29,7 +27,7 @@ pub enum Token<'a> {
 
 #[inline(never)]
 fn at(what: &str, pos: usize) -> Detail {
-    msg!(what, " at byte ", pos)
+    format!("{what} at byte {pos}")
 }
 
 /// Where `needle` next starts in `s` at or after `from`.
@@ -66,7 +64,7 @@ pub fn tokens(body: &[u8]) -> Result<Vec<Token<'_>>, Detail> {
                     return Err(at("text outside the root element", i));
                 }
             } else {
-                out.push(Token::Text(unescape(raw).map_err(|d| msg!(d, " in text at byte ", i))?));
+                out.push(Token::Text(unescape(raw).map_err(|d| format!("{d} in text at byte {i}"))?));
             }
             i = end;
             continue;
@@ -100,8 +98,8 @@ pub fn tokens(body: &[u8]) -> Result<Vec<Token<'_>>, Detail> {
             let name = local(tag.get(..name_end).unwrap_or_default());
             match open.pop() {
                 Some(expected) if expected == name => out.push(Token::End(name)),
-                Some(expected) => return Err(msg!("</", name, "> closes <", expected, "> at byte ", pos)),
-                None => return Err(msg!("</", name, "> without a start tag at byte ", pos)),
+                Some(expected) => return Err(format!("</{name}> closes <{expected}> at byte {pos}")),
+                None => return Err(format!("</{name}> without a start tag at byte {pos}")),
             }
             continue;
         }
@@ -115,7 +113,7 @@ pub fn tokens(body: &[u8]) -> Result<Vec<Token<'_>>, Detail> {
             return Err(at("a second root element", pos));
         }
         if open.len() == MAX_DEPTH {
-            return Err(msg!("nesting deeper than ", MAX_DEPTH, " at byte ", pos));
+            return Err(format!("nesting deeper than {MAX_DEPTH} at byte {pos}"));
         }
         seen_root = true;
         out.push(Token::Start(name));
@@ -126,7 +124,7 @@ pub fn tokens(body: &[u8]) -> Result<Vec<Token<'_>>, Detail> {
         }
     }
     match open.last() {
-        Some(name) => Err(msg!("<", *name, "> is never closed")),
+        Some(name) => Err(format!("<{}> is never closed", *name)),
         None if !seen_root => Err("no root element".to_owned()),
         None => Ok(out),
     }
@@ -210,7 +208,7 @@ pub fn unescape(raw: &[u8]) -> Result<String, Detail> {
                     Some(hex) => number(hex, 16, 6),
                     None => entity.strip_prefix('#').and_then(|dec| number(dec, 10, 7)),
                 };
-                code.filter(|&c| c != 0).and_then(char::from_u32).ok_or_else(|| msg!("unknown entity &", entity, ";"))?
+                code.filter(|&c| c != 0).and_then(char::from_u32).ok_or_else(|| format!("unknown entity &{entity};"))?
             }
         };
         out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());

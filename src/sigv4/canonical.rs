@@ -3,7 +3,6 @@
 //! other modules already canonicalized, written into buffers the `Signer` reuses. Must never hash or sign
 //! anything but the exact text it assembled (that text is what `Signer::canonical_request` shows).
 
-use crate::prelude::*;
 use hmac::Mac;
 use sha2::{Digest, Sha256};
 

@@ -2,7 +2,6 @@
 //! with upper-case hex. Works on bytes, so any input (even invalid UTF-8 after decoding) is safe.
 //! Must never decode `+` as a space: `+` is a literal byte in paths and queries alike (RFC 3986).
 
-use crate::prelude::*;
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";

@@ -3,9 +3,8 @@
 //! runtimes add or rewrite are passed through unsigned, and names the signer owns are refused.
 //! Must never sign a value other than the one it returns for sending.
 
-use crate::prelude::*;
 use super::all_bytes;
-use crate::error::{msg, Error, Quoted, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
 fn is_unsigned(lower: &str) -> bool {
@@ -69,7 +68,7 @@ fn push_trimmed(out: &mut String, value: &str) {
 /// Appends the lower-cased name of a valid header to `out`, or says why it is not one.
 pub(crate) fn push_checked_name(out: &mut String, name: &str) -> Result<()> {
     if name.is_empty() || !all_bytes(name, is_token_byte) {
-        return Err(Error::invalid(msg!("header name ", Quoted(name), " is not a valid HTTP token")));
+        return Err(Error::invalid(format!("header name {} is not a valid HTTP token", Quoted(name))));
     }
     out.push_str(name);
     out.make_ascii_lowercase();
@@ -83,7 +82,7 @@ pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
     {
         Ok(())
     } else {
-        Err(Error::invalid(msg!("header ", Quoted(name), " has a value with a control or non-ASCII character")))
+        Err(Error::invalid(format!("header {} has a value with a control or non-ASCII character", Quoted(name))))
     }
 }
 
@@ -118,9 +117,7 @@ impl Headers {
             check_value(name, value)?;
             let lower = pair.0.as_str();
             if is_reserved(lower) {
-                return Err(Error::invalid(msg!(
-                    "header ", Quoted(name), " is set by the signer; pass it through the URL, datetime or credentials"
-                )));
+                return Err(Error::invalid(format!("header {} is set by the signer; pass it through the URL, datetime or credentials", Quoted(name))));
             }
             if is_unsigned(lower) {
                 pair.1.push_str(value);

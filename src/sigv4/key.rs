@@ -4,7 +4,6 @@
 //! and the credential scope string, so it is not rebuilt per request.
 //! Must never put the secret or a key into an error message.
 
-use crate::prelude::*;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 

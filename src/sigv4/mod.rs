@@ -9,7 +9,6 @@
 //! always sent as `x-amz-content-sha256`); any other service follows the generic rules of AWS's published
 //! test suite (path normalized, then encoded once more). Bad input is `invalid-input`, never a panic.
 
-use crate::prelude::*;
 mod canonical;
 mod check;
 mod date;

@@ -6,7 +6,6 @@
 //!
 //! Must never normalize an S3 path, and never decode a generic one.
 
-use crate::prelude::*;
 use super::all_bytes;
 use super::encode::{is_unreserved, push_encoded, push_reencoded};
 

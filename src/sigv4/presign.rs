@@ -3,13 +3,12 @@
 //! appended as `X-Amz-Signature`. Must never accept a URL that already carries auth parameters: two
 //! copies would make the server pick one we did not sign.
 
-use crate::prelude::*;
 use super::canonical::{self, Parts, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use super::query::{self, Param};
 use super::{
     check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
 };
-use crate::error::{msg, Error, Quoted, Result};
+use crate::error::{Error, Quoted, Result};
 
 /// Longest validity S3 accepts: seven days.
 pub const MAX_EXPIRES_SECS: u64 = 604_800;
@@ -46,9 +45,7 @@ impl Signer {
         self.string_to_sign.clear();
         let method = check_common(input.method, input.region, input.service, input.credentials)?;
         if !(1..=MAX_EXPIRES_SECS).contains(&input.expires_in) {
-            return Err(Error::invalid(msg!(
-                "expires_in ", input.expires_in, " is outside 1..=", MAX_EXPIRES_SECS, " seconds"
-            )));
+            return Err(Error::invalid(format!("expires_in {} is outside 1..={MAX_EXPIRES_SECS} seconds", input.expires_in)));
         }
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
@@ -57,7 +54,7 @@ impl Signer {
             .iter()
             .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
         {
-            return Err(Error::invalid(msg!("url already has the auth parameter ", Quoted(&p.key))));
+            return Err(Error::invalid(format!("url already has the auth parameter {}", Quoted(&p.key))));
         }
 
         let headers = &mut self.headers;
@@ -87,7 +84,7 @@ impl Signer {
         params.push(Param::raw("X-Amz-Algorithm", canonical::ALGORITHM));
         params.push(Param::raw("X-Amz-Credential", &credential));
         params.push(Param::raw("X-Amz-Date", datetime.as_str()));
-        params.push(Param::raw("X-Amz-Expires", &msg!(input.expires_in)));
+        params.push(Param::raw("X-Amz-Expires", &format!("{}", input.expires_in)));
         params.push(Param::raw("X-Amz-SignedHeaders", &names));
         if let Some(token) = creds.session_token {
             params.push(Param::raw("X-Amz-Security-Token", token));

@@ -3,7 +3,6 @@
 //! all kept. `+` is a literal plus (RFC 3986), never a space. Empty `&&` pieces carry no parameter and
 //! are dropped. Must never reorder or drop what it sends without signing exactly that.
 
-use crate::prelude::*;
 use super::encode::{push_encoded, push_reencoded};
 
 /// One query parameter, already in canonical encoding.

@@ -1,0 +1,198 @@
+//! Ending the instance (SPEC §4.2): `shut` ends authority at once (no claim, no write but the close's
+//! own), `close` then lets writes in flight land, releases what it held (on request), retires this node's
+//! lease over this instance's own token and, when nothing can still name this node, deletes it. Also the
+//! clean-up of another node's dead lease (`remove_dead_lease`). It must never write over a lease record
+//! another process wrote, nor delete a lease any record still needs.
+
+use core::cell::Cell;
+
+use crate::env::{Env, Event};
+use crate::error::{Error, Fault, Result};
+use crate::ownership::cas::{Reconciles, Settled};
+use crate::ownership::flight::{done, Share, Single};
+use crate::ownership::ids::{check_cell, check_node};
+use crate::ownership::join::join_all;
+use crate::ownership::lease::{peer_dead, RETIRED_EXPIRES_MS};
+use crate::ownership::records::{awaits_recovery, decode_lease, CasGuard};
+use crate::s3::PutAnswer;
+
+use super::{CloseOptions, Closed, LeaseRemoval, S3Ownership};
+
+/// The close in flight, which every `close()` caller shares, and its outcome once done.
+#[derive(Default)]
+pub(super) struct Closing {
+    flight: Single<Result<Closed>>,
+    done: Cell<Option<Closed>>,
+}
+
+impl<E: Env> S3Ownership<E> {
+    /// Closes the instance: from the moment it is called this instance may act for no cell (`lease_valid`
+    /// is false, `claimed` empty, `verify` false) and refuses every write (`not-leased`); the renewal loop
+    /// and waiting claims end; claims in flight are void when answered. Then it retires this node's lease:
+    /// one conditional write (`If-Match` this instance's token) of an expired copy, so that peers judge the
+    /// node dead and take over its cells at once, never overwriting a lease another process wrote. With
+    /// `release`, the cells it holds are released first. When no record can still name this node through
+    /// this instance (nothing held, or all released, and no write left unsettled) and the store's probe
+    /// showed it honours a conditional DELETE, the retired record is deleted too (`If-Match` its token).
+    /// Idempotent: callers share one close; a close that failed (the retirement unsettled) is tried again
+    /// by the next call, and a finished one answers at once.
+    pub async fn close(&self, options: CloseOptions) -> Result<Closed> {
+        self.shut();
+        let how = Share { joined: |_: &(), j| done(j), ready: || self.closing.done.get().map(Ok), patience: core::future::pending };
+        let close = || async move {
+            let outcome = self.close_once(options).await;
+            if let Ok(closed) = outcome {
+                self.closing.done.set(Some(closed));
+            }
+            (outcome.clone(), outcome)
+        };
+        self.closing.flight.share((), how, close).await
+    }
+
+    /// The synchronous half of `close`: ends authority and every wait now. Idempotent.
+    pub fn shut(&self) {
+        if !self.close_lease() {
+            return;
+        }
+        self.store.close();
+        let ended = self.close_book();
+        self.closed_signal.finish(());
+        self.emit(Event::Closed { node: &self.config.node });
+        self.closed_claims(&ended);
+    }
+
+    async fn close_once(&self, options: CloseOptions) -> Result<Closed> {
+        let started = self.store.env.mono_ms();
+        // A lease write in flight lands first (a renewal hands its token to the retirement), and so do
+        // claims in flight (void now, but their writes may name this node)...
+        self.lease_writes.idle().await;
+        self.claims_in_flight.idle_all().await;
+        // ...and releases in flight (their claims already ended): whether they landed decides the delete.
+        self.releases_in_flight.idle_all().await;
+        let held = self.closing_claims();
+        let mut released = 0;
+        if options.release && !held.is_empty() {
+            let writes = held.iter().map(|(cell, (epoch, token))| self.release_closing(cell, *epoch, token));
+            let outcomes = join_all(writes).await;
+            for ((cell, _), applied) in held.iter().zip(outcomes) {
+                if applied {
+                    released += 1;
+                    self.released_at_close(cell);
+                }
+            }
+        }
+        let Some(etag) = self.retire().await? else {
+            return Ok(Closed { retired: false, deleted: false, released });
+        };
+        let mut deleted = false;
+        if self.all_accounted() && self.deletes_conditionally() {
+            // Best effort, and safe either way: only this retired version can be deleted.
+            let key = self.lease_key(&self.config.node);
+            let (status, _) = self.store.delete(&key, Some(&CasGuard::Match(etag)), self.closing_budget()).await;
+            deleted = (200..300).contains(&status);
+        }
+        let ms = self.store.env.mono_ms() - started;
+        self.emit(Event::LeaseRetired { node: &self.config.node, deleted, ms });
+        Ok(Closed { retired: true, deleted, released })
+    }
+
+    /// One release of `close(release)`: a conditional write over the claim's token, sent only while the
+    /// lease kept for the retirement still gives authority. True when it applied.
+    async fn release_closing(&self, cell: &str, epoch: u64, token: &str) -> bool {
+        let lease = self.retiring();
+        if !lease.as_ref().is_some_and(|l| self.within(l)) {
+            return false;
+        }
+        let key = self.owner_key(cell);
+        let reconciles = Reconciles::default();
+        let guard = CasGuard::Match(token.to_owned());
+        let body = |n: &str| self.owner_body("", epoch, n);
+        let settled = self.store.cas_settled(&key, &guard, &body, self.closing_budget(), &reconciles).await;
+        self.wrote_owner(cell, "", epoch, &settled);
+        matches!(settled, Ok(Settled::Applied { .. }))
+    }
+
+    /// Writes the retired lease over the token kept at close; `None` when there was nothing to retire or
+    /// the record is no longer this instance's (replaced by another process, or removed): that is never
+    /// written over. A record that moved to another write of ours (a renewal that landed late) is retired
+    /// in turn.
+    async fn retire(&self) -> Result<Option<String>> {
+        let Some(lease) = self.retiring() else { return Ok(None) };
+        let key = self.lease_key(&self.config.node);
+        let reconciles = Reconciles::default();
+        let mut guard = CasGuard::Match(lease.etag);
+        for _ in 0..3 {
+            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.closing_budget(), &reconciles).await? {
+                Settled::Applied { etag } => {
+                    self.retired();
+                    return Ok(Some(etag));
+                }
+                Settled::Rejected | Settled::Superseded => match self.read_decoded(&key, decode_lease).await? {
+                    Some(rec)
+                        if (self.is_ours(&rec) || !self.rules().retire_own_lease_only)
+                            && rec.expires_ms != RETIRED_EXPIRES_MS =>
+                    {
+                        guard = CasGuard::Match(rec.etag);
+                    }
+                    _ => {
+                        self.retired();
+                        return Ok(None);
+                    }
+                },
+            }
+        }
+        Err(Error::ambiguous(key, "the lease record kept changing under its retirement"))
+    }
+
+    /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
+    /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
+    /// peer rule (`expires_ms + maxClockSkewMs <= now`, the wall clock read before the lease), carrying no
+    /// celld log awaiting recovery, whose node no owner record among `cells` names (the caller lists the
+    /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
+    /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
+    /// the check (a late write of the dead process) only waits `ttl + skew` longer for its takeover: a
+    /// missing lease is never taken for instant death (SPEC §5). Needs no lease of this instance.
+    pub async fn remove_dead_lease(&self, node: &str, cells: &[&str]) -> Result<LeaseRemoval> {
+        check_node(self.config.ids, node)?;
+        for cell in cells {
+            check_cell(self.config.ids, cell)?;
+        }
+        self.refuse_if_closed()?;
+        self.ensure_probed().await?;
+        if !self.deletes_conditionally() {
+            return Ok(LeaseRemoval::Unsupported);
+        }
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
+        let key = self.lease_key(node);
+        let Some(lease) = self.read_decoded(&key, decode_lease).await? else { return Ok(LeaseRemoval::Absent) };
+        if !peer_dead(lease.expires_ms, self.config.max_clock_skew_ms, now) {
+            return Ok(LeaseRemoval::Live);
+        }
+        if awaits_recovery(&lease) {
+            return Ok(LeaseRemoval::Needed { cell: None });
+        }
+        for cell in cells {
+            if self.read_owner(cell).await?.is_some_and(|r| r.node == node) {
+                return Ok(LeaseRemoval::Needed { cell: Some((*cell).to_owned()) });
+            }
+        }
+        let (status, answer) = self.store.delete(&key, Some(&CasGuard::Match(lease.etag)), self.budget()).await;
+        match answer {
+            PutAnswer::Rejected => Ok(LeaseRemoval::Changed),
+            PutAnswer::Refused(e) => Err(e),
+            _ if (200..300).contains(&status) => Ok(LeaseRemoval::Removed),
+            PutAnswer::Ambiguous(fault) => {
+                let detail = format!("the delete of a dead lease may or may not have landed: {}", fault.detail);
+                Err(Error::ambiguous(key, Fault { detail, ..fault }))
+            }
+            PutAnswer::Conflict { code } => {
+                Err(Error::ambiguous(key, format!("the delete of a dead lease may or may not have landed: {code}")))
+            }
+            PutAnswer::Throttled(fault) => {
+                let detail = format!("the store turned the delete of a dead lease away ({}); nothing was deleted", fault.detail);
+                Err(Error::transport(key, Fault { detail, ..fault }))
+            }
+            PutAnswer::Applied { .. } => Ok(LeaseRemoval::Removed),
+        }
+    }
+}

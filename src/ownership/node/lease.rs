@@ -1,0 +1,506 @@
+//! Whether this instance may act, and under which lease generation (SPEC §5): acquiring and renewing
+//! this node's lease record (one write at a time, shared by every caller), the renewal loop, fencing, and
+//! the checks every write on this node's behalf makes (`held_lease`, `require_generation`,
+//! `answered_under`). The lease is an explicit state (`LeaseState`); only this file changes it. It must
+//! never adopt a lease record it did not write, and never count a claim's answer under a lease other than
+//! the one the claim was sent under.
+
+use std::collections::VecDeque;
+
+use crate::env::{Env, Event};
+use crate::error::{Error, Quoted, Result};
+use crate::ownership::cas::{Budget, Reconciles, Settled};
+use crate::ownership::flight::{Joined, Share};
+use crate::ownership::join::{beside, Side};
+use crate::ownership::lease::{peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, self_deadline, wall_deadline};
+use crate::ownership::records::{decode_lease, encode_lease, CasGuard, NodeLeaseRecord};
+
+use super::{closed_error, S3Ownership};
+
+/// This node's lease while it holds one.
+#[derive(Clone)]
+pub(super) struct Lease {
+    pub(super) etag: String,
+    /// Monotonic deadline: this node may act while `mono_ms() < deadline`...
+    pub(super) deadline: f64,
+    /// ...and while `wall_ms() < wall_deadline` (`expires_ms - maxClockSkewMs` of the record it wrote).
+    wall_deadline: u64,
+    /// `expires_ms` of the record its authority comes from: what peers judge this node by.
+    expires_ms: u64,
+    /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
+    pub(super) generation: u64,
+}
+
+/// Where this instance's authority stands. (A lease write in flight is `S3Ownership::lease_writes`.)
+#[derive(Default)]
+enum LeaseState {
+    /// No lease acquired yet (or the last acquisition's write outlasted its authority).
+    #[default]
+    None,
+    Held(Lease),
+    /// The lease was lost, and why, until a fresh one is acquired.
+    Fenced(String),
+    /// `close()` was called: no authority and no writes but the close's own.
+    Closed {
+        /// The lease held at close, kept for its retirement (its token, and the authority the close's own
+        /// releases are sent under) until it is retired or found replaced.
+        retiring: Option<Lease>,
+        /// The lease still acting after close: only when the rule that a close ends authority is off.
+        kept: Option<Lease>,
+    },
+}
+
+#[derive(Default)]
+pub(super) struct LeaseSlice {
+    state: LeaseState,
+    /// Lease generations so far.
+    generations: u64,
+    /// (nonce, expires_ms) of this instance's recent lease writes: a lease record carrying both is ours.
+    nonces: VecDeque<(String, u64)>,
+    /// The current renewal loop (`renew_until_stopped`); a newer loop retires an older one.
+    renewer: u64,
+    /// Until this monotonic instant, records naming this node that this instance did not write are not
+    /// its own: it acquired over a *missing* lease, and the process whose lease went missing (a late
+    /// delete by celld's clean-up) may still act for them until its authority runs out.
+    inherited_until: f64,
+}
+
+/// Lease-write nonces remembered.
+const LEASE_NONCES: usize = 16;
+
+/// Why a lease record restored to an older version of ours fences.
+pub(super) const RESTORED: &str =
+    "the lease record was put back to an older version by another writer (a restore?): peers may judge this node dead before its authority ends";
+
+impl<E: Env> S3Ownership<E> {
+    /// Writes this node's lease record with `expires_ms` under `guard`, remembering the write's nonce.
+    pub(super) async fn write_lease(&self, guard: &CasGuard, expires_ms: u64, budget: Budget, rc: &Reconciles) -> Result<Settled> {
+        let key = self.lease_key(&self.config.node);
+        let (node, addr) = (&self.config.node, &self.config.addr);
+        let body = |nonce: &str| {
+            let mut lease = self.lease.borrow_mut();
+            if lease.nonces.len() == LEASE_NONCES {
+                lease.nonces.pop_front();
+            }
+            lease.nonces.push_back((nonce.to_owned(), expires_ms));
+            encode_lease(node, expires_ms, addr, nonce)
+        };
+        self.store.cas_settled(&key, guard, &body, budget, rc).await
+    }
+
+    /// The lease acting now, if any (whether or not it still gives authority).
+    pub(super) fn current_lease(&self) -> Option<Lease> {
+        match &self.lease.borrow().state {
+            LeaseState::Held(l) | LeaseState::Closed { kept: Some(l), .. } => Some(l.clone()),
+            _ => None,
+        }
+    }
+
+    /// A lease record this instance wrote: its current token, or a nonce of ours with the expiry we wrote
+    /// with it (celld's clean-up keeps the nonce in the expired copy it writes: that copy is not ours).
+    pub(super) fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
+        let lease = self.lease.borrow();
+        matches!(&lease.state, LeaseState::Held(l) | LeaseState::Closed { kept: Some(l), .. } if l.etag == rec.etag)
+            || rec.nonce.as_ref().is_some_and(|n| lease.nonces.iter().any(|(m, e)| m == n && *e == rec.expires_ms))
+    }
+
+    /// A lease record of ours (`is_ours`) that may stand for the authority of `held`: the held version
+    /// itself, or one that gives peers no earlier death (`expires_ms` no earlier than the held one's). An
+    /// older body of ours put back by another tool (a versioned bucket's restore, a backup) lets peers
+    /// judge this node dead before its authority ends: never adopted.
+    pub(super) fn adoptable(&self, rec: &NodeLeaseRecord, held: &Lease) -> bool {
+        rec.etag == held.etag
+            || (self.is_ours(rec) && (rec.expires_ms >= held.expires_ms || !self.rules().refuse_restored_lease))
+    }
+
+    /// Until when records naming this node that this instance did not write are not its own.
+    pub(super) fn inherited_until(&self) -> f64 {
+        self.lease.borrow().inherited_until
+    }
+
+    /// Installs this node's lease (or renews it, when one is held). A lease record left by another
+    /// process under this node id is taken over only once it is dead by the peer rule. Concurrent callers
+    /// share the lease write in flight.
+    pub async fn acquire_lease(&self) -> Result<()> {
+        self.lease_write(true).await
+    }
+
+    /// Extends the held lease. Fails with `fenced` when the lease was replaced or could not be renewed
+    /// before it lapsed; the node must then `acquire_lease` again and re-claim its cells. Concurrent
+    /// callers share the lease write in flight.
+    pub async fn renew_lease(&self) -> Result<()> {
+        self.lease_write(false).await
+    }
+
+    /// At most one lease write in flight: a caller finding one takes its outcome (an acquisition that
+    /// finds a failed renewal then acquires itself).
+    async fn lease_write(&self, acquire: bool) -> Result<()> {
+        let once = || async move {
+            let outcome = if acquire { self.acquire_once().await } else { self.renew_once().await };
+            (outcome.clone(), outcome)
+        };
+        if !self.rules().one_lease_write {
+            return self.lease_writes.lead(acquire, async { once().await.0 }).await;
+        }
+        let joined = |was_acquire: &bool, joined: Joined<Result<()>>| match joined {
+            Joined::Done(Err(_)) if acquire && !was_acquire => None,
+            Joined::Done(outcome) => Some(outcome),
+            Joined::Abandoned | Joined::Impatient => None,
+        };
+        let how = Share { joined, ready: || None, patience: core::future::pending };
+        self.lease_writes.share(acquire, how, once).await
+    }
+
+    async fn acquire_once(&self) -> Result<()> {
+        self.refuse_if_closed()?;
+        if self.lease_valid() {
+            return self.renew_once().await;
+        }
+        self.ensure_probed().await?;
+        let key = self.lease_key(&self.config.node);
+        let now = self.store.env.wall_ms(); // before the read, as in `claim`
+        let current = self.read_decoded(&key, decode_lease).await?;
+        let guard = match current {
+            None => {
+                let ttl_skew = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+                self.lease.borrow_mut().inherited_until = self.store.env.mono_ms() + ttl_skew;
+                CasGuard::Absent
+            }
+            Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
+            Some(rec) => {
+                // Another process's records may name this node id: a close must not delete this lease.
+                self.unaccounted();
+                if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
+                    let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
+                    return Err(Error::not_leased(format!(
+                        "{key} holds a live lease from another process using node id {} (dead in {wait} ms); node ids must be unique per running instance",
+                        Quoted(&self.config.node)
+                    )));
+                }
+                CasGuard::Match(rec.etag)
+            }
+        };
+        let started = self.store.env.mono_ms();
+        let (settled, anchor, expires_ms) =
+            self.anchored_lease_write(&guard, self.budget(), &Reconciles::default()).await?;
+        match settled {
+            Settled::Applied { etag } => {
+                // Claims made under an earlier lease died with it.
+                self.lose_all("a fresh lease replaced the one the claim was made under");
+                let lease = self.new_lease(etag, anchor, expires_ms, None);
+                let within = self.within(&lease);
+                let mut slice = self.lease.borrow_mut();
+                if let LeaseState::Closed { retiring, .. } = &mut slice.state {
+                    // Landed after close(): the retirement retires this record.
+                    *retiring = Some(lease);
+                    return Err(closed_error());
+                }
+                if !within {
+                    slice.state = LeaseState::None;
+                    return Err(Error::not_leased(format!("writing {key} took longer than the lease's authority")));
+                }
+                slice.state = LeaseState::Held(lease);
+                drop(slice);
+                let ms = self.store.env.mono_ms() - started;
+                self.emit(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
+                Ok(())
+            }
+            Settled::Rejected | Settled::Superseded => Err(Error::not_leased(format!(
+                "{key} changed while acquiring it: another process is using node id {}",
+                Quoted(&self.config.node)
+            ))),
+        }
+    }
+
+    /// The lease a write anchored at `anchor` with `expires_ms` gives: a new generation unless it renews
+    /// `generation`.
+    fn new_lease(&self, etag: String, anchor: f64, expires_ms: u64, generation: Option<u64>) -> Lease {
+        let skew = self.config.max_clock_skew_ms;
+        let generation = generation.unwrap_or_else(|| {
+            let mut slice = self.lease.borrow_mut();
+            slice.generations += 1;
+            slice.generations
+        });
+        let expires_ms = if self.rules().anchor_before_write {
+            expires_ms
+        } else {
+            self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms)
+        };
+        Lease {
+            etag,
+            deadline: self_deadline(anchor, self.config.lease_ttl_ms, skew),
+            wall_deadline: wall_deadline(expires_ms, skew),
+            expires_ms,
+            generation,
+        }
+    }
+
+    /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
+    /// before the write is sent.
+    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget, rc: &Reconciles) -> Result<(Settled, f64, u64)> {
+        let anchor = self.store.env.mono_ms();
+        let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
+        let settled = self.write_lease(guard, expires_ms, budget, rc).await?;
+        let anchor = if self.rules().anchor_before_write { anchor } else { self.store.env.mono_ms() };
+        Ok((settled, anchor, expires_ms))
+    }
+
+    async fn renew_once(&self) -> Result<()> {
+        let reconciles = Reconciles::default();
+        for _ in 0..2 {
+            let held = self.held_lease()?;
+            let started = self.store.env.mono_ms();
+            let budget = Budget::Authority { mono: held.deadline, wall: held.wall_deadline };
+            let (settled, anchor, expires_ms) =
+                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), budget, &reconciles).await?;
+            let late = !self.within(&held) && self.rules().refuse_late_renewal;
+            match settled {
+                Settled::Applied { .. } if late => {
+                    return Err(self.fence("the renewal was answered only after the lease had lapsed"))
+                }
+                Settled::Applied { etag } => {
+                    let lease = self.new_lease(etag, anchor, expires_ms, Some(held.generation));
+                    let mut slice = self.lease.borrow_mut();
+                    match &mut slice.state {
+                        LeaseState::Closed { retiring, .. } => {
+                            // Landed after close(): the retirement must go over this token, not the old one.
+                            if let Some(r) = retiring.as_mut().filter(|r| r.generation == held.generation) {
+                                r.etag = lease.etag;
+                            }
+                            return Err(closed_error());
+                        }
+                        LeaseState::Held(l) if l.generation == held.generation => *l = lease,
+                        LeaseState::None | LeaseState::Held(_) | LeaseState::Fenced(_) => {
+                            return Err(Error::fenced(
+                                "the lease was lost while its renewal was in flight; acquire a new one".into(),
+                            ))
+                        }
+                    }
+                    drop(slice);
+                    let ms = self.store.env.mono_ms() - started;
+                    self.emit(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
+                    return Ok(());
+                }
+                Settled::Superseded if !self.rules().one_lease_write => {
+                    return Err(self.fence("the lease record was replaced by another writer"))
+                }
+                // An earlier lease write of ours that ended ambiguous may have landed after all (this one's
+                // readback then shows a nonce of another of our writes): then the record is ours under a
+                // token we never saw. Adopt it (authority unchanged) and retry.
+                Settled::Rejected | Settled::Superseded => {
+                    let key = self.lease_key(&self.config.node);
+                    match self.read_decoded(&key, decode_lease).await? {
+                        Some(_) if late => {
+                            return Err(self.fence("the renewal was answered only after the lease had lapsed"))
+                        }
+                        Some(rec) if self.adoptable(&rec, &held) => {
+                            if let LeaseState::Held(l) = &mut self.lease.borrow_mut().state {
+                                l.etag = rec.etag;
+                            }
+                        }
+                        Some(rec) if self.is_ours(&rec) => return Err(self.fence(RESTORED)),
+                        Some(_) => return Err(self.fence("the lease record was replaced by another writer")),
+                        None => return Err(self.fence("the lease record was deleted")),
+                    }
+                }
+            }
+        }
+        Err(self.fence("the lease record kept changing under renewal"))
+    }
+
+    /// The renewal loop of long-lived runtimes (JS `startRenewing`): renews every ttl/3, and promptly
+    /// (100..200 ms) after a failed attempt while authority remains, until `stop()` answers true or a
+    /// newer loop starts on this instance (a newer loop retires this one at its next wake, so two never
+    /// both run). Transient failures go to `on_error`; losing the lease (`fenced`, `not-leased`) ends the
+    /// loop with that error. Renewals share the instance's single lease write with every other caller.
+    pub async fn renew_until_stopped(&self, stop: &dyn Fn() -> bool, on_error: &mut dyn FnMut(&Error)) -> Result<()> {
+        let me = {
+            let mut slice = self.lease.borrow_mut();
+            slice.renewer += 1;
+            slice.renewer
+        };
+        let ttl = self.config.lease_ttl_ms;
+        let mut wait = renew_interval_ms(ttl);
+        // A due credentials refresh runs beside the loop (started after a renewal, bounded by the request
+        // timeout), never in its way: a slow provider delays no renewal while the keys held still work.
+        let mut refreshing: Side<'_, Result<()>> = None;
+        loop {
+            let (_, refreshed) = beside(self.sleep_unless_closed(wait as u32), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
+            if stop() || self.lease.borrow().renewer != me || self.is_closed() {
+                return Ok(());
+            }
+            let (renewed, refreshed) = beside(self.renew_lease(), &mut refreshing).await;
+            if let Some(Err(e)) = refreshed {
+                on_error(&e);
+            }
+            match renewed {
+                Ok(()) => {
+                    wait = renew_interval_ms(ttl);
+                    if !self.rules().refresh_beside_renewal {
+                        if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
+                            on_error(&e);
+                        }
+                    } else if refreshing.is_none() {
+                        refreshing = Some(Box::pin(self.store.refresh_due_credentials(self.budget())));
+                    }
+                }
+                Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
+                Err(e) => {
+                    on_error(&e);
+                    wait = renew_retry_ms(ttl, self.store.env.random_u64());
+                }
+            }
+        }
+    }
+
+    /// Retires the running renewal loop (it returns at its next wake, without renewing again).
+    pub fn stop_renewing(&self) {
+        self.lease.borrow_mut().renewer += 1;
+    }
+
+    /// Whether `lease` still gives authority now: both deadlines ahead.
+    pub(super) fn within(&self, lease: &Lease) -> bool {
+        let env = &self.store.env;
+        env.mono_ms() < lease.deadline && (env.wall_ms() < lease.wall_deadline || !self.rules().wall_deadline)
+    }
+
+    /// The held lease, or why there is none (lapsed leases fence here).
+    pub(super) fn held_lease(&self) -> Result<Lease> {
+        let lease = match &self.lease.borrow().state {
+            LeaseState::Closed { .. } => return Err(closed_error()),
+            LeaseState::Fenced(why) => return Err(Error::fenced(why.clone())),
+            LeaseState::None => return Err(Error::not_leased("no lease held; call acquireLease() first".into())),
+            LeaseState::Held(lease) => lease.clone(),
+        };
+        if !self.within(&lease) && self.rules().refuse_late_renewal {
+            return Err(self.fence("the lease lapsed before it was renewed"));
+        }
+        Ok(lease)
+    }
+
+    /// `fenced` unless the lease of `generation` is still held and valid: a claim sent under one lease
+    /// never continues under the next.
+    pub(super) fn require_generation(&self, generation: u64) -> Result<()> {
+        let held = self.held_lease()?;
+        if held.generation != generation && self.rules().claim_under_its_lease {
+            return Err(Error::fenced(
+                "the lease this operation started under was lost before its write; claim again under the new one".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// After a write of a claim landed: it counts only if the lease it was sent under is still held and
+    /// valid. A lapsed lease fences; a lease since lost or replaced makes the claim void (`fenced`).
+    pub(super) fn answered_under(&self, generation: u64, what: &str) -> Result<()> {
+        if !self.rules().claim_under_its_lease {
+            return if self.lease_valid() { Ok(()) } else { Err(self.fence("the lease lapsed while the claim was being written")) };
+        }
+        if self.is_closed() {
+            // Landed, but close() ended this instance's authority first: void, and maybe naming us.
+            self.unaccounted();
+            return Err(closed_error());
+        }
+        match self.current_lease() {
+            Some(l) if l.generation == generation => {
+                if self.within(&l) {
+                    Ok(())
+                } else {
+                    // Landed, but our authority ran out meanwhile: a claim we may not act on, whose record
+                    // names this node.
+                    self.unaccounted();
+                    Err(self.fence("the lease lapsed while the claim was being written"))
+                }
+            }
+            _ => {
+                self.unaccounted();
+                Err(Error::fenced(format!(
+                    "the lease this claim's {what} was sent under was lost or replaced before it was answered: the claim is void"
+                )))
+            }
+        }
+    }
+
+    /// Drops the lease and every claim made under it.
+    pub(super) fn fence(&self, why: &str) -> Error {
+        {
+            let mut slice = self.lease.borrow_mut();
+            match &mut slice.state {
+                // Closed stays closed; a lease kept past close (a tooth) is lost all the same.
+                LeaseState::Closed { kept, .. } => *kept = None,
+                state => *state = LeaseState::Fenced(why.to_owned()),
+            }
+        }
+        self.emit(Event::Fenced { node: &self.config.node, reason: why });
+        self.lose_all(why);
+        Error::fenced(why.to_owned())
+    }
+
+    /// True while this node may act as an owner: it holds a lease whose deadlines (monotonic, and wall
+    /// `expires_ms - maxClockSkewMs`) have not passed.
+    pub fn lease_valid(&self) -> bool {
+        match &self.lease.borrow().state {
+            LeaseState::Held(l) | LeaseState::Closed { kept: Some(l), .. } => self.within(l),
+            LeaseState::None | LeaseState::Fenced(_) | LeaseState::Closed { kept: None, .. } => false,
+        }
+    }
+
+    /// This instance's authority for `cell` now: the epoch it holds the cell at and how long that lasts
+    /// (the smaller of the lease's two deadlines, SPEC §5), or why it has none: `fenced` (asking fences a
+    /// lapsed lease, which ends every claim: `Event::AuthorityLost`) or `not-leased` (no lease, or no
+    /// claim of the cell under it). Sends nothing: the bindings' abort signals are armed on it.
+    pub fn authority(&self, cell: &str) -> Result<(u64, f64)> {
+        let lease = self.held_lease()?;
+        let Some(epoch) = self.claimed_epoch(cell) else {
+            return Err(Error::not_leased(format!("this instance holds no claim of cell {}", Quoted(cell))));
+        };
+        let env = &self.store.env;
+        Ok((epoch, remaining_ms(lease.deadline, env.mono_ms(), lease.wall_deadline, env.wall_ms())))
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        matches!(self.lease.borrow().state, LeaseState::Closed { .. })
+    }
+
+    pub(super) fn refuse_if_closed(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(closed_error());
+        }
+        Ok(())
+    }
+
+    /// `close()` was called: the lease stops giving authority (kept for its retirement) and the renewal
+    /// loop ends. False when it was already closed.
+    pub(super) fn close_lease(&self) -> bool {
+        let mut slice = self.lease.borrow_mut();
+        if matches!(slice.state, LeaseState::Closed { .. }) {
+            return false;
+        }
+        slice.renewer += 1;
+        let held = match core::mem::take(&mut slice.state) {
+            LeaseState::Held(l) => Some(l),
+            LeaseState::None | LeaseState::Fenced(_) | LeaseState::Closed { .. } => None,
+        };
+        let kept = held.clone().filter(|_| !self.rules().close_ends_authority);
+        slice.state = LeaseState::Closed { retiring: held, kept };
+        true
+    }
+
+    /// The lease kept for the retirement, while there is one.
+    pub(super) fn retiring(&self) -> Option<Lease> {
+        match &self.lease.borrow().state {
+            LeaseState::Closed { retiring, .. } => retiring.clone(),
+            _ => None,
+        }
+    }
+
+    /// The retirement is done, or there is nothing of ours left to retire.
+    pub(super) fn retired(&self) {
+        if let LeaseState::Closed { retiring, .. } = &mut self.lease.borrow_mut().state {
+            *retiring = None;
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `S3Ownership`: one node's instance of the protocol (SPEC §4-§5), run over an `Env`. It sequences reads
+//! and conditional writes; every decision comes from the pure modules (`decide`, `lease`, `records`,
+//! `authority`) and every request goes through the bucket layer (`cas`). One instance serves many
+//! concurrent callers.
+//!
+//! Split by what the protocol talks about, each file owning its slice of the instance's state and
+//! importing only from files above it in this list:
+//! - `config`, `outcomes`: what an instance is given and what callers get back (data only);
+//! - this file: the instance (store, config, rules, qualification, fleet, the shared flights) and what
+//!   every part uses (keys, budgets, the store's qualification, reading a record, sleeping);
+//! - `book`: the claims this instance holds and how they end (each end is said once, as an event);
+//! - `lease`: whether this instance may act, and under which generation (acquire, renew, the renewal
+//!   loop, fencing); the lease is an explicit state (`LeaseState`);
+//! - `owner`: the records with celld's names (read_owner, cas_owner, release_owner, read/cas_node_lease)
+//!   and the judgement of peers' leases;
+//! - `claim`: `claim`, `owner`, `verify`; `release`: `release`; `wait`: `claim_waiting`;
+//! - `close`: `close`, and the dead-lease clean-up of other nodes.
+//!
+//! It must never act on a claim made under a lease that has since lapsed: a claim counts only under the
+//! lease it was sent under, and every write on behalf of this node needs this instance's valid lease.
+//! What it remembers of owner records only ever picks a write's guard; the store checks it.
+
+mod book;
+mod claim;
+mod close;
+mod config;
+mod lease;
+mod outcomes;
+mod owner;
+mod release;
+mod wait;
+
+pub use config::{Config, ProbePolicy};
+pub use outcomes::{ClaimOptions, ClaimOutcome, CloseOptions, Closed, LeaseRemoval, OwnerInfo};
+
+use std::rc::Rc;
+use core::cell::RefCell;
+
+use crate::env::{Env, Event};
+use crate::error::{Error, Result};
+use crate::ownership::cas::{Budget, Settled, Store};
+use crate::ownership::control::FleetMarker;
+use crate::ownership::flight::{Flight, PerKey, Single};
+use crate::ownership::join::first;
+use crate::ownership::probe::ProbeReport;
+use crate::ownership::qualify::{self, Here, Mode, Qualification};
+use crate::ownership::rules::Rules;
+
+use book::Book;
+use claim::Wake;
+use close::Closing;
+use lease::LeaseSlice;
+use owner::Records;
+
+pub struct S3Ownership<E: Env> {
+    store: Store<E>,
+    config: Config,
+    /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
+    qualification: Qualification,
+    fleet: FleetMarker,
+    /// This node's lease (`lease.rs`).
+    lease: RefCell<LeaseSlice>,
+    /// The claims held (`book.rs`).
+    book: RefCell<Book>,
+    /// What this instance remembers of records (`owner.rs`).
+    records: RefCell<Records>,
+    /// The lease write in flight (tag: an acquisition), which every lease caller shares.
+    lease_writes: Single<Result<()>, bool>,
+    /// The claim in flight per cell, which every concurrent claim of that cell shares.
+    claims_in_flight: PerKey<Result<(ClaimOutcome, Wake)>>,
+    /// The releases in flight per cell, which `close()` waits for (not shared: each caller sends its own).
+    releases_in_flight: PerKey<Result<Settled>>,
+    /// `close()` (`close.rs`).
+    closing: Closing,
+    /// Finished by `close()`: wakes every sleep of the instance that waits on it (the renewal loop's, a
+    /// waiting claim's).
+    closed_signal: Rc<Flight<()>>,
+}
+
+impl<E: Env> S3Ownership<E> {
+    /// Validates the configuration; sends nothing.
+    pub fn new(config: Config, env: E) -> Result<Self> {
+        config.check()?;
+        let store = Store::for_config(&config, env)?;
+        Ok(S3Ownership {
+            store,
+            config,
+            qualification: Qualification::default(),
+            fleet: FleetMarker::default(),
+            lease: RefCell::default(),
+            book: RefCell::default(),
+            records: RefCell::default(),
+            lease_writes: Single::default(),
+            claims_in_flight: PerKey::default(),
+            releases_in_flight: PerKey::default(),
+            closing: Closing::default(),
+            closed_signal: Flight::new(),
+        })
+    }
+
+    pub fn env(&self) -> &E {
+        &self.store.env
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Turns off the one safety rule `tooth` names (tests only).
+    #[cfg(feature = "teeth")]
+    pub fn with_tooth(mut self, tooth: crate::ownership::teeth::Tooth) -> Self {
+        self.store.rules = Rules::without(tooth);
+        self
+    }
+
+    /// The safety rules in force.
+    fn rules(&self) -> &Rules {
+        &self.store.rules
+    }
+
+    /// Tells the host what happened.
+    fn emit(&self, event: Event<'_>) {
+        self.store.env.observe(event);
+    }
+
+    fn owner_key(&self, cell: &str) -> String {
+        format!("{}cells/{cell}/own.json", self.config.prefix)
+    }
+
+    fn lease_key(&self, node: &str) -> String {
+        format!("{}nodes/{node}.json", self.config.prefix)
+    }
+
+    fn budget(&self) -> Budget {
+        Budget::PerRequest(self.config.request_timeout_ms)
+    }
+
+    /// The budget of `close()`'s own writes, the only ones a closed instance sends.
+    fn closing_budget(&self) -> Budget {
+        Budget::Closing(self.config.request_timeout_ms)
+    }
+
+    /// `Env::sleep`, ended early by `close()`.
+    async fn sleep_unless_closed(&self, ms: u32) {
+        let _ = first(self.store.env.sleep(ms), self.closed_signal.wait()).await;
+    }
+
+    /// GETs and decodes a record (`Store::get_decoded`: a body that does not decode is read again).
+    async fn read_decoded<T>(&self, key: &str, decode: fn(&str, &[u8], &str) -> Result<T>) -> Result<Option<T>> {
+        let once = !self.rules().reread_undecodable;
+        self.store.get_decoded(key, self.budget(), |body, etag| decode(key, body, etag), once).await
+    }
+
+    // ---- the store probe (SPEC §6) ----
+
+    fn here(&self) -> Here<'_> {
+        let endpoint = self.config.endpoint.trim_end_matches('/');
+        Here { endpoint, bucket: &self.config.bucket, prefix: &self.config.prefix }
+    }
+
+    /// Qualifies the store now, whatever is recorded or kept (after any qualification in progress), and
+    /// records the verdict in the bucket for later instances.
+    pub async fn probe(&self) -> Result<ProbeReport> {
+        self.refuse_if_closed()?;
+        // The probe writes (its scratch keys, the verdict): a fleet of another backend gets none of them.
+        self.fleet_checked(true).await?;
+        self.qualified(true).await
+    }
+
+    /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
+    /// (unless the caller opted out). Concurrent callers share one qualification.
+    async fn ensure_probed(&self) -> Result<()> {
+        self.fleet_checked(false).await?;
+        if self.config.probe == ProbePolicy::Off {
+            return Ok(());
+        }
+        self.qualified(false).await.map(|_| ())
+    }
+
+    /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
+    async fn fleet_checked(&self, fresh: bool) -> Result<()> {
+        if !self.rules().check_fleet_marker {
+            return Ok(());
+        }
+        if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
+            // A marker that does not decode may be a wrong endpoint's page: the qualification tells
+            // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
+            if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
+                self.qualified(fresh).await?;
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
+    async fn qualified(&self, fresh: bool) -> Result<ProbeReport> {
+        let mode = match self.config.probe {
+            _ if fresh => Mode::Explicit,
+            ProbePolicy::Always => Mode::Always,
+            ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
+        };
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
+    }
+
+    /// Whether the kept qualification showed the store honours a conditional DELETE.
+    fn deletes_conditionally(&self) -> bool {
+        self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete)
+    }
+}
+
+fn closed_error() -> Error {
+    Error::not_leased("this instance was closed (close()): it holds no lease and writes nothing; make a new one".into())
+}

@@ -1,0 +1,142 @@
+//! The protocol's safety rules, by name: one value, all on in production, each field read where its rule
+//! is applied. Tests (the `teeth` feature) turn one off with `Rules::without(tooth)` to show that the
+//! simulation's checker catches the bug the rule prevents; nothing else can build a `Rules` other than
+//! `Rules::ALL`. A rule must never be read anywhere but where it is applied.
+
+/// Every safety rule, on (`true`) or turned off by a tooth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// A conditional write answered 5xx or timed out is settled by reading back, never resent with its answer taken at face value.
+    pub(crate) never_resend_cas: bool,
+    /// A 409 ConditionalRequestConflict says nothing about the owner: the claim reads again.
+    pub(crate) reread_after_conflict: bool,
+    /// A peer's lease is dead only at `expires_ms + maxClockSkewMs`.
+    pub(crate) peer_skew_margin: bool,
+    /// This node's own deadlines are anchored before its lease write is sent.
+    pub(crate) anchor_before_write: bool,
+    /// A renewal answered after the lease's authority ended is not installed: it fences.
+    pub(crate) refuse_late_renewal: bool,
+    /// An ambiguous conditional write is settled by reading back, never assumed applied.
+    pub(crate) settle_by_readback: bool,
+    /// A refused claim that started without a read reads before answering.
+    pub(crate) read_before_rejecting: bool,
+    /// A dead holder whose celld node log is not sealed is not taken over.
+    pub(crate) respect_node_log: bool,
+    /// celld's fleet marker is read before anything is written.
+    pub(crate) check_fleet_marker: bool,
+    /// A claim counts only under the lease it was sent under.
+    pub(crate) claim_under_its_lease: bool,
+    /// A release needs this instance's valid lease.
+    pub(crate) release_needs_lease: bool,
+    /// Authority also ends at the wall deadline `expires_ms - maxClockSkewMs`.
+    pub(crate) wall_deadline: bool,
+    /// A missing lease proves death only once it stayed missing `ttl + skew`.
+    pub(crate) missing_lease_waits: bool,
+    /// One lease write at a time per instance, shared by every caller.
+    pub(crate) one_lease_write: bool,
+    /// One claim per cell at a time per instance, shared; answers never replace a newer claim.
+    pub(crate) one_claim_per_cell: bool,
+    /// A body that does not decode is read again before it is called corrupt.
+    pub(crate) reread_undecodable: bool,
+    /// `close()` ends authority and every claim at once.
+    pub(crate) close_ends_authority: bool,
+    /// `close()` retires only a lease record this instance wrote.
+    pub(crate) retire_own_lease_only: bool,
+    /// A record naming this node that another process of the id wrote is this node's only while this instance's lease is still its own.
+    pub(crate) confirm_own_node_id: bool,
+    /// `close()` is checked when each write is sent, not only when an operation starts.
+    pub(crate) no_write_after_close: bool,
+    /// An older lease record of ours put back by another writer is never adopted: it fences.
+    pub(crate) refuse_restored_lease: bool,
+    /// A 412/404 answer is checked for this write's own nonce (a request delivered twice).
+    pub(crate) look_for_own_nonce: bool,
+    /// A due credentials refresh runs beside the renewal loop, never in its way.
+    pub(crate) refresh_beside_renewal: bool,
+}
+
+impl Rules {
+    /// Production: every rule on.
+    pub const ALL: Rules = Rules {
+        never_resend_cas: true,
+        reread_after_conflict: true,
+        peer_skew_margin: true,
+        anchor_before_write: true,
+        refuse_late_renewal: true,
+        settle_by_readback: true,
+        read_before_rejecting: true,
+        respect_node_log: true,
+        check_fleet_marker: true,
+        claim_under_its_lease: true,
+        release_needs_lease: true,
+        wall_deadline: true,
+        missing_lease_waits: true,
+        one_lease_write: true,
+        one_claim_per_cell: true,
+        reread_undecodable: true,
+        close_ends_authority: true,
+        retire_own_lease_only: true,
+        confirm_own_node_id: true,
+        no_write_after_close: true,
+        refuse_restored_lease: true,
+        look_for_own_nonce: true,
+        refresh_beside_renewal: true,
+    };
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules::ALL
+    }
+}
+
+#[cfg(feature = "teeth")]
+impl Rules {
+    /// Every rule but the one `tooth` breaks.
+    pub fn without(tooth: crate::ownership::teeth::Tooth) -> Rules {
+        use crate::ownership::teeth::Tooth;
+        let mut rules = Rules::ALL;
+        match tooth {
+            Tooth::RetryCasOnAmbiguity => rules.never_resend_cas = false,
+            Tooth::ConflictMeansOwned => rules.reread_after_conflict = false,
+            Tooth::NoPeerSkewMargin => rules.peer_skew_margin = false,
+            Tooth::AnchorAfterWrite => rules.anchor_before_write = false,
+            Tooth::InstallLateRenewal => rules.refuse_late_renewal = false,
+            Tooth::SkipReadback => rules.settle_by_readback = false,
+            Tooth::AnswerFromKnown => rules.read_before_rejecting = false,
+            Tooth::IgnoreNodeLog => rules.respect_node_log = false,
+            Tooth::SkipFleetMarker => rules.check_fleet_marker = false,
+            Tooth::ClaimUnderAnyLease => rules.claim_under_its_lease = false,
+            Tooth::ReleaseWithoutLease => rules.release_needs_lease = false,
+            Tooth::NoWallDeadline => rules.wall_deadline = false,
+            Tooth::MissingLeaseIsDead => rules.missing_lease_waits = false,
+            Tooth::ParallelLeaseWrites => rules.one_lease_write = false,
+            Tooth::ClaimsOutOfOrder => rules.one_claim_per_cell = false,
+            Tooth::DecodeReadbackOnce => rules.reread_undecodable = false,
+            Tooth::KeepAuthorityAfterClose => rules.close_ends_authority = false,
+            Tooth::RetireUnconditionally => rules.retire_own_lease_only = false,
+            Tooth::TrustOwnNodeId => rules.confirm_own_node_id = false,
+            Tooth::SendAfterClose => rules.no_write_after_close = false,
+            Tooth::AdoptRestoredLease => rules.refuse_restored_lease = false,
+            Tooth::TrustFirstRejection => rules.look_for_own_nonce = false,
+            Tooth::RenewalWaitsOnCredentials => rules.refresh_beside_renewal = false,
+        }
+        rules
+    }
+}
+
+#[cfg(all(test, feature = "teeth"))]
+mod tests {
+    use super::*;
+    use crate::ownership::teeth::Tooth;
+
+    #[test]
+    fn each_tooth_turns_off_exactly_one_rule() {
+        let mut seen = Vec::new();
+        for tooth in Tooth::ALL {
+            let rules = Rules::without(tooth);
+            assert_ne!(rules, Rules::ALL, "{tooth:?} turns off no rule");
+            assert!(!seen.contains(&rules), "{tooth:?} turns off the rule of another tooth");
+            seen.push(rules);
+        }
+    }
+}
