@@ -51,6 +51,7 @@ impl WasmOwnership {
         let o = convert::options(options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
         env.provider = o.credentials;
+        env.r2 = o.r2;
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;
         Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0), inspector: RefCell::default() }), hooks })
     }
@@ -180,6 +181,12 @@ impl WasmOwnership {
 
     pub fn probe(&self) -> Promise {
         self.run(|c| async move { convert::probe(c.ownership.probe().await?) })
+    }
+
+    /// This node's id: the `node` option, or the one the instance made up without it.
+    #[wasm_bindgen(getter)]
+    pub fn node(&self) -> String {
+        self.core.ownership.config().node.clone()
     }
 
     #[wasm_bindgen(js_name = leaseValid)]

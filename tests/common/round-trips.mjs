@@ -68,3 +68,16 @@ export class RoundTrips {
     }
   }
 }
+
+/** A server's S3-API transport for the round-trip checks: its options through a counting fetch, and a
+ * signed PUT that plants a whole key. */
+export function s3Transport({ signRequest }, server) {
+  const store = { endpoint: server.endpoint, bucket: server.bucket, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey };
+  const plant = async (key, body) => {
+    const url = `${server.endpoint}/${server.bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+    const signed = signRequest({ method: "PUT", url, body, region: "us-east-1", accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey });
+    const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });
+    if (!res.ok) throw new Error(`planting ${key}: ${res.status} ${await res.text()}`);
+  };
+  return { transport: (trips) => ({ ...store, fetch: trips.fetch() }), plant };
+}

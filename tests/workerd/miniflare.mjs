@@ -61,8 +61,8 @@ export async function startBundle(bundle, bindings, r2Buckets = {}) {
 
 /**
  * Starts one bundle as several Workers (one isolate each, `bindings[i]` for the i-th) in one workerd, sharing
- * `r2Buckets`: Workers that race through one R2 binding. Returns an object per Worker with
- * `dispatchFetch(url, init)`, like a Miniflare's.
+ * `r2Buckets`: Workers that race through one R2 binding. Returns { workers: an object per Worker with
+ * `dispatchFetch(url, init)` like a Miniflare's, buckets: each bound bucket by binding name }.
  */
 export async function startWorkers(bundle, bindings, r2Buckets) {
   const workers = bindings.map((b, i) => ({
@@ -81,10 +81,13 @@ export async function startWorkers(bundle, bindings, r2Buckets) {
   const mf = new Miniflare({ workers });
   await mf.ready;
   started.push(mf);
-  return Promise.all(workers.map(async ({ name }) => {
+  const fetchers = await Promise.all(workers.map(async ({ name }) => {
     const worker = await mf.getWorker(name);
     return { dispatchFetch: (url, init) => worker.fetch(url, init) };
   }));
+  // The buckets as Node sees them (Miniflare's proxies), for reading what the Workers wrote.
+  const buckets = Object.fromEntries(await Promise.all(Object.keys(r2Buckets).map(async (b) => [b, await mf.getR2Bucket(b)])));
+  return { workers: fetchers, buckets };
 }
 
 /** The R2 buckets a config binds (`[[r2_buckets]]`), as Miniflare takes them. */

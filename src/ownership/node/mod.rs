@@ -41,7 +41,7 @@ use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Settled, Store};
 use crate::ownership::control::FleetMarker;
 use crate::ownership::flight::{Flight, PerKey, Single};
-use crate::ownership::join::first;
+use crate::ownership::join::{beside, first, Side};
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::rules::Rules;
@@ -78,8 +78,11 @@ pub struct S3Ownership<E: Env> {
 }
 
 impl<E: Env> S3Ownership<E> {
-    /// Validates the configuration; sends nothing.
-    pub fn new(config: Config, env: E) -> Result<Self> {
+    /// Validates the configuration; sends nothing. Without a node id (`made_up_node`), makes one up.
+    pub fn new(mut config: Config, env: E) -> Result<Self> {
+        if config.made_up_node {
+            config.node = format!("edge-{:016x}", env.random_u64());
+        }
         config.check()?;
         let store = Store::for_config(&config, env)?;
         Ok(S3Ownership {
@@ -154,8 +157,7 @@ impl<E: Env> S3Ownership<E> {
     // ---- the store probe (SPEC §6) ----
 
     fn here(&self) -> Here<'_> {
-        let endpoint = self.config.endpoint.trim_end_matches('/');
-        Here { endpoint, bucket: &self.config.bucket, prefix: &self.config.prefix }
+        here(&self.config)
     }
 
     /// Qualifies the store now, whatever is recorded or kept (after any qualification in progress), and
@@ -164,17 +166,34 @@ impl<E: Env> S3Ownership<E> {
         self.refuse_if_closed()?;
         // The probe writes (its scratch keys, the verdict): a fleet of another backend gets none of them.
         self.fleet_checked(true).await?;
-        self.qualified(true).await
+        self.qualified(true, None).await
     }
 
     /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
-        self.fleet_checked(false).await?;
+        // The first reads go out together (SPEC §8): the qualification record beside the fleet's, when the
+        // qualification will need it. Nothing is written before the fleet is judged.
+        let needs_record = self.config.probe != ProbePolicy::Off && self.qualification.kept(self.store.env.wall_ms()).is_none();
+        let key = qualify::record_key(&self.config.prefix);
+        // The fleet's reads are sent first (a side job is polled before the main one).
+        let mut fleet: Side<'_, Result<()>> = Some(Box::pin(self.fleet_checked(false)));
+        let (read, checked) = match needs_record {
+            true => {
+                let (read, checked) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
+                (Some(read), checked)
+            }
+            false => (None, None),
+        };
+        match (checked, fleet.take()) {
+            (Some(checked), _) => checked?,
+            (None, Some(checking)) => checking.await?,
+            (None, None) => {}
+        }
         if self.config.probe == ProbePolicy::Off {
             return Ok(());
         }
-        self.qualified(false).await.map(|_| ())
+        self.qualified(false, read).await.map(|_| ())
     }
 
     /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
@@ -186,28 +205,39 @@ impl<E: Env> S3Ownership<E> {
             // A marker that does not decode may be a wrong endpoint's page: the qualification tells
             // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
             if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
-                self.qualified(fresh).await?;
+                self.qualified(fresh, None).await?;
             }
             return Err(e);
         }
         Ok(())
     }
 
-    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
-    async fn qualified(&self, fresh: bool) -> Result<ProbeReport> {
+    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded. `read`:
+    /// the record, read already.
+    async fn qualified(&self, fresh: bool, read: Option<qualify::RecordRead>) -> Result<ProbeReport> {
         let mode = match self.config.probe {
             _ if fresh => Mode::Explicit,
             ProbePolicy::Always => Mode::Always,
             ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
         };
         let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget(), read).await };
         self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
     }
 
     /// Whether the kept qualification showed the store honours a conditional DELETE.
     fn deletes_conditionally(&self) -> bool {
         self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete)
+    }
+}
+
+/// Where a verdict about `config`'s store holds. An R2 binding has no endpoint and does not know its
+/// bucket's name: its verdicts are its own (`r2-binding`), apart from those of S3-API clients of the same
+/// bucket, whose answers differ (conditional DELETE, `If-Match` on a missing key).
+pub fn here(config: &Config) -> Here<'_> {
+    match config.r2_binding {
+        true => Here { endpoint: "r2-binding", bucket: "", prefix: &config.prefix },
+        false => Here { endpoint: config.endpoint.trim_end_matches('/'), bucket: &config.bucket, prefix: &config.prefix },
     }
 }
 
