@@ -172,36 +172,52 @@ impl<E: Env> S3Ownership<E> {
     /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
-        // The first reads go out together (SPEC §8): the qualification record beside the fleet's, when the
-        // qualification will need it. Nothing is written before the fleet is judged.
-        let needs_record = self.config.probe != ProbePolicy::Off && self.qualification.kept(self.store.env.wall_ms()).is_none();
-        let key = qualify::record_key(&self.config.prefix);
-        // The fleet's reads are sent first (a side job is polled before the main one).
-        let mut fleet: Side<'_, Result<()>> = Some(Box::pin(self.fleet_checked(false)));
-        let (read, checked) = match needs_record {
-            true => {
-                let (read, checked) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
-                (Some(read), checked)
-            }
-            false => (None, None),
-        };
-        match (checked, fleet.take()) {
-            (Some(checked), _) => checked?,
-            (None, Some(checking)) => checking.await?,
-            (None, None) => {}
-        }
         if self.config.probe == ProbePolicy::Off {
+            return self.fleet_checked(false).await;
+        }
+        let mode = if self.config.probe == ProbePolicy::Always { Mode::Always } else { Mode::Trust };
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        // The first reads go out together (SPEC §8), in the one qualification concurrent callers share: the
+        // fleet's (a side job is polled first) and the qualification record beside them. The probe's writes
+        // come only once the fleet is judged.
+        let run = || async move {
+            let key = qualify::record_key(&self.config.prefix);
+            let mut fleet: Side<'_, Result<()>> = Some(Box::pin(self.fleet_read()));
+            let (read, judged) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
+            let judged = match (judged, fleet.take()) {
+                (Some(judged), _) => judged,
+                (None, Some(judging)) => judging.await,
+                (None, None) => Ok(()),
+            };
+            let here = self.here();
+            let qualify = || qualify::qualify(&self.store, &here, mode, trust, skew, self.budget(), Some(read));
+            match judged {
+                Ok(()) => qualify().await,
+                // A marker that does not decode may be a wrong endpoint's page: the qualification tells the
+                // two apart ("not an S3 API" is its error), else the marker really is corrupt.
+                Err(e) if e.code() == "corrupt-record" => match qualify().await {
+                    qualify::Outcome::Failed(not_s3) => qualify::Outcome::Failed(not_s3),
+                    _ => qualify::Outcome::Failed(e),
+                },
+                Err(e) => qualify::Outcome::Failed(e),
+            }
+        };
+        self.qualification.share(|| self.store.env.wall_ms(), false, run).await?;
+        // A verdict kept from earlier skips the run: the fleet is judged here then (kept once read).
+        self.fleet_checked(false).await
+    }
+
+    /// The fleet's markers as judged (kept for the instance's life once read), unless the rule is off.
+    async fn fleet_read(&self) -> Result<()> {
+        if !self.rules().check_fleet_marker {
             return Ok(());
         }
-        self.qualified(false, read).await.map(|_| ())
+        self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await
     }
 
     /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
     async fn fleet_checked(&self, fresh: bool) -> Result<()> {
-        if !self.rules().check_fleet_marker {
-            return Ok(());
-        }
-        if let Err(e) = self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await {
+        if let Err(e) = self.fleet_read().await {
             // A marker that does not decode may be a wrong endpoint's page: the qualification tells
             // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
             if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
