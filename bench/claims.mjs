@@ -48,6 +48,13 @@ rows.push(await measure("new instance: acquireLease + first claim (qualified)", 
   return cold.claim("cold");
 }, won));
 await cold.close();
+// Without a node id the instance makes one up and creates its lease without reading it first (SPEC §8).
+const madeUp = new S3Ownership({ ...store, prefix, fetch: counting, maxClockSkewMs: 200 });
+rows.push(await measure("new instance, made-up node id: acquireLease + claim (expectNew)", 3, async () => {
+  await madeUp.acquireLease();
+  return madeUp.claim("cold-new", { expectNew: true });
+}, won));
+await madeUp.close();
 await b.acquireLease();
 rows.push(await measure("claim a cell never seen", 1, () => a.claim("fresh"), won));
 rows.push(await measure("claim a new cell with { expectNew: true }", 1, () => a.claim("new", { expectNew: true }), won));
@@ -76,6 +83,25 @@ console.log("in sequence (what the protocol cannot do without); the requests in 
 for (const r of rows) {
   const over = r.sequence > r.minimum ? "  OVER" : "";
   console.log(`  ${r.op.padEnd(52)} ${String(r.requests).padStart(3)} sent ${String(r.sequence).padStart(3)} in sequence (minimum ${r.minimum})${over}  [${r.wire}]`);
+}
+
+// ---- the same cold path through an R2 binding: Miniflare's local bucket, driven from Node through its proxy ----
+{
+  const { Miniflare } = await import("miniflare");
+  const mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null) } }", r2Buckets: ["CELLS"] });
+  const bucket = await mf.getR2Bucket("CELLS");
+  const r2Prefix = `bench-r2-${Date.now()}/`;
+  const r2Trips = new RoundTrips(r2Prefix);
+  await new S3Ownership({ r2: bucket, prefix: r2Prefix, node: "qualifier" }).probe();
+  const fresh = new S3Ownership({ r2: r2Trips.binding(bucket), prefix: r2Prefix });
+  const cold = await r2Trips.measure(async () => {
+    await fresh.acquireLease();
+    return fresh.claim("cold", { expectNew: true });
+  });
+  if (cold.result.outcome !== "applied") throw new Error(`r2 cold path: ${JSON.stringify(cold.result)}`);
+  console.log(`\nthrough an R2 binding (Miniflare's local bucket): new instance: acquireLease + first claim (qualified, expectNew) ${cold.requests} sent ${cold.sequence} in sequence (minimum 3)  [${RoundTrips.show(cold.waves)}]`);
+  await fresh.close();
+  await mf.dispose();
 }
 
 // ---- CPU of the contenders' own code: the same claim/release loop over an in-process store ----

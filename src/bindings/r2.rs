@@ -32,7 +32,11 @@ impl R2Binding {
     /// `value` when it is a binding (an object with `get`, `put`, `delete` and `list`); else what is
     /// missing, for the `invalid-input` error.
     pub(crate) fn new(value: JsValue) -> Result<Self, String> {
-        let object = value.dyn_into::<Object>().map_err(|_| "r2 must be an R2 bucket binding (env.<BINDING>), not a value".to_owned())?;
+        // Not `instanceof Object`: a binding may be a Proxy from another realm (Miniflare's, in Node).
+        if !(value.is_object() || value.is_function()) {
+            return Err("r2 must be an R2 bucket binding (env.<BINDING>), not a value".to_owned());
+        }
+        let object: Object = value.unchecked_into();
         for name in METHODS {
             let method = Reflect::get(&object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
             if !method.is_function() {
