@@ -1,6 +1,8 @@
-//! The one seam between the protocol and the world: sending HTTP, reading clocks, drawing randomness
-//! and sleeping. The wasm bindings implement it over the injected JS `fetch`; the simulation implements
-//! it over a seeded, fault-injecting store. Nothing else in the crate touches I/O or time.
+//! The one seam between the protocol and the world: sending HTTP, reading clocks, drawing randomness,
+//! sleeping and asking for credentials (`Env`). The wasm bindings implement it over the injected JS
+//! `fetch`; the simulation implements it over a seeded, fault-injecting store. Nothing else in the crate
+//! touches I/O or time. What happened goes out beside it, to an `Observer` (events never wait for, or
+//! answer, anything the protocol does).
 
 use crate::error::{Fault, Source};
 
@@ -154,8 +156,25 @@ pub trait Env {
     async fn credentials(&self) -> Result<Credentials, Fault> {
         Err("no credentials provider".into())
     }
-    /// Receives protocol events; ignored unless the host wants them.
+}
+
+/// Hears the protocol's events, beside the `Env`. Called synchronously at the moment the core knows, with
+/// no state of the instance borrowed: an observer may call back into the instance (the simulation's
+/// hooks do), but it cannot change what the operation under way decides.
+pub trait Observer {
+    fn observe(&self, event: Event<'_>);
+}
+
+/// Nobody listening (an instance made without an observer).
+impl Observer for () {
     fn observe(&self, _event: Event<'_>) {}
+}
+
+/// One observer shared by the instance and whoever reads what it gathered (the wasm shell's metrics).
+impl<O: Observer + ?Sized> Observer for std::rc::Rc<O> {
+    fn observe(&self, event: Event<'_>) {
+        (**self).observe(event)
+    }
 }
 
 /// A borrowed `Env` is an `Env`: read-only views (`listing::Inspector`) run over an `S3Ownership`'s own.
@@ -174,8 +193,5 @@ impl<E: Env> Env for &E {
     }
     async fn sleep(&self, ms: u32) {
         (**self).sleep(ms).await
-    }
-    fn observe(&self, event: Event<'_>) {
-        (**self).observe(event)
     }
 }

@@ -19,7 +19,7 @@ fn leased(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
     config.lease_ttl_ms = TTL;
     config.max_clock_skew_ms = SKEW;
     config.probe = ProbePolicy::Off;
-    let n = S3Ownership::new(config, env.clone()).unwrap();
+    let n = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
     block_on(n.acquire_lease()).unwrap();
     n
 }
@@ -96,7 +96,7 @@ fn no_authority_without_a_claim_or_a_lease() {
     let env = MemEnv::new();
     let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
     config.probe = ProbePolicy::Off;
-    let a = S3Ownership::new(config, env.clone()).unwrap();
+    let a = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
     assert_eq!(code(a.authority("c")), "not-leased");
     block_on(a.acquire_lease()).unwrap();
     let err = a.authority("c").unwrap_err();
@@ -129,7 +129,10 @@ fn reads_verify_and_claims_that_see_another_owner_end_the_claim() {
     // A record that vanished after the claim was made ends it too.
     claim(&a, "f");
     env.0.borrow_mut().objects.remove("cells/f/own.json");
+    // celld's `read_owner` only reads: the claim stands until a judged read (JS `readOwner`) sees it gone.
     assert!(block_on(a.read_owner("f")).unwrap().is_none());
+    assert!(lost_since(&env, from + 3).is_empty());
+    assert!(block_on(a.read_owner_and_judge("f")).unwrap().is_none());
     assert_eq!(lost_since(&env, from + 3), [lost("f", 1, Lost::TakenOver)]);
     let _ = b;
 }

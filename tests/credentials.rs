@@ -9,7 +9,7 @@
 #[allow(dead_code)]
 mod support;
 
-use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Credentials, Env, HttpRequest, HttpResponse, TransportError};
 use celld_edge::error::Fault;
 use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
 use support::gate::poll;
@@ -25,7 +25,7 @@ fn provided(env: &MemEnv) -> S3Ownership<MemEnv> {
     let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
     config.credentials_provider = true;
     config.probe = ProbePolicy::Off;
-    S3Ownership::new(config, env.clone()).unwrap()
+    S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone())
 }
 
 fn now(env: &MemEnv) -> u64 {
@@ -206,9 +206,6 @@ impl Env for Timed {
     async fn credentials(&self) -> Result<Credentials, Fault> {
         self.mem.credentials().await
     }
-    fn observe(&self, event: Event<'_>) {
-        self.mem.observe(event)
-    }
 }
 
 /// Issue 21 B: the renewal loop refreshes due keys after a renewal, beside the loop: a provider that hangs
@@ -225,7 +222,7 @@ fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
     config.credentials_provider = true;
     config.probe = ProbePolicy::Off;
     let timed = Timed { mem: mem.clone(), timers: Default::default() };
-    let a = S3Ownership::new(config, timed.clone()).unwrap();
+    let a = S3Ownership::new(config, timed.clone()).unwrap().observed_by(mem.clone());
     let mut acquire = Box::pin(a.acquire_lease());
     poll(&mut acquire).unwrap().unwrap();
     let mut claim = Box::pin(a.claim("c"));

@@ -19,7 +19,7 @@ fn node(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
     config.addr = format!("{id}.internal:7000");
     // The scripted faults below target the protocol's own requests; the probe has tests of its own.
     config.probe = ProbePolicy::Off;
-    S3Ownership::new(config, env.clone()).unwrap()
+    S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone())
 }
 
 fn leased(env: &MemEnv, id: &str) -> S3Ownership<MemEnv> {
@@ -637,7 +637,7 @@ fn keys_sit_under_the_prefix_and_are_encoded_once() {
     config.prefix = "tenants/x/".into();
     config.probe = ProbePolicy::Off;
     config.ids = IdSet::Utf8;
-    let a = S3Ownership::new(config, env.clone()).unwrap();
+    let a = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
     block_on(a.acquire_lease()).unwrap();
     block_on(a.claim("cell %2F ☃")).unwrap();
     assert!(env.body("tenants/x/nodes/n 1+ü.json").is_some());
@@ -1196,7 +1196,7 @@ mod lifecycle {
         let env = MemEnv::new();
         let mut cfg = config("a", TTL);
         cfg.probe = ProbePolicy::Recorded; // the probe learns that this store honours DELETE If-Match
-        let a = S3Ownership::new(cfg, env.clone()).unwrap();
+        let a = S3Ownership::new(cfg, env.clone()).unwrap().observed_by(env.clone());
         block_on(a.acquire_lease()).unwrap();
         for cell in ["c1", "c2", "c3"] {
             block_on(a.claim(cell)).unwrap();
@@ -1215,7 +1215,7 @@ mod lifecycle {
         // Holding a cell it did not release, the retired lease stays: peers need it to take the cell at once.
         let mut cfg = config("b", TTL);
         cfg.probe = ProbePolicy::Recorded;
-        let b = S3Ownership::new(cfg, env.clone()).unwrap();
+        let b = S3Ownership::new(cfg, env.clone()).unwrap().observed_by(env.clone());
         block_on(b.acquire_lease()).unwrap();
         block_on(b.claim("c1")).unwrap();
         let closed = block_on(b.close(CloseOptions::default())).unwrap();
@@ -1323,7 +1323,7 @@ mod lifecycle {
     fn cleaner(env: &MemEnv, probe: ProbePolicy) -> S3Ownership<MemEnv> {
         let mut cfg = config("cleaner", TTL);
         cfg.probe = probe;
-        S3Ownership::new(cfg, env.clone()).unwrap()
+        S3Ownership::new(cfg, env.clone()).unwrap().observed_by(env.clone())
     }
 
     #[test]
@@ -1420,7 +1420,7 @@ mod issue21 {
     #[test]
     fn close_keeps_the_lease_a_record_left_by_an_unsettled_release_names() {
         let env = MemEnv::new();
-        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap();
+        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap().observed_by(env.clone());
         block_on(a.acquire_lease()).unwrap();
         block_on(a.claim("c")).unwrap();
         env.push(Fault::Drop(Err(TransportError::TimedOut))); // the release never lands...
@@ -1533,7 +1533,7 @@ mod issue21 {
     fn probe_refuses_a_fleet_of_another_backend_and_writes_nothing() {
         let env = MemEnv::new();
         env.put_raw("fleet/control.json", r#"{"format":1,"backend":"dynamodb","table":"cells"}"#);
-        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap();
+        let a = S3Ownership::new(qualified("a"), env.clone()).unwrap().observed_by(env.clone());
         let (out, wire) = wire_of(&env, a.probe());
         let err = out.unwrap_err();
         assert_eq!(err.code(), "unsupported-backend", "{err}");

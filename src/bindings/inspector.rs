@@ -10,6 +10,7 @@ use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use super::events::WebObserver;
 use super::convert::{self, INSPECTOR};
 use super::error::{js_error, use_error_class};
 use super::listing::{cells_out, nodes_out};
@@ -32,10 +33,10 @@ impl WasmInspector {
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmInspector, JsValue> {
         use_error_class(hooks.error_class());
         let o = convert::options_for(INSPECTOR, options).map_err(js_error)?;
-        let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        let mut env = WebEnv::new(o.fetch, hooks.clone());
         env.provider = o.credentials;
         env.r2 = o.r2;
-        let inspector = Inspector::new(&o.config, env).map_err(js_error)?;
+        let inspector = Inspector::new(&o.config, env).map_err(js_error)?.observed_by(WebObserver::new(o.on_event));
         Ok(WasmInspector { inspector: Rc::new(inspector), hooks })
     }
 

@@ -1,5 +1,5 @@
 //! The result of `own.metrics()` (bindings/ownership.rs): this instance's counters
-//! (`crate::metrics::Metrics`, folded from every event the core emits, in `WebEnv::observe`) as a plain JS
+//! (`crate::metrics::Metrics`, folded from every event the core emits, in `WebObserver`, bindings/events.rs) as a plain JS
 //! object, the shape js/ownership.d.ts declares (`Metrics`). Counts nothing itself.
 
 use js_sys::{Object, Reflect};

@@ -17,6 +17,7 @@ use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
 use super::convert;
 use super::error::{js_error, use_error_class};
+use super::events::WebObserver;
 use super::inspector::run_on;
 use super::listing::{cells_out, nodes_out};
 use super::metrics::metrics_out;
@@ -28,6 +29,8 @@ use crate::ownership::{Inspector, S3Ownership};
 /// The protocol and this instance's renewal loop.
 pub(super) struct Core {
     pub(super) ownership: S3Ownership<WebEnv>,
+    /// Hears its events (metrics, the authority watcher, `onEvent`).
+    events: Rc<WebObserver>,
     /// The running renewal loop's id (0: none); a loop finishing after a newer one started leaves it.
     renewing: Cell<u32>,
     last_loop: Cell<u32>,
@@ -49,11 +52,12 @@ impl WasmOwnership {
     pub fn new(options: JsValue, hooks: Hooks) -> Result<WasmOwnership, JsValue> {
         use_error_class(hooks.error_class());
         let o = convert::options(options).map_err(js_error)?;
-        let mut env = WebEnv::new(o.fetch, o.on_event, hooks.clone());
+        let mut env = WebEnv::new(o.fetch, hooks.clone());
         env.provider = o.credentials;
         env.r2 = o.r2;
-        let ownership = S3Ownership::new(o.config, env).map_err(js_error)?;
-        Ok(WasmOwnership { core: Rc::new(Core { ownership, renewing: Cell::new(0), last_loop: Cell::new(0), inspector: RefCell::default() }), hooks })
+        let events = Rc::new(WebObserver::new(o.on_event));
+        let ownership = S3Ownership::new(o.config, env).map_err(js_error)?.observed_by(events.clone());
+        Ok(WasmOwnership { core: Rc::new(Core { ownership, events, renewing: Cell::new(0), last_loop: Cell::new(0), inspector: RefCell::default() }), hooks })
     }
 
     /// Runs one operation as a Promise: `Ok` resolves, a `crate::Error` rejects with its code, a trap
@@ -70,7 +74,7 @@ impl WasmOwnership {
 
     #[wasm_bindgen(js_name = readOwner)]
     pub fn read_owner(&self, cell: JsValue) -> Promise {
-        self.run(|c| async move { convert::owner_record(c.ownership.read_owner(&convert::id(&cell, "cell")?).await?) })
+        self.run(|c| async move { convert::owner_record(c.ownership.read_owner_and_judge(&convert::id(&cell, "cell")?).await?) })
     }
 
     #[wasm_bindgen(js_name = casOwner)]
@@ -249,12 +253,12 @@ impl WasmOwnership {
     /// knows (`reason`: the error its signal aborts with). One watcher per instance; `undefined` removes it
     /// (js/authority.js watches only while a signal is live: each reason is an Error built).
     pub fn watch(&self, f: JsValue) {
-        *self.core.ownership.env().watcher.borrow_mut() = f.dyn_into::<Function>().ok();
+        *self.core.events.watcher.borrow_mut() = f.dyn_into::<Function>().ok();
     }
 
     /// This instance's counters since it was made, as a fresh plain object.
     pub fn metrics(&self) -> JsValue {
-        metrics_out(&self.core.ownership.env().metrics.borrow())
+        metrics_out(&self.core.events.metrics.borrow())
     }
 
     #[wasm_bindgen(js_name = listCells)]
@@ -277,9 +281,12 @@ fn inspector_of(c: &Core) -> Result<Rc<Inspector<WebEnv>>, Error> {
         return Ok(kept);
     }
     let env = c.ownership.env();
-    let mut own = WebEnv::new(env.fetch.clone(), env.on_event.clone(), env.hooks.clone());
+    let mut own = WebEnv::new(env.fetch.clone(), env.hooks.clone());
     own.provider = env.provider.clone();
-    let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?);
+    own.r2 = env.r2.clone();
+    // Its requests go to `onEvent`, not to this instance's metrics.
+    let events = WebObserver::new(c.events.on_event.clone());
+    let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?.observed_by(events));
     *c.inspector.borrow_mut() = Some(inspector.clone());
     Ok(inspector)
 }

@@ -26,6 +26,7 @@ extern "C" {
 const METHODS: [&str; 4] = ["get", "put", "delete", "list"];
 
 /// An R2 bucket binding (the `r2` option).
+#[derive(Clone)]
 pub(crate) struct R2Binding(Object);
 
 impl R2Binding {

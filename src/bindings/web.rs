@@ -13,9 +13,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
-use super::convert::EventOut;
 use super::trap::Hooks;
-use crate::env::{Env, Event, HttpRequest, HttpResponse, NetworkError, TransportError};
+use crate::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError};
 use crate::error::{Fault, Source};
 
 #[wasm_bindgen]
@@ -44,17 +43,12 @@ const RANDOM_BATCH: usize = 64;
 pub(crate) struct WebEnv {
     /// The injected fetch (or `globalThis.fetch`), called with `globalThis` as `this`.
     pub(crate) fetch: Function,
-    pub(crate) on_event: Option<Function>,
     pub(crate) hooks: Hooks,
     /// The timers of this instance's sleeps in progress, so that `stopRenewing` can end the renewal
     /// loop's sleep at once (a pending timer would keep Node from exiting).
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
     /// The `credentials` option: called for fresh keys (`Env::credentials`).
     pub(crate) provider: Option<Function>,
-    /// Every event counted, for `own.metrics()`.
-    pub(crate) metrics: RefCell<crate::metrics::Metrics>,
-    /// Hears of every claim that ends (`authority::watch`: js/authority.js aborts its signals).
-    pub(crate) watcher: RefCell<Option<Function>>,
     /// The `r2` option: every request goes through this binding instead of `fetch`.
     pub(crate) r2: Option<super::r2::R2Binding>,
 }
@@ -136,8 +130,8 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
 }
 
 impl WebEnv {
-    pub(crate) fn new(fetch: Function, on_event: Option<Function>, hooks: Hooks) -> Self {
-        WebEnv { fetch, on_event, hooks, sleeping: RefCell::default(), provider: None, metrics: RefCell::default(), watcher: RefCell::default(), r2: None }
+    pub(crate) fn new(fetch: Function, hooks: Hooks) -> Self {
+        WebEnv { fetch, hooks, sleeping: RefCell::default(), provider: None, r2: None }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -281,24 +275,6 @@ impl Env for WebEnv {
             ..Fault::default()
         })?;
         super::convert::provided_credentials(answer).map_err(Fault::from)
-    }
-
-    fn observe(&self, event: Event<'_>) {
-        self.metrics.borrow_mut().record(&event);
-        if let Event::AuthorityLost { cell, epoch, lost, detail } = event {
-            // Cloned out: the watcher's abort listeners may call back into this instance.
-            let watcher = self.watcher.borrow().clone();
-            if let Some(f) = watcher {
-                let reason = super::error::lost_error(cell, epoch, lost, detail);
-                let _ = f.call3(&JsValue::UNDEFINED, &JsValue::from_str(cell), &JsValue::from_f64(epoch as f64), &reason);
-            }
-        }
-        if let Some(f) = &self.on_event {
-            if let Ok(value) = EventOut::from(&event).to_js() {
-                // A throwing observer must not break the protocol: call1 catches.
-                let _ = f.call1(&JsValue::UNDEFINED, &value);
-            }
-        }
     }
 }
 

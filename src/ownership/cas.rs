@@ -6,9 +6,10 @@
 //! not decode settles nothing: it is read again, and a write still unsettled is `ambiguous`, never
 //! `corrupt-record` (it may have landed).
 
+use std::rc::Rc;
 use core::cell::{Cell, RefCell};
 
-use crate::env::{Env, Event};
+use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::Config;
@@ -107,6 +108,8 @@ pub enum Budget {
 
 pub struct Store<E: Env> {
     pub env: E,
+    /// Hears every request's outcome, retries and settled ambiguities (nobody, unless the host wants them).
+    pub observer: Rc<dyn Observer>,
     bucket: RefCell<Bucket>,
     /// The keys' lifetime when a credentials provider gives them.
     rotation: Rotation,
@@ -122,6 +125,7 @@ impl<E: Env> Store<E> {
     pub fn new(env: E, bucket: Bucket) -> Self {
         Store {
             env,
+            observer: Rc::new(()),
             bucket: RefCell::new(bucket),
             rotation: Rotation::new(false),
             closed: Cell::new(false),
@@ -187,13 +191,13 @@ impl<E: Env> Store<E> {
     /// lease's authority, never wait on the provider while the keys held still work.
     async fn signable(&self, key: &str, budget: Budget) -> Result<()> {
         let can_wait = matches!(budget, Budget::PerRequest(_) | Budget::Closing(_));
-        self.rotation.ready(&self.env, &self.bucket, key, can_wait, self.timeout(budget)).await
+        self.rotation.ready(&self.env, &*self.observer, &self.bucket, key, can_wait, self.timeout(budget)).await
     }
 
     /// Refreshes the keys now if a refresh is due (the renewal loop's quiet moments), waiting for the
     /// provider at most as long as for one request.
     pub async fn refresh_due_credentials(&self, budget: Budget) -> Result<()> {
-        self.rotation.ready(&self.env, &self.bucket, "credentials", true, self.timeout(budget)).await
+        self.rotation.ready(&self.env, &*self.observer, &self.bucket, "credentials", true, self.timeout(budget)).await
     }
 
     /// A 128-bit random hex nonce.
@@ -270,7 +274,7 @@ impl<E: Env> Store<E> {
         }
         let window = 50u64 << (attempt - 1);
         let backoff_ms = (self.env.random_u64() % window + 1) as u32;
-        self.env.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &fault.detail });
+        self.observer.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &fault.detail });
         self.env.sleep(backoff_ms).await;
         Ok(())
     }
@@ -352,7 +356,7 @@ impl<E: Env> Store<E> {
     /// Says how one request went (`Event::Request`).
     fn answered(&self, key: &str, op: &'static str, outcome: &'static str, status: u16, started: f64) {
         let ms = self.env.mono_ms() - started;
-        self.env.observe(Event::Request { key, op, record: record_of(key), outcome, status, ms });
+        self.observer.observe(Event::Request { key, op, record: record_of(key), outcome, status, ms });
     }
 
     /// A store's refusal of the keys themselves (expired or revoked early, not a denied permission) has
@@ -403,7 +407,7 @@ impl<E: Env> Store<E> {
             Settled::Rejected => "rejected",
             Settled::Superseded => "superseded",
         };
-        self.env.observe(Event::AmbiguousSettled { key, outcome, readbacks });
+        self.observer.observe(Event::AmbiguousSettled { key, outcome, readbacks });
         settled
     }
 

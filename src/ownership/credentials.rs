@@ -6,7 +6,7 @@
 
 use core::cell::{Cell, RefCell};
 
-use crate::env::{Env, Event};
+use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Fault, Refusal, Result};
 use crate::ownership::flight::{Joined, Share, Single};
 use crate::ownership::join::{first, Either};
@@ -96,12 +96,12 @@ impl Rotation {
     /// and `can_wait` (lease renewals cannot: they use the keys that still work). Concurrent callers share
     /// one refresh. A failed refresh, or a provider that has not answered within `timeout_ms`, is an `auth`
     /// error only when no usable keys are left.
-    pub async fn ready<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, key: &str, can_wait: bool, timeout_ms: u32) -> Result<()> {
+    pub async fn ready<E: Env>(&self, env: &E, observer: &dyn Observer, bucket: &RefCell<Bucket>, key: &str, can_wait: bool, timeout_ms: u32) -> Result<()> {
         let need = self.need(env.wall_ms());
         if need == Need::Nothing || (need == Need::Refresh && !can_wait) {
             return Ok(());
         }
-        let outcome = self.refresh(env, bucket, timeout_ms).await;
+        let outcome = self.refresh(env, observer, bucket, timeout_ms).await;
         match outcome {
             Err(_) if self.need(env.wall_ms()) != Need::Keys => Ok(()),
             Err(fault) => Err(Error::Auth(Box::new(Refusal {
@@ -118,7 +118,7 @@ impl Rotation {
     /// Joins the refresh in flight, or leads one; `Err` carries what the provider threw, or that it did not
     /// answer within `timeout_ms` (a provider that hangs must not hang every request; its late answer is
     /// dropped, and the next refresh asks again).
-    async fn refresh<E: Env>(&self, env: &E, bucket: &RefCell<Bucket>, timeout_ms: u32) -> Refreshed {
+    async fn refresh<E: Env>(&self, env: &E, observer: &dyn Observer, bucket: &RefCell<Bucket>, timeout_ms: u32) -> Refreshed {
         let joined = |_: &(), joined: Joined<Refreshed>| match joined {
             Joined::Done(outcome) => Some(outcome),
             Joined::Abandoned => None,
@@ -142,10 +142,10 @@ impl Rotation {
                 Ok(c.expires_ms.unwrap_or(0))
             });
             match &outcome {
-                Ok(expires_ms) => env.observe(Event::CredentialsRefreshed { expires_ms: *expires_ms, ms: env.mono_ms() - started }),
+                Ok(expires_ms) => observer.observe(Event::CredentialsRefreshed { expires_ms: *expires_ms, ms: env.mono_ms() - started }),
                 Err(fault) => {
                     self.retry_after.set(now.saturating_add(RETRY_MS));
-                    env.observe(Event::CredentialsFailed { detail: &fault.detail });
+                    observer.observe(Event::CredentialsFailed { detail: &fault.detail });
                 }
             }
             let outcome = outcome.map(|_| ());

@@ -10,7 +10,9 @@
 //! `corrupt-record` naming its key; any other failure (credentials, a missing bucket, a store that is not
 //! S3, a read that kept failing) fails the whole listing, since a partial listing would read as complete.
 
-use crate::env::Env;
+use std::rc::Rc;
+
+use crate::env::{Env, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::control::check_bucket_backend;
@@ -180,6 +182,12 @@ impl<E: Env> Inspector<E> {
             timeout_ms: config.request_timeout_ms,
             page_size: None,
         })
+    }
+
+    /// Tells `observer` of every request it sends (`Event::Request`) from now on.
+    pub fn observed_by(mut self, observer: impl Observer + 'static) -> Self {
+        self.store.observer = Rc::new(observer);
+        self
     }
 
     pub fn env(&self) -> &E {
@@ -375,11 +383,17 @@ impl<E: Env> Inspector<E> {
 /// They need no lease and never touch this instance's lease or claims.
 impl<E: Env> S3Ownership<E> {
     pub async fn list_cells(&self) -> Result<Vec<CellEntry>> {
-        Inspector::new(self.config(), self.env())?.list_cells().await
+        self.inspector()?.list_cells().await
     }
 
     pub async fn list_nodes(&self) -> Result<Vec<NodeEntry>> {
-        Inspector::new(self.config(), self.env())?.list_nodes().await
+        self.inspector()?.list_nodes().await
+    }
+
+    fn inspector(&self) -> Result<Inspector<&E>> {
+        let mut inspector = Inspector::new(self.config(), self.env())?;
+        inspector.store.observer = self.observer();
+        Ok(inspector)
     }
 }
 

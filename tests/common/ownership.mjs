@@ -589,6 +589,18 @@ export function ownershipChecks({ api, server, runtime }) {
     await leased("closer");
   });
 
+  check("onEvent is called after the core's step, never inside it", async ({ leased, cell }) => {
+    const events = [];
+    const a = await leased("outside", { onEvent: (e) => events.push(e.type) });
+    await a.claim(cell("outside"));
+    // close() ends authority synchronously (the core emits `closed` then): the user's function hears of it
+    // only once the call has returned.
+    const closing = a.close();
+    eq(events.includes("closed"), false, "an event delivered inside close()'s synchronous half");
+    await closing;
+    eq(["closed", "lease-retired"].map((t) => events.includes(t)), [true, true], `events after close: ${JSON.stringify(events)}`);
+  });
+
   check("[Symbol.asyncDispose] closes (what `await using` calls)", async ({ make, cell, raw }) => {
     const events = [];
     const a = make("disposed", { onEvent: (e) => events.push(e.type) });

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use celld_edge::env::{Credentials, Env, Event as DriverEvent, HttpRequest, HttpResponse, TransportError};
+use celld_edge::env::{Credentials, Env, Event as DriverEvent, HttpRequest, HttpResponse, Observer, TransportError};
 
 use crate::store::{Fault, FaultMix, SimStore, Tag};
 
@@ -645,8 +645,17 @@ impl Future for Completion {
     }
 }
 
-/// What a node's `Env` hands on of the driver's events (the workload's ledger of installed leases).
+/// What a node hands on of the driver's events (the workload's ledger of installed leases).
 pub type EventHook = Rc<dyn Fn(&DriverEvent<'_>)>;
+
+/// A node's observer: its events to the workload's hook.
+pub struct Hooked(pub EventHook);
+
+impl Observer for Hooked {
+    fn observe(&self, event: DriverEvent<'_>) {
+        (self.0)(&event)
+    }
+}
 
 /// Told of every write (PUT, DELETE) a node's `Env` sends, as it is sent: the operation it is tagged
 /// with, and `METHOD url`.
@@ -665,23 +674,17 @@ pub struct SimEnv {
     world: Rc<World>,
     node: usize,
     incarnation: u32,
-    hook: Option<EventHook>,
     writes: Option<WriteWatch>,
     provider: Option<Provider>,
 }
 
 impl SimEnv {
     pub fn new(world: Rc<World>, node: usize, incarnation: u32) -> Self {
-        SimEnv { world, node, incarnation, hook: None, writes: None, provider: None }
+        SimEnv { world, node, incarnation, writes: None, provider: None }
     }
 
     pub fn with_write_watch(mut self, watch: WriteWatch) -> Self {
         self.writes = Some(watch);
-        self
-    }
-
-    pub fn with_hook(mut self, hook: EventHook) -> Self {
-        self.hook = Some(hook);
         self
     }
 
@@ -738,11 +741,6 @@ impl Env for SimEnv {
         let expires_ms = Some(wall + life);
         self.world.note(|| format!("node {} (life {}) got keys #{n}, {life} ms to live", self.node, self.incarnation));
         Ok(Credentials { access_key_id: format!("ASIASIM{n}"), secret_access_key: format!("sim-secret-{n}"), session_token: Some(format!("token-{n}")), expires_ms })
-    }
-    fn observe(&self, event: DriverEvent<'_>) {
-        if let Some(hook) = &self.hook {
-            hook(&event);
-        }
     }
 }
 

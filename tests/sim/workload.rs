@@ -28,7 +28,7 @@ use celld_edge::Error;
 
 use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
-use crate::exec::{self, Both, Chaos, Provider, Rng, SimEnv, World};
+use crate::exec::{self, Both, Chaos, Hooked, Provider, Rng, SimEnv, World};
 use crate::store::{Fault, FaultMix, SimStore};
 
 pub const BUCKET: &str = "sim-bucket";
@@ -653,12 +653,12 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             }
         })
     };
-    let mut env = SimEnv::new(ctx.world.clone(), node, incarnation).with_hook(hook).with_write_watch(watch);
+    let mut env = SimEnv::new(ctx.world.clone(), node, incarnation).with_write_watch(watch);
     if let Some(provider) = ctx.provider {
         cfg.credentials_provider = true;
         env = env.with_provider(provider);
     }
-    let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid");
+    let own = S3Ownership::new(cfg, env).expect("the simulation's config is valid").observed_by(Hooked(hook));
     let own = Rc::new(match p.tooth {
         Some(t) => own.with_tooth(t),
         None => own,
@@ -819,7 +819,7 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                     .await;
             }
             81..=85 => {
-                let call = async { own.read_owner(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
+                let call = async { own.read_owner_and_judge(&random_cell).await.map(|o| o.map(|o| (o.node, o.epoch))) };
                 let _ = life.op(OpKind::ReadOwner(random_cell.clone()), call, read).await;
             }
             86..=90 => {

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, Lost, TransportError};
+use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, Lost, Observer, TransportError};
 
 /// What to do with the next request, instead of answering it plainly.
 #[allow(dead_code)]
@@ -251,6 +251,10 @@ impl Env for MemEnv {
         }
         self.0.borrow_mut().provided.pop_front().unwrap_or_else(|| Err("provider offline".into())).map_err(celld_edge::error::Fault::from)
     }
+}
+
+/// Records every claim's end (`lost`) and calls `on_lost`: the tests' observer (`observed_by`).
+impl Observer for MemEnv {
     fn observe(&self, event: Event<'_>) {
         if let Event::AuthorityLost { cell, epoch, lost, .. } = event {
             let hook = {

@@ -227,7 +227,7 @@ impl<E: Env> S3Ownership<E> {
     /// Who owns `cell` and whether that owner's lease is live (not provably dead: a missing lease counts
     /// as live until it has stayed missing `ttl + skew`); `None` when the record is absent.
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
-        let Some(rec) = self.read_owner(cell).await? else { return Ok(None) };
+        let Some(rec) = self.read_owner_and_judge(cell).await? else { return Ok(None) };
         if rec.is_released() {
             return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false, held: false }));
         }
@@ -248,7 +248,7 @@ impl<E: Env> S3Ownership<E> {
     /// still valid, and the record still names this node at `epoch`.
     pub async fn verify(&self, cell: &str, epoch: u64) -> Result<bool> {
         check_epoch(epoch)?;
-        let rec = self.read_owner(cell).await?;
+        let rec = self.read_owner_and_judge(cell).await?;
         let names_us = rec.is_some_and(|r| r.node == self.config.node && r.epoch == epoch);
         let claimed = self.claimed_epoch(cell) == Some(epoch);
         Ok(names_us && claimed && self.lease_valid())

@@ -172,7 +172,7 @@ impl<E: Env> S3Ownership<E> {
             return Ok(LeaseRemoval::Needed { cell: None });
         }
         for cell in cells {
-            if self.read_owner(cell).await?.is_some_and(|r| r.node == node) {
+            if self.read_owner_and_judge(cell).await?.is_some_and(|r| r.node == node) {
                 return Ok(LeaseRemoval::Needed { cell: Some((*cell).to_owned()) });
             }
         }

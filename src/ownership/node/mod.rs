@@ -36,7 +36,7 @@ pub use outcomes::{ClaimOptions, ClaimOutcome, CloseOptions, Closed, LeaseRemova
 use std::rc::Rc;
 use core::cell::RefCell;
 
-use crate::env::{Env, Event};
+use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Settled, Store};
 use crate::ownership::control::FleetMarker;
@@ -101,6 +101,17 @@ impl<E: Env> S3Ownership<E> {
         })
     }
 
+    /// Tells `observer` every event from now on (nobody hears them otherwise).
+    pub fn observed_by(mut self, observer: impl Observer + 'static) -> Self {
+        self.store.observer = Rc::new(observer);
+        self
+    }
+
+    /// Who hears this instance's events (its listings' too).
+    pub(crate) fn observer(&self) -> Rc<dyn Observer> {
+        self.store.observer.clone()
+    }
+
     pub fn env(&self) -> &E {
         &self.store.env
     }
@@ -123,7 +134,7 @@ impl<E: Env> S3Ownership<E> {
 
     /// Tells the host what happened.
     fn emit(&self, event: Event<'_>) {
-        self.store.env.observe(event);
+        self.store.observer.observe(event);
     }
 
     fn owner_key(&self, cell: &str) -> String {

@@ -3,7 +3,8 @@
 //! judgement of a peer by its lease (the peer rule, and how long a missing lease has stayed missing). It
 //! remembers what it read and wrote (`Known`, its own write nonces); that memory only ever picks a write's
 //! guard or tells this instance's records from another process's. Reading a record must never end a claim
-//! by itself: `read_owner_record` returns what it saw, and the caller has the book judge it.
+//! by itself: `read_owner` and `read_owner_record` return what they saw, and a caller that acts on it has
+//! the book judge it (`read_owner_and_judge`).
 
 use std::collections::VecDeque;
 
@@ -50,8 +51,16 @@ struct MissingLease {
 }
 
 impl<E: Env> S3Ownership<E> {
-    /// Reads `cell`'s owner record, and ends this instance's claim of it when the record shows it replaced.
+    /// Reads `cell`'s owner record and returns what it saw (celld's `read_owner`): no claim of this
+    /// instance ends by it, whatever the record shows.
     pub async fn read_owner(&self, cell: &str) -> Result<Option<OwnerRecord>> {
+        check_cell(self.config.ids, cell)?;
+        self.read_owner_record(cell).await
+    }
+
+    /// `read_owner`, then ends this instance's claim of `cell` when the record shows it replaced (the
+    /// book's judgement, `read_owner_judged`; JS `readOwner`).
+    pub async fn read_owner_and_judge(&self, cell: &str) -> Result<Option<OwnerRecord>> {
         check_cell(self.config.ids, cell)?;
         self.read_owner_judged(cell).await
     }

@@ -43,7 +43,7 @@ impl<E: Env> S3Ownership<E> {
                 CasOutcome::Rejected => self.release_owner(cell, epoch).await,
             },
             // Not claimed by this instance: release whatever epoch the record names us at.
-            None => match self.read_owner(cell).await? {
+            None => match self.read_owner_and_judge(cell).await? {
                 Some(rec) if rec.node == self.config.node => self.release_own(cell, rec).await,
                 _ => Ok(CasOutcome::Rejected),
             },
@@ -55,7 +55,7 @@ impl<E: Env> S3Ownership<E> {
     pub async fn release_owner(&self, cell: &str, epoch: u64) -> Result<CasOutcome> {
         check_epoch(epoch)?;
         self.require_release_lease()?;
-        match self.read_owner(cell).await? {
+        match self.read_owner_and_judge(cell).await? {
             Some(rec) if rec.node == self.config.node && rec.epoch == epoch => self.release_own(cell, rec).await,
             _ => Ok(CasOutcome::Rejected),
         }
