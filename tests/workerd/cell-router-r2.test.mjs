@@ -2,7 +2,7 @@
 // binding, with no keys: two Workers (two isolates of one workerd, NODE_IDs edge-r2-a and edge-r2-b) share
 // the local bucket CELLS and race for the same cells; exactly one owns each, the other names it, and the
 // records in the bucket agree. Then edge-r2-a gets no requests, its lease lapses, and edge-r2-b takes its
-// cells over at epoch 2; edge-r2-a, back, routes to it. Run by run.mjs.
+// cells over at a higher epoch; edge-r2-a, back, routes to it. Run by run.mjs.
 import { test } from "node:test";
 import { deepEqual, equal } from "node:assert/strict";
 import { join } from "node:path";
@@ -56,17 +56,23 @@ test("cell-router Worker through its R2 binding, no keys: two isolates race with
     equal((await ask(b, "cell-b-warm")).owner, "edge-r2-b");
     await sleep(100);
   }
+  // (A loaded machine may let edge-r2-b's own lease lapse between requests: it then claims its cells again,
+  // one epoch up. Epochs only ever go up; what must hold is one owner, named alike by both and the bucket.)
+  const epochs = new Map();
   for (const cell of cells) {
     const answer = await ask(b, cell);
     equal(answer.owner, "edge-r2-b", `${cell}: edge-r2-b owns every cell once edge-r2-a is dead`);
-    equal(answer.epoch, owners.get(cell) === "edge-r2-a" ? 2 : 1, `${cell}: a takeover advances the epoch`);
+    if (owners.get(cell) === "edge-r2-a" && answer.epoch < 2) throw new Error(`${cell}: taken over at epoch ${answer.epoch}`);
+    epochs.set(cell, answer.epoch);
   }
   for (const cell of lostByA) {
     const answer = await ask(a, cell);
-    deepEqual([answer.owner, answer.epoch, answer.self], ["edge-r2-b", 2, false], `${cell}: edge-r2-a routes to edge-r2-b`);
+    const rec = await record(`cells/${cell}/own.json`);
+    deepEqual([answer.owner, answer.epoch, answer.self], ["edge-r2-b", rec.epoch, false], `${cell}: edge-r2-a routes to edge-r2-b`);
   }
   for (const cell of cells) {
     const rec = await record(`cells/${cell}/own.json`);
-    deepEqual([rec.node, rec.epoch], ["edge-r2-b", owners.get(cell) === "edge-r2-a" ? 2 : 1], `${cell} in the bucket`);
+    equal(rec.node, "edge-r2-b", `${cell} in the bucket`);
+    if (rec.epoch < epochs.get(cell)) throw new Error(`${cell}: the bucket's epoch ${rec.epoch} went below ${epochs.get(cell)}`);
   }
 });

@@ -39,21 +39,24 @@ export function bundleWorker(config, args = []) {
   return { dir, main: files.find((f) => f.endsWith(".js")), bytes, gzipBytes, report: report.trim() };
 }
 
+/** Miniflare's options for one Worker of a bundle. */
+const workerOptions = (bundle, bindings, r2Buckets) => ({
+  modules: true,
+  scriptPath: join(bundle.dir, bundle.main),
+  modulesRoot: bundle.dir,
+  modulesRules: [
+    { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+    { type: "CompiledWasm", include: ["**/*.wasm"] },
+  ],
+  compatibilityDate: "2026-04-01",
+  bindings,
+  r2Buckets,
+});
+
 /** Starts a bundle (from bundleWorker) in workerd with these bindings (vars and secrets alike) and
  * `r2Buckets` (binding name → { id }; Miniflare keeps each bucket in memory, per Miniflare instance). */
 export async function startBundle(bundle, bindings, r2Buckets = {}) {
-  const mf = new Miniflare({
-    modules: true,
-    scriptPath: join(bundle.dir, bundle.main),
-    modulesRoot: bundle.dir,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2026-04-01",
-    bindings,
-    r2Buckets,
-  });
+  const mf = new Miniflare(workerOptions(bundle, bindings, r2Buckets));
   await mf.ready;
   started.push(mf);
   return mf;
@@ -65,19 +68,7 @@ export async function startBundle(bundle, bindings, r2Buckets = {}) {
  * `dispatchFetch(url, init)` like a Miniflare's, buckets: each bound bucket by binding name }.
  */
 export async function startWorkers(bundle, bindings, r2Buckets) {
-  const workers = bindings.map((b, i) => ({
-    name: `worker-${i}`,
-    modules: true,
-    scriptPath: join(bundle.dir, bundle.main),
-    modulesRoot: bundle.dir,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2026-04-01",
-    bindings: b,
-    r2Buckets,
-  }));
+  const workers = bindings.map((b, i) => ({ name: `worker-${i}`, ...workerOptions(bundle, b, r2Buckets) }));
   const mf = new Miniflare({ workers });
   await mf.ready;
   started.push(mf);
