@@ -193,7 +193,8 @@ export interface OwnerInfo {
   node: string | null;
   epoch: number;
   addr: string;
-  /** The owner's lease is not provably dead (`expires_ms + maxClockSkewMs > now`). */
+  /** The owner's lease is not provably dead by the peer rule (SPEC §5: not yet seen unchanged for its ttl by
+   * this instance, nor past its expiry by the store's clock; a missing lease until it stayed missing). */
   live: boolean;
   /** The owner is a dead celld node whose node log is not sealed: not claimable until celld recovers it. */
   awaitingRecovery: boolean;
@@ -367,9 +368,11 @@ export type S3InspectorOptions = Pick<
   | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent" | "credentials" | "r2"
 >;
 
-/** What a peer would conclude from a node's lease now (SPEC §5): `dead` only once
- * `expiresMs + maxClockSkewMs <= now`; `missing` (no lease record) is not proof of death. */
-export type LeaseState = "live" | "dead" | "missing" | "corrupt";
+/** What a peer would conclude from one look at a node's lease now (SPEC §5), by the store's clock (the `Date`
+ * of its answers): `live` before its expiry, `dead` once surely past it, `undecided` past it but not yet
+ * provably dead (the `Date` has whole seconds, or only a peer watching it for its ttl could tell);
+ * `missing` (no lease record) is not proof of death. */
+export type LeaseState = "live" | "undecided" | "dead" | "missing" | "corrupt";
 
 /** The `corrupt-record` error of one entry (the rest of the listing is still returned). */
 export interface EntryError {
@@ -386,7 +389,7 @@ export interface CellEntry {
   key: string;
   /** `released`, the owner's `LeaseState`, `awaiting-recovery` (a dead celld owner whose node log is not
    * sealed), or `corrupt` (the record or the owner's lease does not decode). */
-  status: "live" | "dead" | "missing" | "released" | "awaiting-recovery" | "corrupt";
+  status: "live" | "undecided" | "dead" | "missing" | "released" | "awaiting-recovery" | "corrupt";
   /** The owner; `null` when released or corrupt. */
   node: string | null;
   /** `null` when the record is corrupt. */

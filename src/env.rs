@@ -23,11 +23,14 @@ impl HttpRequest {
     }
 }
 
-/// What the store answered: all the protocol reads is the status, the `ETag` and the body.
+/// What the store answered: all the protocol reads is the status, the `ETag`, the `Date` (the store's
+/// clock, which leases are judged by) and the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpResponse {
     pub status: u16,
     pub etag: Option<String>,
+    /// The `Date` header as sent (a browser shows it only when the bucket's CORS rule exposes it).
+    pub date: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -193,5 +196,8 @@ impl<E: Env> Env for &E {
     }
     async fn sleep(&self, ms: u32) {
         (**self).sleep(ms).await
+    }
+    async fn credentials(&self) -> Result<Credentials, Fault> {
+        (**self).credentials().await
     }
 }

@@ -1,5 +1,6 @@
 //! When this instance's authority for a cell ends, as the core decides it (SPEC 4.2, §5): `authority()`
-//! (the epoch and how long it lasts, by the nearer of both clocks' deadlines) and the one
+//! (the epoch and how long it lasts: `ttl - skew` since the anchor, counted by whichever clock advanced
+//! more) and the one
 //! `AuthorityLost` event per claim that ends — lease lapsed or lost, takeover seen by a read, release
 //! begun, re-claim sent. The abort signals of the JS API are armed on exactly these.
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
@@ -8,6 +9,7 @@
 mod support;
 
 use celld_edge::env::{Lost, TransportError};
+use celld_edge::ownership::clock::RATE;
 use celld_edge::ownership::{ClaimOutcome, Config, ProbePolicy, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
 
@@ -44,20 +46,25 @@ fn code<T: std::fmt::Debug>(r: celld_edge::Result<T>) -> &'static str {
     r.unwrap_err().code()
 }
 
+/// `ttl - skew` less `elapsed` ms counted as the core counts them (`1 + RATE` times over, issue 25).
+fn left(elapsed: f64) -> f64 {
+    (TTL - SKEW) as f64 - elapsed * (1.0 + RATE)
+}
+
 #[test]
-fn authority_lasts_until_the_nearer_deadline_of_either_clock() {
+fn authority_lasts_until_either_clock_has_counted_ttl_minus_skew() {
     let env = MemEnv::new();
     let a = leased(&env, "a");
     assert_eq!(claim(&a, "c"), 1);
     assert_eq!(a.authority("c").unwrap(), (1, (TTL - SKEW) as f64), "the write took no time");
     env.advance(4_000);
-    assert_eq!(a.authority("c").unwrap(), (1, 5_000.0));
+    assert_eq!(a.authority("c").unwrap(), (1, left(4_000.0)));
     // The machine slept: the monotonic clock stood still, the wall clock (and the peers) went on.
     env.0.borrow_mut().wall += 3_000;
-    assert_eq!(a.authority("c").unwrap(), (1, 2_000.0), "the wall deadline is the nearer one now");
+    assert_eq!(a.authority("c").unwrap(), (1, left(7_000.0)), "the wall clock's advance counts now");
     assert!(lost_since(&env, 0).is_empty());
     env.0.borrow_mut().wall += 2_000;
-    assert_eq!(code(a.authority("c")), "fenced", "at the wall deadline authority has ended");
+    assert_eq!(code(a.authority("c")), "fenced", "the wall clock moved ttl - skew: authority has ended");
     assert_eq!(lost_since(&env, 0), [lost("c", 1, Lost::LeaseLost)]);
     assert_eq!(code(a.authority("c")), "fenced");
     assert_eq!(lost_since(&env, 0).len(), 1, "said once per claim");
@@ -69,8 +76,9 @@ fn a_lapse_on_the_monotonic_clock_ends_every_claim_once() {
     let a = leased(&env, "a");
     claim(&a, "c1");
     claim(&a, "c2");
-    env.advance(TTL - SKEW - 1);
-    assert_eq!(a.authority("c2").unwrap(), (1, 1.0));
+    let last = ((TTL - SKEW) as f64 / (1.0 + RATE)).ceil() as u64 - 1;
+    env.advance(last);
+    assert_eq!(a.authority("c2").unwrap(), (1, left(last as f64)));
     env.advance(1);
     assert_eq!(code(a.authority("c1")), "fenced");
     assert_eq!(lost_since(&env, 0), [lost("c1", 1, Lost::LeaseLost), lost("c2", 1, Lost::LeaseLost)]);

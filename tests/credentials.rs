@@ -257,3 +257,17 @@ fn the_renewal_loop_never_waits_on_a_slow_provider_while_the_keys_work() {
     assert_eq!(last_key_id(&mem), "K1");
     assert!(errors.is_empty(), "keys that still work: nothing to report ({errors:?})");
 }
+
+// The listings run over a borrowed `Env` (`Env for &E`, what `S3Ownership::list_cells` builds its
+// inspector on): it must pass the provider on, or they fail with "no credentials provider".
+#[test]
+fn a_borrowed_env_asks_the_same_provider() {
+    async fn ask<E: Env>(env: E) -> Result<Credentials, Fault> {
+        env.credentials().await
+    }
+    let env = MemEnv::new();
+    env.0.borrow_mut().provided.push_back(keys("K1", None));
+    let got = block_on(ask(&env)).expect("the provider's keys through &MemEnv");
+    assert_eq!(got.access_key_id, "K1");
+    assert_eq!(asked(&env), 1);
+}

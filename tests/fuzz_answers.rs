@@ -77,7 +77,7 @@ fn etag() -> impl Strategy<Value = Option<String>> {
 
 fn answer() -> impl Strategy<Value = Result<HttpResponse, TransportError>> {
     prop_oneof![
-        8 => (status(), etag(), body()).prop_map(|(status, etag, body)| Ok(HttpResponse { status, etag, body })),
+        8 => (status(), etag(), body()).prop_map(|(status, etag, body)| Ok(HttpResponse { status, etag, body, date: None })),
         1 => Just(Err(TransportError::TimedOut)),
         1 => ".{0,80}".prop_map(|m| Err(TransportError::Network(m.into()))),
     ]

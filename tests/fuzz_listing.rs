@@ -8,7 +8,7 @@ use celld_edge::s3::list::{classify_list, ListAnswer};
 use proptest::prelude::*;
 
 fn answer(body: Vec<u8>) -> ListAnswer {
-    classify_list("cells/", Ok(HttpResponse { status: 200, etag: None, body }))
+    classify_list("cells/", Ok(HttpResponse { status: 200, etag: None, body, date: None }))
 }
 
 fn escape(s: &str) -> String {

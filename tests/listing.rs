@@ -139,7 +139,7 @@ impl ListEnv {
             );
         }
         xml += "\n</ListBucketResult>\n";
-        HttpResponse { status: 200, etag: None, body: xml.into_bytes() }
+        HttpResponse { status: 200, etag: None, body: xml.into_bytes(), date: None }
     }
 
     fn list_count(&self) -> usize {
@@ -161,7 +161,7 @@ impl Env for ListEnv {
             return match scripted {
                 Some(answer) => {
                     self.list(query); // recorded like any list request
-                    answer.map(|(status, body)| HttpResponse { status, etag: None, body: body.into_bytes() })
+                    answer.map(|(status, body)| HttpResponse { status, etag: None, body: body.into_bytes(), date: None })
                 }
                 None => Ok(self.list(query)),
             };

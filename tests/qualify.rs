@@ -317,7 +317,7 @@ struct Fixed {
 impl Env for Fixed {
     async fn send(&self, _: HttpRequest, _: Option<u32>) -> Result<HttpResponse, TransportError> {
         self.sent.set(self.sent.get() + 1);
-        Ok(HttpResponse { status: self.status, etag: self.etag.map(str::to_owned), body: self.body.as_bytes().to_vec() })
+        Ok(HttpResponse { status: self.status, etag: self.etag.map(str::to_owned), body: self.body.as_bytes().to_vec(), date: None })
     }
     fn wall_ms(&self) -> u64 {
         1_800_000_000_000

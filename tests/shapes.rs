@@ -70,7 +70,16 @@ fn records_and_reports_have_the_members_the_dts_declares() {
     let d = dts();
     assert_eq!(keys(&owner_record()), interface(&d, "OwnerRecord"), "OwnerRecord");
     assert_eq!(keys(&owner_info()), interface(&d, "OwnerInfo"), "OwnerInfo");
-    let lease = NodeLeaseRecord { node: "n".into(), expires_ms: 1, addr: "a".into(), etag: "e".into(), nonce: None, log: None };
+    let lease = NodeLeaseRecord {
+        node: "n".into(),
+        expires_ms: 1,
+        addr: "a".into(),
+        etag: "e".into(),
+        nonce: None,
+        log: None,
+        ttl_ms: Some(3_000),
+        store_clock: true,
+    };
     assert_eq!(keys(&lease), interface(&d, "NodeLease"), "NodeLease");
     assert_eq!(keys(&Closed::default()), interface(&d, "CloseResult"), "CloseResult");
     let probe = ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true };

@@ -2,7 +2,7 @@
 // (unsigned, by definition) OPTIONS preflight and fails with 500, so this answers preflights itself and
 // forwards every other request byte for byte, Host header included, so signatures still verify upstream.
 // Usage: node cors-proxy.mjs UPSTREAM_PORT — listens on a free loopback port and prints it (permissive:
-// any origin, method and header, ETag exposed). Imported, `corsFront(upstreamPort, rule)` applies one
+// any origin, method and header, ETag and Date exposed). Imported, `corsFront(upstreamPort, rule)` applies one
 // bucket CORS rule (S3's JSON shape) as S3 does, and counts what it saw. Test use only.
 import http from "node:http";
 import { fileURLToPath } from "node:url";
@@ -11,7 +11,7 @@ const PERMISSIVE = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, PUT, DELETE, HEAD, POST",
   "access-control-allow-headers": "*, authorization",
-  "access-control-expose-headers": "etag",
+  "access-control-expose-headers": "etag, date",
   "access-control-max-age": "600",
 };
 

@@ -54,7 +54,7 @@ impl<'a> From<&'a NodeEntry> for NodeOut<'a> {
             node: &n.node,
             key: &n.key,
             lease: n.lease.name(),
-            live: matches!(n.lease, LeaseView::Live { .. }),
+            live: matches!(n.lease, LeaseView::Live { .. } | LeaseView::Undecided { .. }),
             expires_ms: expires.map(|e| e as f64),
             expires_in_ms: expires.map(|e| signed_ms(e, n.judged_at_ms)),
             age_ms: n.modified_ms.map(|m| signed_ms(n.judged_at_ms, m)),

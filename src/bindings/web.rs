@@ -184,13 +184,15 @@ impl WebEnv {
         let res = self.wait(&Promise::resolve(&sent)).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
+        // The store's clock (docs/protocol.md, Clocks); hidden from a browser unless CORS exposes it.
+        let date = res.headers().get("date")?;
         let response_type = string_at(&res, "type");
         // No body (`null`): nothing to read, and no stream to drain.
         let body = match js_sys::Reflect::get(&res, &JsValue::from_str("body")) {
             Ok(b) if b.is_null() => Vec::new(),
             _ => Uint8Array::new(&self.wait(&res.array_buffer()?).await?).to_vec(),
         };
-        Ok((HttpResponse { status: res.status(), etag, body }, response_type))
+        Ok((HttpResponse { status: res.status(), etag, date, body }, response_type))
     }
 }
 

@@ -13,12 +13,13 @@ use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::Config;
-use crate::ownership::lease::{remaining_ms, renewal_timeout_ms};
+use crate::ownership::clock::{authority_left_ms, Learnt, Read, Reading, Stamp, StoreClock};
+use crate::ownership::lease::renewal_timeout_ms;
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::ownership::rules::Rules;
 use crate::sigv4::encode::push_hex;
 use crate::s3::list::{classify_list, ListAnswer, ListPage};
-use crate::s3::{classify_get, classify_put, Bucket, GetAnswer, PutAnswer};
+use crate::s3::{classify_get, classify_put, parse_http_date, Bucket, GetAnswer, PutAnswer};
 
 /// What a key holds, by the layout of SPEC §2 (whatever the prefix): for grouping requests in metrics.
 pub fn record_of(key: &str) -> &'static str {
@@ -98,9 +99,9 @@ pub enum FirstRejection<'a> {
 pub enum Budget {
     /// Each request gets this timeout.
     PerRequest(u32),
-    /// Each request gets half of what remains of the lease's authority (250..=2500 ms): before the
-    /// monotonic deadline `mono` and the wall deadline `wall`, whichever comes first.
-    Authority { mono: f64, wall: u64 },
+    /// Each request gets half of what remains of the lease's authority (250..=2500 ms): `ttl - skew` after
+    /// the lease write sent at `anchor` (`clock::authority_left_ms`).
+    Authority { anchor: Reading, ttl_ms: u64, skew_ms: u64 },
     /// A write of `close()` itself (the close's releases, the retirement, its delete), each request with
     /// this timeout: the only writes a closed store still sends (`Store::close`).
     Closing(u32),
@@ -119,6 +120,18 @@ pub struct Store<E: Env> {
     closed: Cell<bool>,
     /// The safety rules in force (all of them, outside the simulation's teeth).
     pub rules: Rules,
+    /// The store's clock as its answers' `Date` headers bound it.
+    clock: RefCell<StoreClock>,
+    /// How many answers showed more store time passed than this machine's clocks counted
+    /// (`Learnt::Overran`): authority anchored before one of them is void.
+    overruns: Cell<u64>,
+}
+
+/// When a read was sent and answered, and the store's clock when it served it (at least), as far as known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seen {
+    pub read: Read,
+    pub served: Option<u64>,
 }
 
 impl<E: Env> Store<E> {
@@ -130,7 +143,52 @@ impl<E: Env> Store<E> {
             rotation: Rotation::new(false),
             closed: Cell::new(false),
             rules: Rules::ALL,
+            clock: RefCell::default(),
+            overruns: Cell::new(0),
         }
+    }
+
+    /// Both local clocks now.
+    pub fn reading(&self) -> Reading {
+        Reading { mono: self.env.mono_ms(), wall: self.env.wall_ms() }
+    }
+
+    /// What this instance knows of the store's clock.
+    pub fn store_clock(&self) -> core::cell::Ref<'_, StoreClock> {
+        self.clock.borrow()
+    }
+
+    /// Answers so far that showed this machine's clocks undercounting (`Learnt::Overran`).
+    pub fn overruns(&self) -> u64 {
+        self.overruns.get()
+    }
+
+    /// The time requests are signed with: the store's clock as best known (a machine hours off would be
+    /// refused by stores that check the signing time), else the wall clock.
+    fn signing_ms(&self) -> u64 {
+        let now = self.reading();
+        self.clock.borrow().estimate(now).unwrap_or(now.wall)
+    }
+
+    /// Sends one request, learning the store's clock from the answer's `Date`.
+    async fn exchange(
+        &self,
+        req: crate::env::HttpRequest,
+        budget: Budget,
+    ) -> (Result<crate::env::HttpResponse, crate::env::TransportError>, Seen) {
+        let sent = self.reading();
+        // What was known when the request left: the store served it later.
+        let known = self.clock.borrow().lower(sent);
+        let answer = self.env.send(req, Some(self.timeout(budget))).await;
+        let arrived = self.reading();
+        let date = answer.as_ref().ok().and_then(|r| r.date.as_deref()).and_then(parse_http_date);
+        if let Some(date_ms) = date {
+            if self.clock.borrow_mut().learn(Stamp { date_ms, sent, arrived }) == Learnt::Overran {
+                self.overruns.set(self.overruns.get() + 1);
+            }
+        }
+        let served = known.max(date);
+        (answer, Seen { read: Read { sent: sent.mono, arrived: arrived.mono }, served })
     }
 
     /// From now on, refuse every write other than `close()`'s own (`Budget::Closing`).
@@ -153,8 +211,8 @@ impl<E: Env> Store<E> {
     fn timeout(&self, budget: Budget) -> u32 {
         match budget {
             Budget::PerRequest(ms) | Budget::Closing(ms) => ms,
-            Budget::Authority { mono, wall } => {
-                renewal_timeout_ms(remaining_ms(mono, self.env.mono_ms(), wall, self.env.wall_ms()))
+            Budget::Authority { anchor, ttl_ms, skew_ms } => {
+                renewal_timeout_ms(authority_left_ms(anchor, self.reading(), ttl_ms, skew_ms))
             }
         }
     }
@@ -210,12 +268,17 @@ impl<E: Env> Store<E> {
 
     /// GET `key`: `Some((body, etag))`, or `None` when absent. Retries transient failures.
     pub async fn get(&self, key: &str, budget: Budget) -> Result<Option<(Vec<u8>, String)>> {
+        self.get_seen(key, budget).await.map(|(found, _)| found)
+    }
+
+    /// `get`, with when the answer that counts was sent and arrived and the store's clock then.
+    pub async fn get_seen(&self, key: &str, budget: Budget) -> Result<(Option<(Vec<u8>, String)>, Seen)> {
         let mut attempt = 0;
         loop {
             self.signable(key, budget).await?;
-            let req = self.bucket.borrow_mut().get(key, self.env.wall_ms())?;
+            let req = self.bucket.borrow_mut().get(key, self.signing_ms())?;
             let started = self.env.mono_ms();
-            let answer = self.env.send(req, Some(self.timeout(budget))).await;
+            let (answer, seen) = self.exchange(req, budget).await;
             let status = answer.as_ref().map_or(0, |r| r.status);
             let answer = classify_get(key, answer);
             let outcome = match &answer {
@@ -226,8 +289,8 @@ impl<E: Env> Store<E> {
             };
             self.answered(key, "read", outcome, status, started);
             match answer {
-                GetAnswer::Found { body, etag } => return Ok(Some((body, etag))),
-                GetAnswer::Missing => return Ok(None),
+                GetAnswer::Found { body, etag } => return Ok((Some((body, etag)), seen)),
+                GetAnswer::Missing => return Ok((None, seen)),
                 GetAnswer::Refused(e) => return Err(self.refused(e)),
                 GetAnswer::Retryable(fault) => {
                     attempt += 1;
@@ -243,9 +306,9 @@ impl<E: Env> Store<E> {
         let mut attempt = 0;
         loop {
             self.signable(prefix, budget).await?;
-            let req = self.bucket.borrow_mut().list(prefix, delimiter, token, max_keys, self.env.wall_ms())?;
+            let req = self.bucket.borrow_mut().list(prefix, delimiter, token, max_keys, self.signing_ms())?;
             let started = self.env.mono_ms();
-            let answer = self.env.send(req, Some(self.timeout(budget))).await;
+            let (answer, _) = self.exchange(req, budget).await;
             let status = answer.as_ref().map_or(0, |r| r.status);
             let answer = classify_list(prefix, answer);
             let outcome = match &answer {
@@ -290,12 +353,24 @@ impl<E: Env> Store<E> {
         decode: impl Fn(&[u8], &str) -> Result<T>,
         once: bool,
     ) -> Result<Option<T>> {
+        self.get_decoded_seen(key, budget, decode, once).await.map(|(found, _)| found)
+    }
+
+    /// `get_decoded`, with how the read that decided was seen (`get_seen`).
+    pub async fn get_decoded_seen<T>(
+        &self,
+        key: &str,
+        budget: Budget,
+        decode: impl Fn(&[u8], &str) -> Result<T>,
+        once: bool,
+    ) -> Result<(Option<T>, Seen)> {
         let mut last: Option<(Vec<u8>, String)> = None;
         let mut same = 0;
         for _ in 0..UNDECODABLE_READS {
-            let Some((body, etag)) = self.get(key, budget).await? else { return Ok(None) };
+            let (found, seen) = self.get_seen(key, budget).await?;
+            let Some((body, etag)) = found else { return Ok((None, seen)) };
             let e = match decode(&body, &etag) {
-                Ok(record) => return Ok(Some(record)),
+                Ok(record) => return Ok((Some(record), seen)),
                 Err(e) => e,
             };
             if last.as_ref().is_some_and(|(b, t)| *b == body && *t == etag) {
@@ -328,7 +403,7 @@ impl<E: Env> Store<E> {
         if let Err(e) = self.refuse_after_close(budget) {
             return (0, PutAnswer::Refused(e));
         }
-        let req = match self.bucket.borrow_mut().put(key, guard, body, self.env.wall_ms()) {
+        let req = match self.bucket.borrow_mut().put(key, guard, body, self.signing_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
@@ -338,7 +413,7 @@ impl<E: Env> Store<E> {
     /// Sends a write (or delete) and classifies its answer like a conditional PUT, with its status.
     async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget) -> (u16, PutAnswer) {
         let started = self.env.mono_ms();
-        let answer = self.env.send(req, Some(self.timeout(budget))).await;
+        let (answer, _) = self.exchange(req, budget).await;
         let status = answer.as_ref().map_or(0, |r| r.status);
         let answer = self.refused_put(classify_put(key, answer));
         let outcome = match &answer {
@@ -385,7 +460,7 @@ impl<E: Env> Store<E> {
         if let Err(e) = self.refuse_after_close(budget) {
             return (0, PutAnswer::Refused(e));
         }
-        let req = match self.bucket.borrow_mut().delete(key, guard, self.env.wall_ms()) {
+        let req = match self.bucket.borrow_mut().delete(key, guard, self.signing_ms()) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };

@@ -4,8 +4,9 @@
 //! here may be used to act for a cell (that is `claim` / `verify`). The one exception is `probe`, which
 //! qualifies the store as `S3Ownership::probe` does (its own keys under `<prefix>probe/`, nothing else).
 //!
-//! Records decode through `records` (the one codec) and liveness is `lease::peer_dead` /
-//! `decide::awaiting_recovery`, the rules a claim uses. Keys that are not records (`cells/<cell>/data/…`,
+//! Records decode through `records` (the one codec) and liveness is `clock::judge` /
+//! `decide::awaiting_recovery`, the rules a claim uses, by the store's clock as this view's answers bound
+//! it (one look: a lease only observation could prove dead reads `undecided`). Keys that are not records (`cells/<cell>/data/…`,
 //! `probe/`, `fleet/`) are ignored. A record that does not decode is reported on its own entry as
 //! `corrupt-record` naming its key; any other failure (credentials, a missing bucket, a store that is not
 //! S3, a read that kept failing) fails the whole listing, since a partial listing would read as complete.
@@ -16,11 +17,11 @@ use crate::env::{Env, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Store};
 use crate::ownership::control::check_bucket_backend;
-use crate::ownership::decide::awaiting_recovery;
+use crate::ownership::clock::{judge, Found, Judgement, Reading, StoreClock};
+use crate::ownership::decide::{awaiting_recovery, Holder};
 use crate::ownership::{Config, S3Ownership};
 use crate::ownership::ids::{check_node, check_prefix, IdSet};
 use crate::ownership::join::join_all;
-use crate::ownership::lease::peer_dead;
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
 use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
@@ -41,8 +42,12 @@ const DATA_DELIMITER: &str = "/data/";
 /// What a peer would conclude from a node's lease right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseView {
-    /// Not provably dead: `wall_now < expires_ms + maxClockSkewMs`.
+    /// Not provably dead, and its expiry is still ahead by the store's clock.
     Live { expires_ms: u64 },
+    /// Past its expiry by the store's clock, but the peer rule has not decided yet: the store's clock is
+    /// not surely past it (its `Date` has whole seconds), or only observation can prove this lease dead (an
+    /// expiry on its writer's wall clock: a peer waits the writer's ttl from its first sight of it).
+    Undecided { expires_ms: u64 },
     /// Dead by the peer rule.
     Dead { expires_ms: u64 },
     /// No lease record. Not instant proof of death (SPEC §5): celld's clean-up deletes leases late.
@@ -55,6 +60,7 @@ impl LeaseView {
     pub fn name(&self) -> &'static str {
         match self {
             LeaseView::Live { .. } => "live",
+            LeaseView::Undecided { .. } => "undecided",
             LeaseView::Dead { .. } => "dead",
             LeaseView::Missing => "missing",
             LeaseView::Corrupt(_) => "corrupt",
@@ -63,7 +69,9 @@ impl LeaseView {
 
     pub fn expires_ms(&self) -> Option<u64> {
         match self {
-            LeaseView::Live { expires_ms } | LeaseView::Dead { expires_ms } => Some(*expires_ms),
+            LeaseView::Live { expires_ms } | LeaseView::Undecided { expires_ms } | LeaseView::Dead { expires_ms } => {
+                Some(*expires_ms)
+            }
             _ => None,
         }
     }
@@ -91,7 +99,8 @@ pub struct NodeEntry {
     /// Dead, and carrying a celld node log that is not sealed: celld recovers it before anyone may take
     /// the node's cells over (SPEC §2).
     pub awaiting_recovery: bool,
-    /// The wall clock the liveness was judged at (sampled before the lease was read, as a claim does).
+    /// The store's clock when the liveness was judged (the middle of what its answers' `Date` headers
+    /// bound it to; this machine's wall clock while no answer carried one).
     pub judged_at_ms: u64,
 }
 
@@ -140,6 +149,22 @@ impl CellEntry {
             Err(e) => Some(e),
             Ok(owner) => owner.lease.as_ref().and_then(|l| l.lease.error()),
         }
+    }
+}
+
+/// What the peer rule concludes from one look at `record` at `now` (SPEC §5, `clock::judge`): dead once
+/// the store's clock (its lower bound) is past what the rule needs; live while the store's clock is before
+/// its expiry; otherwise undecided. One look can never prove a lease dead by observation.
+fn lease_view(record: &NodeLeaseRecord, clock: &StoreClock, now: Reading, max_skew_ms: u64) -> LeaseView {
+    let expires_ms = record.expires_ms;
+    let found = Found::Present { terms: record.terms(), unchanged_ms: 0.0, served: clock.lower(now) };
+    // The judge's own ttl matters only for missing leases, which are not judged here.
+    if judge(found, 0, max_skew_ms) == Judgement::Dead {
+        LeaseView::Dead { expires_ms }
+    } else if clock.estimate(now).unwrap_or(now.wall) < expires_ms {
+        LeaseView::Live { expires_ms }
+    } else {
+        LeaseView::Undecided { expires_ms }
     }
 }
 
@@ -254,8 +279,9 @@ impl<E: Env> Inspector<E> {
         Ok(record)
     }
 
-    /// A lease as read (`None`: absent), judged by the peer rule at wall time `now`.
-    fn lease_entry(&self, node: &str, key: String, modified_ms: Option<u64>, read: Option<Result<NodeLeaseRecord>>, now: u64) -> NodeEntry {
+    /// A lease as read (`None`: absent), judged by the peer rule at `now`.
+    fn lease_entry(&self, node: &str, key: String, modified_ms: Option<u64>, read: Option<Result<NodeLeaseRecord>>, now: Reading) -> NodeEntry {
+        let clock = self.store.store_clock();
         let mut entry = NodeEntry {
             node: node.to_owned(),
             key,
@@ -264,19 +290,15 @@ impl<E: Env> Inspector<E> {
             etag: String::new(),
             modified_ms,
             awaiting_recovery: false,
-            judged_at_ms: now,
+            judged_at_ms: clock.estimate(now).unwrap_or(now.wall),
         };
         match read {
             None => {}
             Some(Err(e)) => entry.lease = LeaseView::Corrupt(e),
             Some(Ok(record)) => {
-                let expires_ms = record.expires_ms;
-                entry.lease = if peer_dead(expires_ms, self.max_clock_skew_ms, now) {
-                    LeaseView::Dead { expires_ms }
-                } else {
-                    LeaseView::Live { expires_ms }
-                };
-                entry.awaiting_recovery = awaiting_recovery(Some(&record), self.max_clock_skew_ms, now);
+                entry.lease = lease_view(&record, &clock, now, self.max_clock_skew_ms);
+                let dead = matches!(entry.lease, LeaseView::Dead { .. });
+                entry.awaiting_recovery = awaiting_recovery(Holder { lease: Some(&record), dead });
                 entry.addr = record.addr;
                 entry.etag = record.etag;
             }
@@ -289,9 +311,10 @@ impl<E: Env> Inspector<E> {
         let dir = format!("{}nodes/", self.prefix);
         let leases: Vec<Listed> = self.list(&dir, None).await?.into_iter().filter(|l| id_in(&l.key, &dir, ".json").is_some()).collect();
         let keys: Vec<String> = leases.iter().map(|l| l.key.clone()).collect();
-        let now = self.store.env.wall_ms();
+        let reads = self.read_all(&keys, decode_lease).await?;
+        let now = self.store.reading();
         let mut out = Vec::with_capacity(keys.len());
-        for (l, read) in leases.iter().zip(self.read_all(&keys, decode_lease).await?) {
+        for (l, read) in leases.iter().zip(reads) {
             if read.is_some() {
                 let node = id_in(&l.key, &dir, ".json").unwrap_or_default();
                 let read = read.map(|r| r.and_then(|record| self.named(&l.key, record)));
@@ -342,9 +365,10 @@ impl<E: Env> Inspector<E> {
             }
         }
         let keys: Vec<String> = owners.iter().map(|node| format!("{node_dir}{}.json", *node)).collect();
-        let now = self.store.env.wall_ms();
+        let reads = self.read_all(&keys, decode_lease).await?;
+        let now = self.store.reading();
         let mut leases = Vec::with_capacity(keys.len());
-        for ((node, key), read) in owners.iter().zip(&keys).zip(self.read_all(&keys, decode_lease).await?) {
+        for ((node, key), read) in owners.iter().zip(&keys).zip(reads) {
             let read = read.map(|r| r.and_then(|record| self.named(key, record)));
             let modified = listed_leases.iter().find(|l| l.key == *key).and_then(|l| l.last_modified_ms);
             leases.push(self.lease_entry(node, key.clone(), modified, read, now));

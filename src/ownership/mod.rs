@@ -1,5 +1,5 @@
 //! The ownership protocol (SPEC §2-§6). Pure parts — `records` (wire shapes and their serde codec),
-//! `decide` (claim decision), `authority` (which reads end a claim), `lease` (time arithmetic), `ids`
+//! `decide` (claim decision), `authority` (which reads end a claim), `lease` (time arithmetic), `clock` (the clock-proof peer rule and the store's clock), `ids`
 //! (validation), `probe` (the store probe's machine) — take everything as arguments. `cas` is the bucket
 //! layer (GET, conditional PUT, settling ambiguous writes by readback); `credentials` rotates a
 //! provider's keys under it; `control` reads celld's fleet marker over it; `qualify` records and trusts
@@ -10,6 +10,7 @@
 
 pub mod authority;
 pub mod cas;
+pub mod clock;
 pub mod control;
 pub mod credentials;
 pub mod decide;

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Failure, Result};
+use crate::ownership::clock::LeaseTerms;
 
 /// Largest epoch we write or accept: JS numbers hold integers exactly only up to 2^53 - 1.
 pub const MAX_EPOCH: u64 = (1 << 53) - 1;
@@ -37,8 +38,9 @@ pub(crate) fn node_or_null<S: serde::Serializer>(node: &str, s: S) -> core::resu
     if node.is_empty() { s.serialize_none() } else { s.serialize_some(node) }
 }
 
-/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the writer's wall clock. Serialized
-/// as JS sees it (`readNodeLease`), not in the wire form.
+/// `nodes/<node>.json`: the node's lease, valid until `expires_ms` on the store's clock (`clock: "store"`)
+/// or on the writer's wall clock (celld's leases, earlier releases', and ours before any `Date` was seen).
+/// Serialized as JS sees it (`readNodeLease`), not in the wire form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeLeaseRecord {
@@ -51,6 +53,20 @@ pub struct NodeLeaseRecord {
     /// celld's node log, folded into its lease (celld >= 0.3); never written by this library.
     #[serde(skip)]
     pub log: Option<NodeLog>,
+    /// `ttl_ms`: how long after sending this write its writer may act (its `leaseTtlMs`), which the
+    /// clock-proof peer rule counts on; only this library writes it.
+    #[serde(skip)]
+    pub ttl_ms: Option<u64>,
+    /// `clock: "store"`: `expires_ms` is on the store's clock, as its writer learnt it from `Date` headers.
+    #[serde(skip)]
+    pub store_clock: bool,
+}
+
+impl NodeLeaseRecord {
+    /// What the peer rule judges the lease by (`clock::judge`).
+    pub fn terms(&self) -> LeaseTerms {
+        LeaseTerms { expires_ms: self.expires_ms, ttl_ms: self.ttl_ms, store_clock: self.store_clock }
+    }
 }
 
 /// celld's folded node log (`log` in its lease): the writes the node acknowledged that may live only in
@@ -118,6 +134,10 @@ struct LeaseOut<'a> {
     expires_ms: u64,
     addr: &'a str,
     nonce: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clock: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -138,7 +158,14 @@ struct LeaseIn {
     nonce: Option<String>,
     #[serde(default)]
     log: Option<NodeLog>,
+    #[serde(default)]
+    ttl_ms: Option<u64>,
+    #[serde(default)]
+    clock: Option<String>,
 }
+
+/// The `clock` a lease's `expires_ms` is on, when it is the store's.
+const STORE_CLOCK: &str = "store";
 
 #[derive(Deserialize)]
 struct NonceIn {
@@ -156,9 +183,11 @@ pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
     to_json(&OwnerOut { node, epoch, nonce })
 }
 
-/// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…"}`.
-pub fn encode_lease(node: &str, expires_ms: u64, addr: &str, nonce: &str) -> Vec<u8> {
-    to_json(&LeaseOut { node, expires_ms, addr, nonce })
+/// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…","ttl_ms":N,"clock":"store"}`: `ttl_ms` when
+/// `terms` has one, `clock` when `expires_ms` is on the store's clock.
+pub fn encode_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str) -> Vec<u8> {
+    let clock = terms.store_clock.then_some(STORE_CLOCK);
+    to_json(&LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock })
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
@@ -180,6 +209,8 @@ pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecor
         etag: etag.to_owned(),
         nonce: rec.nonce,
         log: rec.log,
+        ttl_ms: rec.ttl_ms,
+        store_clock: rec.clock.as_deref() == Some(STORE_CLOCK),
     })
 }
 
@@ -212,7 +243,8 @@ mod tests {
 
     #[test]
     fn lease_round_trip_and_celld_extras() {
-        let body = encode_lease("n", 1_700_000_000_000, "10.0.0.1:7000", "z");
+        let terms = LeaseTerms { expires_ms: 1_700_000_000_000, ttl_ms: None, store_clock: false };
+        let body = encode_lease("n", terms, "10.0.0.1:7000", "z");
         let r = decode_lease("k", &body, "t").unwrap();
         assert_eq!((r.expires_ms, r.addr.as_str(), r.log.as_ref()), (1_700_000_000_000, "10.0.0.1:7000", None));
         let celld = br#"{"node":"n","expires_ms":5,"addr":"a:1","load":{"sampled_ms":1},"peer_protocol":2,
@@ -248,9 +280,27 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_says_its_ttl_and_the_clock_its_expiry_is_on() {
+        let terms = LeaseTerms { expires_ms: 5, ttl_ms: Some(3_000), store_clock: true };
+        let body = encode_lease("n", terms, "a", "z");
+        assert_eq!(body, br#"{"node":"n","expires_ms":5,"addr":"a","nonce":"z","ttl_ms":3000,"clock":"store"}"#);
+        assert_eq!(decode_lease("k", &body, "t").unwrap().terms(), terms);
+        let ours = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a","nonce":"z","ttl_ms":3000,"clock":"store"}"#, "t").unwrap();
+        assert_eq!(ours.terms(), LeaseTerms { expires_ms: 5, ttl_ms: Some(3_000), store_clock: true });
+        let celld = decode_lease("k", br#"{"node":"n","expires_ms":5,"addr":"a"}"#, "t").unwrap();
+        assert_eq!(celld.terms(), LeaseTerms { expires_ms: 5, ttl_ms: None, store_clock: false });
+        let walled = decode_lease("k", br#"{"node":"n","expires_ms":5,"ttl_ms":10,"clock":"wall"}"#, "t").unwrap();
+        assert!(!walled.store_clock, "any other clock is not the store's");
+        for bad in [r#"{"node":"n","expires_ms":5,"ttl_ms":"3000"}"#, r#"{"node":"n","expires_ms":5,"clock":1}"#] {
+            assert_eq!(decode_lease("k", bad.as_bytes(), "t").unwrap_err().code(), "corrupt-record", "{bad}");
+        }
+    }
+
+    #[test]
     fn nonces_of_any_record() {
         assert_eq!(decode_nonce("k", &encode_owner("a", 1, "n1")).unwrap().as_deref(), Some("n1"));
-        assert_eq!(decode_nonce("k", &encode_lease("a", 1, "x", "n2")).unwrap().as_deref(), Some("n2"));
+        let terms = LeaseTerms { expires_ms: 1, ttl_ms: None, store_clock: false };
+        assert_eq!(decode_nonce("k", &encode_lease("a", terms, "x", "n2")).unwrap().as_deref(), Some("n2"));
         assert_eq!(decode_nonce("k", br#"{"node":"a","epoch":1}"#).unwrap(), None);
         assert_eq!(decode_nonce("k", br#"{"nonce":null,"z":{}}"#).unwrap(), None);
         for body in [&b"[]"[..], b"", br#"{"nonce":1}"#, br#"{"nonce":"a","nonce":"b"}"#] {

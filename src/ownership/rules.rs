@@ -10,7 +10,7 @@ pub struct Rules {
     pub(crate) never_resend_cas: bool,
     /// A 409 ConditionalRequestConflict says nothing about the owner: the claim reads again.
     pub(crate) reread_after_conflict: bool,
-    /// A peer's lease is dead only at `expires_ms + maxClockSkewMs`.
+    /// A lease written on a wall clock (celld's) is dead only at `expires_ms + maxClockSkewMs` by the store's clock.
     pub(crate) peer_skew_margin: bool,
     /// This node's own deadlines are anchored before its lease write is sent.
     pub(crate) anchor_before_write: bool,
@@ -28,7 +28,7 @@ pub struct Rules {
     pub(crate) claim_under_its_lease: bool,
     /// A release needs this instance's valid lease.
     pub(crate) release_needs_lease: bool,
-    /// Authority also ends at the wall deadline `expires_ms - maxClockSkewMs`.
+    /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock).
     pub(crate) wall_deadline: bool,
     /// A missing lease proves death only once it stayed missing `ttl + skew`.
     pub(crate) missing_lease_waits: bool,
@@ -52,6 +52,10 @@ pub struct Rules {
     pub(crate) look_for_own_nonce: bool,
     /// A due credentials refresh runs beside the renewal loop, never in its way.
     pub(crate) refresh_beside_renewal: bool,
+    /// A peer's lease is judged by the store's clock (its answers' `Date`), never this machine's wall clock.
+    pub(crate) judge_by_store_clock: bool,
+    /// A lease version is seen unchanged from the arrival of the answer that first showed it, not its send.
+    pub(crate) count_from_arrival: bool,
 }
 
 impl Rules {
@@ -80,6 +84,8 @@ impl Rules {
         refuse_restored_lease: true,
         look_for_own_nonce: true,
         refresh_beside_renewal: true,
+        judge_by_store_clock: true,
+        count_from_arrival: true,
     };
 }
 
@@ -119,6 +125,8 @@ impl Rules {
             Tooth::AdoptRestoredLease => rules.refuse_restored_lease = false,
             Tooth::TrustFirstRejection => rules.look_for_own_nonce = false,
             Tooth::RenewalWaitsOnCredentials => rules.refresh_beside_renewal = false,
+            Tooth::JudgeByWallClock => rules.judge_by_store_clock = false,
+            Tooth::CountFromSend => rules.count_from_arrival = false,
         }
         rules
     }

@@ -9,7 +9,7 @@ pub enum Tooth {
     RetryCasOnAmbiguity,
     /// Treat 409 ConditionalRequestConflict as "someone else owns it", without re-reading.
     ConflictMeansOwned,
-    /// Judge a peer's lease dead at `expires_ms <= now`, without the skew margin.
+    /// Judge a lease written on a wall clock (celld's) dead at `expires_ms`, without the skew margin.
     NoPeerSkewMargin,
     /// Anchor this node's own deadlines (monotonic and wall) when the lease write returns, not before it is
     /// sent.
@@ -28,7 +28,7 @@ pub enum Tooth {
     ClaimUnderAnyLease,
     /// Release without a valid lease of this instance (a second process with a live node's id may).
     ReleaseWithoutLease,
-    /// Keep authority by the monotonic clock alone, ignoring the wall deadline `expires_ms - skew`.
+    /// Keep authority by the monotonic clock alone, ignoring the wall clock's advance (a machine sleep).
     NoWallDeadline,
     /// Judge a node whose lease record is missing dead at once.
     MissingLeaseIsDead,
@@ -61,10 +61,15 @@ pub enum Tooth {
     /// timeout) before it sleeps until the next renewal, instead of running it beside: a slow provider
     /// delays the renewal.
     RenewalWaitsOnCredentials,
+    /// Judge a peer's lease by this machine's wall clock (dead once `expires_ms` is past it), not the store's.
+    JudgeByWallClock,
+    /// Count how long a lease version was seen unchanged from when the read that first showed it was sent,
+    /// not from when its answer arrived (the holder may have written it after the send).
+    CountFromSend,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 23] = [
+    pub const ALL: [Tooth; 25] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -88,5 +93,7 @@ impl Tooth {
         Tooth::AdoptRestoredLease,
         Tooth::TrustFirstRejection,
         Tooth::RenewalWaitsOnCredentials,
+        Tooth::JudgeByWallClock,
+        Tooth::CountFromSend,
     ];
 }

@@ -218,7 +218,7 @@ mod tests {
     use crate::error::Source;
 
     fn resp(status: u16, etag: Option<&str>, body: &str) -> Result<HttpResponse, TransportError> {
-        Ok(HttpResponse { status, etag: etag.map(str::to_owned), body: body.as_bytes().to_vec() })
+        Ok(HttpResponse { status, etag: etag.map(str::to_owned), body: body.as_bytes().to_vec(), date: None })
     }
 
     fn xml(code: &str) -> String {

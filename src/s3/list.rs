@@ -262,7 +262,7 @@ mod tests {
     use super::*;
 
     fn ok(body: &str) -> Result<HttpResponse, TransportError> {
-        Ok(HttpResponse { status: 200, etag: None, body: body.as_bytes().to_vec() })
+        Ok(HttpResponse { status: 200, etag: None, body: body.as_bytes().to_vec(), date: None })
     }
 
     fn page(body: &str) -> ListPage {
@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn statuses_other_than_200() {
-        let resp = |status: u16, body: &str| Ok(HttpResponse { status, etag: None, body: body.as_bytes().to_vec() });
+        let resp = |status: u16, body: &str| Ok(HttpResponse { status, etag: None, body: body.as_bytes().to_vec(), date: None });
         let xml = |code: &str| format!("<Error><Code>{code}</Code><Message>m</Message></Error>");
         assert_eq!(refused(resp(403, &xml("SignatureDoesNotMatch"))).code(), "auth");
         assert_eq!(refused(resp(403, "<html>denied</html>")).code(), "auth");

@@ -113,7 +113,7 @@ pub fn error(status: u16, code: &str, message: &str) -> HttpResponse {
     body.push_str("</Code><Message>");
     push_text(&mut body, message);
     body.push_str("</Message></Error>");
-    HttpResponse { status, etag: None, body: body.into_bytes() }
+    HttpResponse { status, etag: None, date: None, body: body.into_bytes() }
 }
 
 fn precondition_failed() -> HttpResponse {
@@ -124,7 +124,7 @@ fn precondition_failed() -> HttpResponse {
 /// or to `null`.
 pub fn answer_get(object: Option<(&str, Vec<u8>)>) -> HttpResponse {
     match object {
-        Some((etag, body)) => HttpResponse { status: 200, etag: quoted(etag), body },
+        Some((etag, body)) => HttpResponse { status: 200, etag: quoted(etag), date: None, body },
         None => error(404, "NoSuchKey", "The specified key does not exist."),
     }
 }
@@ -133,14 +133,14 @@ pub fn answer_get(object: Option<(&str, Vec<u8>)>) -> HttpResponse {
 /// not hold; the binding resolves `null` for nothing else).
 pub fn answer_put(etag: Option<&str>) -> HttpResponse {
     match etag {
-        Some(etag) => HttpResponse { status: 200, etag: quoted(etag), body: Vec::new() },
+        Some(etag) => HttpResponse { status: 200, etag: quoted(etag), date: None, body: Vec::new() },
         None => precondition_failed(),
     }
 }
 
 /// What a DELETE's answer is once `delete` resolved (S3 answers 204 whether or not the key was there).
 pub fn answer_delete() -> HttpResponse {
-    HttpResponse { status: 204, etag: None, body: Vec::new() }
+    HttpResponse { status: 204, etag: None, date: None, body: Vec::new() }
 }
 
 /// The ETag as S3 APIs send it (R2's S3 API included): quoted, so a token read through the binding is the
@@ -183,7 +183,7 @@ pub fn answer_list(objects: &[ListedObject], truncated: bool, cursor: Option<&st
         body.push_str("</Contents>");
     }
     body.push_str("</ListBucketResult>");
-    HttpResponse { status: 200, etag: None, body: body.into_bytes() }
+    HttpResponse { status: 200, etag: None, date: None, body: body.into_bytes() }
 }
 
 /// `2026-12-01T10:07:37.123Z` from Unix milliseconds.
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(classify_put("k", ok(answer_put(Some(etag)))), PutAnswer::Applied { etag: quoted });
         assert_eq!(classify_put("k", ok(answer_put(None))), PutAnswer::Rejected);
         assert!(matches!(classify_put("k", ok(answer_put(Some("")))), PutAnswer::Ambiguous(_)));
-        assert_eq!(answer_delete(), HttpResponse { status: 204, etag: None, body: Vec::new() });
+        assert_eq!(answer_delete(), HttpResponse { status: 204, etag: None, date: None, body: Vec::new() });
     }
 
     #[test]

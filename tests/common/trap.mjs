@@ -99,8 +99,10 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
     eq(trapped.code, "internal", "the trapping operation");
     eq([heard.filter((c) => c === "internal").length, listened], [1, 1], "callbacks heard of the trap once each, and registered nothing on the dying instance");
     eq(during, [false, 0, undefined, "internal"], "what the instance answers while it is being replaced");
-    // The old lease must lapse before the fresh cores may take the node ids' leases (ttl + skew).
-    await sleep(2700);
+    // The old lease must be dead by the peer rule before the fresh cores may take the node ids' leases: a
+    // fresh core's first look goes by the store's clock, past the expiry the old core wrote at the upper
+    // bound of that clock (up to a second late), read through whole-second Dates.
+    await sleep(4500);
     await a.acquireLease(); // a closed instance would refuse this forever
     await peer.acquireLease();
     eq((await peer.readOwner(cell)).node, null, "the trapped core's cell, released by the fresh core's acquireLease()");

@@ -110,11 +110,12 @@ fn exchange(req: &HttpRequest, timeout: Duration) -> Result<HttpResponse, Transp
     let mut body = raw[split + 4..].to_vec();
     let mut lines = head.lines();
     let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).ok_or_else(|| TransportError::Network("bad status line".into()))?;
-    let (mut etag, mut chunked, mut length) = (None, false, None);
+    let (mut etag, mut date, mut chunked, mut length) = (None, None, false, None);
     for line in lines {
         let Some((n, v)) = line.split_once(':') else { continue };
         match n.trim().to_ascii_lowercase().as_str() {
             "etag" => etag = Some(v.trim().to_owned()),
+            "date" => date = Some(v.trim().to_owned()),
             "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
             "content-length" => length = v.trim().parse::<usize>().ok(),
             _ => {}
@@ -135,7 +136,7 @@ fn exchange(req: &HttpRequest, timeout: Duration) -> Result<HttpResponse, Transp
     } else if let Some(n) = length {
         body.truncate(n);
     }
-    Ok(HttpResponse { status, etag, body })
+    Ok(HttpResponse { status, etag, body, date })
 }
 
 impl Env for Net {

@@ -177,11 +177,12 @@ test("inspect shows owners, epochs, released cells, dead nodes; --json gives the
   for (const cell of ["alpha", "beta", "gamma"]) assert.equal((await a.claim(cell)).outcome, "applied");
   assert.equal((await a.claim("beta")).outcome, "applied"); // epoch 2
   await a.release("gamma");
-  // A node that stops renewing: dead once expires + skew has passed.
+  // A node that stops renewing: dead once the store's clock is surely past its expiry (the Date has whole
+  // seconds, and the expiry was written at the upper bound of the store's clock).
   const b = new mod.S3Ownership({ ...store, prefix, node: "cli-b", leaseTtlMs: 600, maxClockSkewMs: 100, probe: false });
   await b.acquireLease();
   assert.equal((await b.claim("delta")).outcome, "applied");
-  await new Promise((resolve) => setTimeout(resolve, 800));
+  await new Promise((resolve) => setTimeout(resolve, 3000));
 
   const args = ["inspect", "--endpoint", ATOMIC, "--bucket", store.bucket, "--prefix", prefix, "--max-clock-skew-ms", "100"];
   const json = await run([...args, "--json"], storeEnv());

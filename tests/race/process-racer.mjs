@@ -3,13 +3,17 @@
 // it holds the cell and acts on it a few times (each act stamped *before* checking leaseValid(), so a
 // pause between the two can only hide an act, never invent one), verifies and releases. Every event is
 // appended to its log file synchronously: what a killed process logged is on disk.
-// Usage: node process-racer.mjs '{"server":…,"prefix":…,"node":…,"cells":[…],"logFile":…,"stopFile":…,"leaseTtlMs":…,"maxClockSkewMs":…}'
+// `wallOffsetMs` sets this process's wall clock (`Date.now()`, what the library reads) that far from the
+// machine's; the log keeps the machine's clock, which every racer shares, so the test can order events.
+// Usage: node process-racer.mjs '{"server":…,"prefix":…,"node":…,"cells":[…],"logFile":…,"stopFile":…,"leaseTtlMs":…,"maxClockSkewMs":…,"wallOffsetMs":…}'
 import { appendFileSync, existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as api from "celld-edge";
 
 const o = JSON.parse(process.argv[2]);
-const log = (entry) => appendFileSync(o.logFile, `${JSON.stringify({ node: o.node, pid: process.pid, t: Date.now(), ...entry })}\n`);
+const machineNow = Date.now.bind(Date);
+if (o.wallOffsetMs) Date.now = () => machineNow() + o.wallOffsetMs;
+const log = (entry) => appendFileSync(o.logFile, `${JSON.stringify({ node: o.node, pid: process.pid, t: machineNow(), ...entry })}\n`);
 const own = new api.S3Ownership({
   ...o.server, prefix: o.prefix, node: o.node, addr: `${o.node}:1`, leaseTtlMs: o.leaseTtlMs, maxClockSkewMs: o.maxClockSkewMs,
 });
@@ -41,7 +45,7 @@ while (!existsSync(o.stopFile)) {
     // Holding the cell: a while, then an act, three times (a pause lands in a wait, before an act).
     for (let i = 0; i < 3; i++) {
       await sleep(100 + Math.random() * 100);
-      const t = Date.now();
+      const t = machineNow();
       if (!own.leaseValid()) {
         log({ ev: "lost", cell, epoch: r.epoch });
         break;

@@ -166,6 +166,10 @@ pub struct Facts<'a> {
     pub provider: bool,
     /// The process playing a backup tool that puts old versions of edge leases back.
     pub restorer: Option<usize>,
+    /// Edge processes' wall clocks are arbitrary (issue 25): the rules that compared them judge instead
+    /// whether the holder's own authority had ended ([`spent`]); celld's processes keep clocks within the
+    /// skew of the store's, and their rules.
+    pub clock_proof: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -376,7 +380,12 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 cov.leases_removed += 1;
                 let over = i.checked_sub(1).and_then(|j| lease_expiry(&key, &hist[j]));
                 let wall = facts.clocks[v.writer.node].wall_ms(v.at);
-                if over.is_none_or(|e| e + facts.max_clock_skew_ms > wall) {
+                let live = if facts.clock_proof {
+                    i.checked_sub(1).is_none_or(|j| !spent(facts, &key, &hist[j], v.at))
+                } else {
+                    over.is_none_or(|e| e + facts.max_clock_skew_ms > wall)
+                };
+                if live {
                     bad("remove-of-live-lease", format!("{} deleted {key} at t={} over a lease to {over:?} (its wall {wall})", name(v.writer.node), v.at));
                 }
             }
@@ -610,8 +619,13 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 let margin = if facts.celld[op.node] { 0 } else { facts.max_clock_skew_ms };
                 let versions = lease_versions_during(store, facts, node, shared_start, op.end);
                 let unsealed_dead = versions.iter().any(|(l, until)| {
-                    let wall = facts.clocks[op.node].wall_ms(*until);
-                    l.log.as_ref().is_some_and(|g| g.state != "sealed") && l.expires_ms + margin <= wall
+                    // An edge claimer judges a celld lease by the store's clock, celld by its own wall clock.
+                    let now = if facts.clock_proof && !facts.celld[op.node] {
+                        crate::exec::store_ms(*until)
+                    } else {
+                        facts.clocks[op.node].wall_ms(*until)
+                    };
+                    l.log.as_ref().is_some_and(|g| g.state != "sealed") && l.expires_ms + margin <= now
                 });
                 if !named || !unsealed_dead || node == me {
                     bad(
@@ -818,9 +832,12 @@ fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord)
         || hist.iter().enumerate().any(|(i, v)| {
             let until = hist.get(i + 1).map_or(u64::MAX, |n| n.at).min(op.end);
             let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
-            v.at <= op.end
-                && until >= op.start
-                && (v.body.is_none() || expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until)))
+            let dead = if facts.clock_proof {
+                spent(facts, &key, v, until)
+            } else {
+                expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until))
+            };
+            v.at <= op.end && until >= op.start && (v.body.is_none() || dead)
         })
 }
 
@@ -929,6 +946,31 @@ fn lease_expiry(key: &str, v: &Version) -> Option<u64> {
     v.body.as_deref().and_then(|b| decode_lease(key, b, &v.etag).ok()).map(|r| r.expires_ms)
 }
 
+/// Whether lease version `v` (at `key`) gave its writer no authority any more at true time `t`, by the
+/// writer's own rule: `ttl - skew` had passed since it sent the write, by the larger advance of its
+/// monotonic and wall clocks (a celld-like node: also by its wall clock against `expires_ms - skew`, which
+/// celld's rule keeps). A retired or tombstoned version (`expires_ms: 0`) and a deletion give none, and a
+/// version the backup tool put back is not held against anyone (its writer cannot know of it).
+fn spent(facts: &Facts, key: &str, v: &Version, t: u64) -> bool {
+    let Some(lease) = v.body.as_deref().and_then(|b| decode_lease(key, b, "").ok()) else { return true };
+    let (w, expires) = (v.writer.node, lease.expires_ms);
+    if expires == 0 || Some(w) == facts.restorer || Some(w) == facts.gc {
+        return true;
+    }
+    // The writer anchored its authority before this request was sent, and before any earlier attempt of the
+    // same write (a resend keeps the first attempt's anchor and expiry): an expiry on the store's clock says
+    // the anchor was at most `expires_ms - ttl` (it is the store's clock at the anchor, at its upper bound).
+    let anchor = match lease.store_clock {
+        true => v.writer.sent.min(expires.saturating_sub(facts.lease_ttl_ms + crate::exec::EPOCH_MS)),
+        false => v.writer.sent,
+    };
+    let clock = &facts.clocks[w];
+    let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
+    let mono = clock.mono_ms(t) - clock.mono_ms(anchor);
+    let wall = clock.wall_ms(t) as f64 - clock.wall_ms(anchor) as f64;
+    mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
+}
+
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
 /// generation that was *sent* less than `ttl - skew` earlier on the node's monotonic clock (the anchor
 /// is sampled before sending, so no correct anchor is later than the send).
@@ -957,6 +999,27 @@ fn check_authority(
             "act-beyond-authority",
             format!("{}, {held:.0} ms after sending its last lease write (authority {authority} ms)", what()),
         );
+    }
+    if facts.clock_proof && !facts.celld[n] {
+        // A monotonic clock that stopped (machine sleep) must not stretch authority: the wall clock's
+        // advance since the send counts too (its value means nothing). Judged against the lease in force
+        // then: the last one the node had installed by `at` (a write sent before `at` but installed after it
+        // does not count yet: its wall clock may have stepped since the older anchor, either way).
+        let key = facts.lease_key(&facts.nodes[n]);
+        let reported = ledger.installs.get(&(n, ledger.ops.get(&claim_op).map_or(0, |o| o.gen))).map(Vec::as_slice).unwrap_or(&[]);
+        let installed_at = |v: &Version| {
+            let e = lease_expiry(&key, v);
+            reported.iter().filter(|&&(x, t)| Some(x) == e && t >= v.at).map(|&(_, t)| t).min().unwrap_or(v.at)
+        };
+        let in_force = installed.iter().filter(|v| installed_at(v) <= at).max_by_key(|v| v.writer.sent).unwrap_or(last);
+        let advanced = clock.wall_ms(at) as f64 - clock.wall_ms(in_force.writer.sent) as f64;
+        if advanced >= authority {
+            bad(
+                "act-beyond-authority",
+                format!("{}, its wall clock {advanced:.0} ms past sending its last lease write (authority {authority} ms)", what()),
+            );
+        }
+        return;
     }
     // The wall rule: a monotonic clock that stopped (machine sleep) must not stretch authority.
     let wall = clock.wall_ms(at);
@@ -1048,7 +1111,25 @@ fn check_takeover(
     {
         return;
     }
-    let latest = installed_leases(store, ledger, facts, a, ledger.gen_of_write(&p.v.writer))
+    let installed = installed_leases(store, ledger, facts, a, ledger.gen_of_write(&p.v.writer));
+    if facts.clock_proof {
+        // Whatever anyone's clock said (an edge taker's, a celld-like taker's, the clean-up's): A's
+        // authority from every lease write it installed in that generation, by its own rule, had ended when
+        // the takeover landed.
+        if let Some(last) = installed.iter().filter(|v| v.at <= ov.v.at).max_by_key(|v| v.writer.sent) {
+            if !spent(facts, &key, last, ov.v.at) {
+                bad(
+                    "takeover-of-live-lease",
+                    format!(
+                        "{cell}: {} took epoch {} from {}@{} at t={}, while {}'s lease write sent at t={} still gave it authority",
+                        facts.nodes[b], ov.epoch, facts.nodes[a], p.epoch, ov.v.at, facts.nodes[a], last.writer.sent
+                    ),
+                );
+            }
+        }
+        return;
+    }
+    let latest = installed
         .into_iter()
         .filter(|v| v.at <= ov.v.at)
         .filter_map(|v| decode_lease(&key, v.body.as_deref()?, &v.etag).ok())
@@ -1091,6 +1172,7 @@ fn check_takeover(
 mod tests {
     use super::*;
     use crate::store::Tag;
+    use celld_edge::ownership::clock::LeaseTerms;
     use celld_edge::ownership::records::{encode_lease, encode_owner};
 
     const TTL: u64 = 3_000;
@@ -1104,6 +1186,7 @@ mod tests {
         cells: Vec<String>,
         clocks: Vec<Clock>,
         celld: Vec<bool>,
+        clock_proof: bool,
     }
 
     impl Hist {
@@ -1120,6 +1203,7 @@ mod tests {
                 cells: vec!["c".into()],
                 clocks: vec![clock.clone(), clock],
                 celld: vec![false, false],
+                clock_proof: false,
             }
         }
         /// Records op `id` of `node` in lease generation `gen` with its result.
@@ -1134,7 +1218,8 @@ mod tests {
         fn lease(&mut self, op: u64, node: usize, expires_wall: u64, at: u64) {
             let tag = Tag { node, incarnation: 0, op, sent: at.saturating_sub(2) };
             let key = format!("nodes/n{node}.json");
-            let body = encode_lease(&format!("n{node}"), crate::exec::EPOCH_MS + expires_wall, "", &format!("l{op}"));
+            let terms = LeaseTerms { expires_ms: crate::exec::EPOCH_MS + expires_wall, ttl_ms: Some(TTL), store_clock: true };
+            let body = encode_lease(&format!("n{node}"), terms, "", &format!("l{op}"));
             self.store.plant(&key, &body, tag, at);
         }
         fn rules(&self) -> Vec<&'static str> {
@@ -1150,6 +1235,7 @@ mod tests {
                 run_ms: 20_000,
                 provider: false,
                 restorer: None,
+                clock_proof: self.clock_proof,
             };
             let (v, _) = check(&self.store, &self.ledger, &facts);
             let mut rules: Vec<&'static str> = v.iter().map(|v| v.rule).collect();
@@ -1207,6 +1293,47 @@ mod tests {
         let v = &mut h.store.objects.get_mut("cells/c/own.json").unwrap()[1];
         v.at = 3_100;
         assert_eq!(h.rules(), vec!["takeover-of-live-lease"]);
+    }
+
+    /// `clean()` with n0's wall clock `offset_ms` off, judged by the clock-proof rules.
+    fn wild(offset_ms: f64) -> Hist {
+        let mut h = clean();
+        h.clock_proof = true;
+        h.clocks[0].offset_ms = offset_ms;
+        h.clocks[1].offset_ms = -offset_ms;
+        h
+    }
+
+    #[test]
+    fn with_wild_clocks_a_takeover_is_judged_by_the_holders_own_authority_whatever_the_clocks_say() {
+        for offset in [0.0, 5.0 * 3_600_000.0, -7.0 * 3_600_000.0] {
+            assert_eq!(wild(offset).rules(), Vec::<&str>::new(), "offset {offset}");
+            // n0 sent its lease write at t=0: it may act until t=2600 (ttl - skew), so a takeover landing
+            // at 2500 overlaps its authority, whatever either wall clock reads.
+            let mut h = wild(offset);
+            h.store.objects.get_mut("cells/c/own.json").unwrap()[1].at = 2_500;
+            assert_eq!(h.rules(), vec!["takeover-of-live-lease"], "offset {offset}");
+            let mut h = wild(offset);
+            h.store.objects.get_mut("cells/c/own.json").unwrap()[1].at = 2_601;
+            assert_eq!(h.rules(), Vec::<&str>::new(), "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn with_wild_clocks_a_wall_clock_stepped_forward_or_a_sleep_ends_authority() {
+        // n0 sleeps from 100 to 2_500 (its monotonic clock stands still) and acts at 2_700: 200 ms of
+        // monotonic time after sending, but its wall clock moved 2_700 ms.
+        let mut h = wild(-9.0 * 3_600_000.0);
+        h.clocks[0].stops.push((100, 2_500));
+        h.ledger.act(0, 0, "c", 1, 2_700);
+        assert_eq!(h.rules(), vec!["act-beyond-authority"]);
+        // A wall clock stepped back is not a reason to act longer, nor a reason to stop.
+        let mut h = wild(0.0);
+        h.clocks[0].steps.push((1_000, -3_600_000.0));
+        h.ledger.act(0, 0, "c", 1, 2_500);
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        h.ledger.act(0, 0, "c", 1, 2_650);
+        assert_eq!(h.rules(), vec!["act-beyond-authority"]);
     }
 
     /// n0's lease, as a celld node writes it, with its log in `state` for generation 1, written by `by`.

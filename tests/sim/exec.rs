@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use celld_edge::env::{Credentials, Env, Event as DriverEvent, HttpRequest, HttpResponse, Observer, TransportError};
+use celld_edge::s3::format_http_date;
 
 use crate::store::{Fault, FaultMix, SimStore, Tag};
 
@@ -57,22 +58,26 @@ impl Rng {
     }
 }
 
-/// One node's view of time: wall = true + offset + drift·true; mono = base + (1 + drift)·(true − time
-/// asleep), for the machine sleeps in `stops` (true-time intervals during which the monotonic clock stood).
+/// One node's view of time: wall = true + offset + drift·true + the steps taken so far; mono = base +
+/// (1 + drift)·(true − time asleep), for the machine sleeps in `stops` (true-time intervals during which
+/// the monotonic clock stood). `steps` are (true time, ms) jumps of the wall clock, forward or back (NTP
+/// stepping a clock, a user setting one).
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
     pub offset_ms: f64,
     pub drift: f64,
     pub mono_base: f64,
     pub stops: Vec<(u64, u64)>,
+    pub steps: Vec<(u64, f64)>,
 }
 
 impl Clock {
     pub fn new(offset_ms: f64, drift: f64, mono_base: f64) -> Self {
-        Clock { offset_ms, drift, mono_base, stops: Vec::new() }
+        Clock { offset_ms, drift, mono_base, stops: Vec::new(), steps: Vec::new() }
     }
     pub fn wall_ms(&self, now: u64) -> u64 {
-        (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms) as u64
+        let stepped: f64 = self.steps.iter().filter(|&&(at, _)| at <= now).map(|&(_, ms)| ms).sum();
+        (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms + stepped) as u64
     }
     pub fn mono_ms(&self, now: u64) -> f64 {
         let asleep: u64 = self.stops.iter().map(|&(a, b)| now.min(b).saturating_sub(a)).sum();
@@ -80,8 +85,18 @@ impl Clock {
     }
 }
 
+/// How far from a backward step of its wall clock a machine never sleeps (longer than any lease here).
+const UNGUARDED_MS: u64 = 10_000;
+
+/// The store's clock at true time `at` (what its `Date` headers say, before rounding to the second): the
+/// one true clock of the world.
+pub fn store_ms(at: u64) -> u64 {
+    EPOCH_MS + at
+}
+
 /// Draws clocks whose pairwise wall difference stays within `max_skew_ms` for the whole run: offsets
-/// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show.
+/// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show. The store's
+/// clock ([`store_ms`]) is true time, so each is also within the skew of the store's.
 pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, max_drift: f64) -> Vec<Clock> {
     let half = max_skew_ms as f64 / 2.0 - max_drift * run_ms as f64 - 1.0;
     assert!(half > 0.0, "drift budget exceeds the skew bound");
@@ -96,6 +111,26 @@ pub fn draw_clocks(rng: &mut Rng, nodes: usize, max_skew_ms: u64, run_ms: u64, m
             Clock::new(offset_ms, drift, rng.range(0, 1_000_000) as f64)
         })
         .collect()
+}
+
+/// Makes a clock arbitrary (issue 25: no wall clock may decide safety): its wall clock is off by anything
+/// up to half a day (a third of them by exactly ±30 s, the cross-process race's setting, or not at all),
+/// and in half of them it is stepped once or twice mid-run, forward or back, by 1 s to 2 h. Its drift and
+/// monotonic clock are kept.
+pub fn make_wild(rng: &mut Rng, clock: &mut Clock, run_ms: u64) {
+    clock.offset_ms += match rng.range(0, 5) {
+        0 => 30_000.0,
+        1 => -30_000.0,
+        2 => 0.0,
+        _ => (rng.unit() * 2.0 - 1.0) * 43_200_000.0,
+    };
+    if rng.chance(0.5) {
+        for _ in 0..rng.range(1, 2) {
+            let ms = [1_000.0, 60_000.0, 7_200_000.0][rng.range(0, 2) as usize] * rng.unit().max(0.001);
+            let ms = if rng.chance(0.5) { ms } else { -ms };
+            clock.steps.push((rng.range(0, run_ms), ms));
+        }
+    }
 }
 
 /// What happens to nodes during a run, drawn from the seed before it starts.
@@ -149,6 +184,8 @@ struct NodeState {
     finished: bool,
     /// Its requests may be delivered twice (`FaultMix::twice`): an edge process's runtime.
     resent: bool,
+    /// It is not shown the `Date` header (a browser whose bucket's CORS rule does not expose it).
+    no_dates: bool,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -278,6 +315,12 @@ impl World {
         self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
     }
 
+    /// Hides the `Date` header of every answer from `node` (a browser whose bucket's CORS rule does not
+    /// expose it): it never learns the store's clock.
+    pub fn hide_dates(&self, node: usize) {
+        self.inner.borrow_mut().nodes[node].no_dates = true;
+    }
+
     /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
     pub fn resends(&self, node: usize) {
         self.inner.borrow_mut().nodes[node].resent = true;
@@ -403,6 +446,9 @@ impl World {
                         inner.pending.remove(&id);
                     }
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
+                    // Every answer carries the store's clock, in whole seconds, as real stores send it.
+                    let dated = !inner.nodes[tag.node].no_dates;
+                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| format_http_date(store_ms(at))), ..r });
                     // Delivered twice: this answer dies with its connection, and the request is sent again.
                     // Not the store probe's scratch writes: its verdict on a store that sees a request twice is
                     // not modelled (docs/simulation.md, Limits).
@@ -458,7 +504,7 @@ impl World {
                 }
                 World::complete(inner, id, Err(TransportError::TimedOut))
             }
-            Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new() })),
+            Event::Wake(id) => World::complete(inner, id, Ok(HttpResponse { status: 0, etag: None, body: Vec::new(), date: None })),
             Event::Chaos(chaos) => match chaos {
                 Chaos::Pause { node, ms } => {
                     if !inner.nodes[node].crashed {
@@ -474,7 +520,13 @@ impl World {
                         inner.store.count(Fault::NodeSlept);
                         inner.store.downtime.push((node, at, at + ms));
                         let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
-                        if from < until {
+                        // A sleep and a wall clock stepped back within one lease is the one case no clock of
+                        // the machine can count (docs/protocol.md): that machine is paused instead.
+                        let stepped_back = inner.clocks[node]
+                            .steps
+                            .iter()
+                            .any(|&(t, ms)| ms < 0.0 && t + UNGUARDED_MS > from && t < until + UNGUARDED_MS);
+                        if from < until && !stepped_back {
                             inner.clocks[node].stops.push((from, until));
                         }
                         inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
@@ -772,6 +824,27 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn wild_clocks_are_hours_off_and_step_both_ways_while_the_monotonic_clock_runs_on() {
+        let mut rng = Rng::new(11);
+        let (mut far, mut forward, mut back) = (0, 0, 0);
+        for _ in 0..300 {
+            let mut c = draw_clocks(&mut rng, 1, 400, 80_000, 5e-4).remove(0);
+            let before = c.clone();
+            make_wild(&mut rng, &mut c, 20_000);
+            far += usize::from(c.wall_ms(0).abs_diff(store_ms(0)) > 3_600_000);
+            for &(at, ms) in &c.steps {
+                let jump = c.wall_ms(at) as f64 - c.wall_ms(at.saturating_sub(1)) as f64;
+                assert!(at == 0 || (jump - ms).abs() < 2.0, "a step of {ms} shows as {jump}");
+                forward += usize::from(ms > 0.0);
+                back += usize::from(ms < 0.0);
+            }
+            assert_eq!(c.mono_ms(12_345), before.mono_ms(12_345), "the monotonic clock is untouched");
+        }
+        assert!(far > 100 && forward > 50 && back > 50, "{far} hours off, {forward} steps forward, {back} back");
+    }
+
 
     /// Two nodes: one sends with a short timeout into a brownout, one sleeps; returns what each saw.
     fn scenario(seed: u64) -> Vec<(u64, String)> {

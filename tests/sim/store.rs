@@ -150,7 +150,7 @@ fn xml_error(status: u16, code: &str, message: &str) -> HttpResponse {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>"
     );
-    HttpResponse { status, etag: None, body: body.into_bytes() }
+    HttpResponse { status, etag: None, body: body.into_bytes(), date: None }
 }
 
 /// FNV-1a: a deterministic stand-in for MD5 (equal bodies get equal ETags, as on real stores).
@@ -270,7 +270,7 @@ impl SimStore {
         match req.method {
             "GET" => match self.current(&key) {
                 Some(v) => {
-                    HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default() }
+                    HttpResponse { status: 200, etag: Some(v.etag.clone()), body: v.body.clone().unwrap_or_default(), date: None }
                 }
                 None => xml_error(404, "NoSuchKey", "The specified key does not exist."),
             },
@@ -304,7 +304,7 @@ impl SimStore {
                     self.anomalies.push(format!("PUT {key} with content-type {:?}", req.header("content-type")));
                 }
                 let etag = self.append(&key, Some(req.body.clone()), writer, at);
-                HttpResponse { status: 200, etag: Some(etag), body: Vec::new() }
+                HttpResponse { status: 200, etag: Some(etag), body: Vec::new(), date: None }
             }
             "DELETE" => {
                 if let Some(tag) = req.header("if-match") {
@@ -319,7 +319,7 @@ impl SimStore {
                 if current.is_some() {
                     self.append(&key, None, writer, at);
                 }
-                HttpResponse { status: 204, etag: None, body: Vec::new() }
+                HttpResponse { status: 204, etag: None, body: Vec::new(), date: None }
             }
             other => {
                 self.anomalies.push(format!("unexpected method {other} on {key}"));

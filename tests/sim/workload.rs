@@ -51,11 +51,23 @@ pub struct Params {
     pub max_fault_rate: f64,
     /// A rule the celld-like nodes break (`celld.rs`).
     pub celld_tooth: Option<CelldTooth>,
+    /// Edge processes get arbitrary wall clocks (`exec::make_wild`: hours off, stepped mid-run); celld's
+    /// processes keep theirs within the skew of the store's clock, which celld's own rule needs.
+    pub wild_clocks: bool,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { tooth: None, run_ms: 20_000, ttl_ms: 3_000, skew_ms: 400, max_drift: 5e-4, max_fault_rate: 0.08, celld_tooth: None }
+        Params {
+            tooth: None,
+            run_ms: 20_000,
+            ttl_ms: 3_000,
+            skew_ms: 400,
+            max_drift: 5e-4,
+            max_fault_rate: 0.08,
+            celld_tooth: None,
+            wild_clocks: true,
+        }
     }
 }
 
@@ -202,7 +214,23 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     });
     celld_roles.resize(procs.len(), None);
     let is_celld: Vec<bool> = celld_roles.iter().map(Option::is_some).collect();
-    let clocks = exec::draw_clocks(&mut rng, procs.len(), params.skew_ms, params.run_ms + 60_000, params.max_drift);
+    let mut clocks = exec::draw_clocks(&mut rng, procs.len(), params.skew_ms, params.run_ms + 60_000, params.max_drift);
+    // A quarter of the edge processes are never shown the store's `Date` (browsers whose bucket's CORS rule
+    // does not expose it): they judge only by observation, and write expiries on their own wall clocks.
+    let dateless: Vec<usize> = if params.wild_clocks {
+        // Drawn apart from the seed's other draws, which keep their histories.
+        let mut wild = Rng::new(seed ^ 0x0c10_c25c_10c2_5c10);
+        for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer) {
+            exec::make_wild(&mut wild, &mut clocks[p], params.run_ms);
+        }
+        // Not beside celld's processes (celld-like nodes, its clean-up): they judge leases with their wall
+        // clocks, which needs edge expiries on the store's clock (docs/protocol.md, Browsers).
+        let shared = edge < n || gc.is_some();
+        let edge_procs = (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer);
+        edge_procs.filter(|_| !shared && wild.chance(0.25)).collect()
+    } else {
+        Vec::new()
+    };
     let mix = FaultMix::draw(&mut rng, params.max_fault_rate);
     let world = World::new(rng.next_u64(), clocks, mix, SimStore::new(BUCKET));
     draw_chaos(&mut rng, &world, n, params);
@@ -219,6 +247,9 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     }
     for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer) {
         world.resends(p);
+    }
+    for &p in &dateless {
+        world.hide_dates(p);
     }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
     let path_style = rng.chance(0.5);
@@ -289,6 +320,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         run_ms: params.run_ms,
         provider: provider.is_some(),
         restorer,
+        clock_proof: params.wild_clocks,
     };
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {

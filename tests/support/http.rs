@@ -51,12 +51,13 @@ fn exchange(req: &HttpRequest, timeout: Duration) -> std::io::Result<HttpRespons
     let mut body = raw[split + 4..].to_vec();
     let mut lines = head.lines();
     let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).ok_or(std::io::ErrorKind::InvalidData)?;
-    let mut etag = None;
+    let (mut etag, mut date) = (None, None);
     let mut chunked = false;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else { continue };
         match name.trim().to_ascii_lowercase().as_str() {
             "etag" => etag = Some(value.trim().to_owned()),
+            "date" => date = Some(value.trim().to_owned()),
             "transfer-encoding" => chunked = value.trim().eq_ignore_ascii_case("chunked"),
             _ => {}
         }
@@ -64,7 +65,7 @@ fn exchange(req: &HttpRequest, timeout: Duration) -> std::io::Result<HttpRespons
     if chunked {
         body = dechunk(&body).ok_or(std::io::ErrorKind::InvalidData)?;
     }
-    Ok(HttpResponse { status, etag, body })
+    Ok(HttpResponse { status, etag, body, date })
 }
 
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use celld_edge::env::{Credentials, Env, Event, HttpRequest, HttpResponse, Lost, Observer, TransportError};
+use celld_edge::s3::format_http_date;
 
 /// What to do with the next request, instead of answering it plainly.
 #[allow(dead_code)]
@@ -25,6 +26,8 @@ pub enum Fault {
     Garble,
     /// The request takes this long (both clocks advance), then is answered plainly.
     Slow(f64),
+    /// The request is served at once, and its answer takes this long to arrive (both clocks advance).
+    SlowAnswer(f64),
 }
 
 pub struct Mem {
@@ -33,6 +36,8 @@ pub struct Mem {
     pub writes: Vec<(String, Vec<u8>)>,
     pub wall: u64,
     pub mono: f64,
+    /// Answers carry no `Date` (a browser whose bucket's CORS rule hides it).
+    pub no_dates: bool,
     rng: u64,
     pub script: VecDeque<Fault>,
     /// (method, key, timeout) of every request sent.
@@ -72,6 +77,7 @@ impl MemEnv {
             writes: Vec::new(),
             wall: 1_800_000_000_000,
             mono: 5_000.0,
+            no_dates: false,
             rng: 0x9e37_79b9_7f4a_7c15,
             script: VecDeque::new(),
             sent: Vec::new(),
@@ -142,8 +148,8 @@ impl Mem {
         let current = self.objects.get(&key).cloned();
         match req.method {
             "GET" => match current {
-                Some((body, etag)) => HttpResponse { status: 200, etag: Some(etag), body },
-                None => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+                Some((body, etag)) => HttpResponse { status: 200, etag: Some(etag), body, date: None },
+                None => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey"), date: None },
             },
             "PUT" => {
                 let precondition = match (req.header("if-none-match"), req.header("if-match"), &current) {
@@ -154,13 +160,13 @@ impl Mem {
                     _ => None,
                 };
                 match precondition {
-                    Some(412) => HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") },
-                    Some(_) => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey") },
+                    Some(412) => HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed"), date: None },
+                    Some(_) => HttpResponse { status: 404, etag: None, body: xml("NoSuchKey"), date: None },
                     None => {
                         let etag = etag_of(&req.body);
                         self.objects.insert(key.clone(), (req.body.clone(), etag.clone()));
                         self.writes.push((key, req.body.clone()));
-                        HttpResponse { status: 200, etag: Some(etag), body: Vec::new() }
+                        HttpResponse { status: 200, etag: Some(etag), body: Vec::new(), date: None }
                     }
                 }
             }
@@ -170,22 +176,23 @@ impl Mem {
                     _ => true,
                 };
                 if !holds && !self.ignore_conditions {
-                    return HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed") };
+                    return HttpResponse { status: 412, etag: None, body: xml("PreconditionFailed"), date: None };
                 }
                 self.objects.remove(&key);
-                HttpResponse { status: 204, etag: None, body: Vec::new() }
+                HttpResponse { status: 204, etag: None, body: Vec::new(), date: None }
             }
-            _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed") },
+            _ => HttpResponse { status: 405, etag: None, body: xml("MethodNotAllowed"), date: None },
         }
     }
 }
 
 fn scripted(answer: &Result<(u16, &'static str), TransportError>) -> Result<HttpResponse, TransportError> {
-    answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code) })
+    answer.clone().map(|(status, code)| HttpResponse { status, etag: None, body: xml(code), date: None })
 }
 
-impl Env for MemEnv {
-    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+impl MemEnv {
+    /// The store's answer to `req`, as scripted.
+    fn exchange(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let mut m = self.0.borrow_mut();
         assert!(req.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "unsigned request");
         let key_id = req.header("authorization").and_then(|a| a.split("Credential=").nth(1)).and_then(|c| c.split('/').next());
@@ -222,7 +229,23 @@ impl Env for MemEnv {
                 m.mono += ms;
                 Ok(m.apply(&req))
             }
+            Some(Fault::SlowAnswer(ms)) => {
+                let answer = m.apply(&req);
+                m.wall += ms as u64;
+                m.mono += ms;
+                Ok(HttpResponse { date: Some(format_http_date(m.wall - ms as u64)), ..answer })
+            }
         }
+    }
+}
+
+impl Env for MemEnv {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        // Every answer carries the store's clock (this world's one clock), in whole seconds.
+        let answer = self.exchange(req, timeout_ms);
+        let m = self.0.borrow();
+        let date = (!m.no_dates).then(|| format_http_date(m.wall));
+        answer.map(|r| HttpResponse { date: r.date.or(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
         self.0.borrow().wall

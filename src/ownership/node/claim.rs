@@ -8,10 +8,11 @@ use core::cell::RefCell;
 
 use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
-use crate::ownership::cas::{FirstRejection, Reconciles, Settled};
-use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, holder_dead, writes_over_known, PeerLease, Step, Write};
+use crate::ownership::cas::{FirstRejection, Reconciles, Seen, Settled};
+use crate::ownership::clock::Judgement;
+use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, writes_over_known, Holder, Step, Write};
 use crate::ownership::ids::check_cell;
-use crate::ownership::lease::{judged_dead_at, renew_retry_ms};
+use crate::ownership::lease::renew_retry_ms;
 use crate::ownership::records::OwnerRecord;
 
 use super::owner::check_epoch;
@@ -78,7 +79,7 @@ impl<E: Env> S3Ownership<E> {
                     continue; // read it now
                 }
                 let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false, held: false };
-                let wake = Wake::Mono(self.inherited_until());
+                let wake = Wake(self.inherited_until());
                 return Ok((self.claim_rejected(cell, owner, started), wake));
             }
             if current.as_ref().is_some_and(|r| self.written_elsewhere(cell, r)) {
@@ -92,16 +93,14 @@ impl<E: Env> S3Ownership<E> {
             let Write { guard, epoch, took_over } = match claim_step(&self.config.node, current.as_ref())? {
                 Step::Write(write) => write,
                 Step::ReadPeerLease { holder: rec } => {
-                    // Judge the lease at the instant the read was sent: the record is at least that fresh,
-                    // while a slow answer may carry a lease the holder has renewed since.
-                    let now = self.store.env.wall_ms();
-                    let lease = self.read_node_lease(&rec.node).await?;
-                    let found = self.peer_lease(cell, rec, lease.as_ref());
-                    match after_peer_lease(rec, found, self.peer_rule(now))? {
+                    let (lease, seen) = self.read_node_lease_seen(&rec.node).await?;
+                    let judgement = self.judge_holder(cell, rec, lease.as_ref(), seen);
+                    let holder = Holder { lease: lease.as_ref(), dead: judgement == Judgement::Dead };
+                    match after_peer_lease(rec, holder)? {
                         Some(write) => write,
                         None => {
-                            let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
-                            let wake = self.holder_wake(found, awaiting_recovery);
+                            let awaiting_recovery = awaiting_recovery(holder);
+                            let wake = self.holder_wake(judgement, seen, awaiting_recovery);
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
                             let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery, held: false };
@@ -224,8 +223,9 @@ impl<E: Env> S3Ownership<E> {
         ClaimOutcome::Rejected { owner }
     }
 
-    /// Who owns `cell` and whether that owner's lease is live (not provably dead: a missing lease counts
-    /// as live until it has stayed missing `ttl + skew`); `None` when the record is absent.
+    /// Who owns `cell` and whether that owner's lease is live (not provably dead by the peer rule, SPEC §5:
+    /// a lease this instance has not yet seen unchanged long enough, whose expiry the store's clock has not
+    /// passed, or that has not stayed missing `ttl + skew`, counts as live); `None` when the record is absent.
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner_and_judge(cell).await? else { return Ok(None) };
         if rec.is_released() {
@@ -236,10 +236,10 @@ impl<E: Env> S3Ownership<E> {
             let held = live && self.claimed_epoch(cell) == Some(rec.epoch);
             return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false, held }));
         }
-        let now = self.store.env.wall_ms(); // before the read, as in `claim`
-        let lease = self.read_node_lease(&rec.node).await?;
-        let live = !holder_dead(self.peer_lease(cell, &rec, lease.as_ref()), self.peer_rule(now));
-        let awaiting_recovery = awaiting_recovery(lease.as_ref(), self.skew_for_peers(), now);
+        let (lease, seen) = self.read_node_lease_seen(&rec.node).await?;
+        let judgement = self.judge_holder(cell, &rec, lease.as_ref(), seen);
+        let holder = Holder { lease: lease.as_ref(), dead: judgement == Judgement::Dead };
+        let (live, awaiting_recovery) = (!holder.dead, awaiting_recovery(holder));
         let addr = lease.map(|l| l.addr).unwrap_or_default();
         Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery, held: false }))
     }
@@ -263,36 +263,38 @@ impl<E: Env> S3Ownership<E> {
         self.held_claims()
     }
 
-    /// When a claim rejected because of the holder's lease `found` can next succeed.
-    fn holder_wake(&self, found: PeerLease<'_>, awaiting_recovery: bool) -> Wake {
-        let now = self.store.env.mono_ms();
+    /// When a claim rejected because of the holder's lease (judged `judgement` from a read seen as `seen`)
+    /// can next succeed: the earlier of the two instants the peer rule allows — a read sent then finds the
+    /// same version dead by observation, or served after the store's clock passed its expiry — on the
+    /// monotonic clock. With neither (a lease of celld's while the store's clock is unknown), a ttl later.
+    fn holder_wake(&self, judgement: Judgement, seen: Seen, awaiting_recovery: bool) -> Wake {
+        let now = self.store.reading();
+        let ttl = self.config.lease_ttl_ms as f64;
         if awaiting_recovery {
             // celld recovers the log in its own time: look again a ttl later.
-            return Wake::Mono(now + self.config.lease_ttl_ms as f64);
+            return Wake(now.mono + ttl);
         }
-        match found {
-            PeerLease::Present(l) => Wake::Wall(judged_dead_at(l.expires_ms, self.skew_for_peers())),
-            PeerLease::Missing { for_ms } => {
-                let needed = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
-                Wake::Mono(now + (needed - for_ms).max(0.0))
-            }
-        }
+        let Judgement::Live { observe_after_ms, store_after } = judgement else { return self.soon() };
+        let observed = observe_after_ms.map(|ms| seen.read.sent + ms);
+        let by_store = store_after.and_then(|at| self.store.store_clock().mono_when_at_least(at, now));
+        Wake(match (observed, by_store) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(at), None) | (None, Some(at)) => at,
+            (None, None) => now.mono + ttl,
+        })
     }
 
     /// A short, jittered wait (100..199 ms) before looking again when nothing says when.
     fn soon(&self) -> Wake {
         let jitter = renew_retry_ms(self.config.lease_ttl_ms, self.store.env.random_u64());
-        Wake::Mono(self.store.env.mono_ms() + jitter as f64)
+        Wake(self.store.env.mono_ms() + jitter as f64)
     }
 }
 
-/// When a rejected claim should look again: a wall instant (a holder's lease read, judged dead exactly
-/// then) or a monotonic one (a missing lease, a log awaiting recovery, contention).
+/// When a rejected claim should look again: an instant of the monotonic clock (a holder's lease judged
+/// dead by then, a log awaiting recovery, contention).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Wake {
-    Wall(u64),
-    Mono(f64),
-}
+pub(super) struct Wake(pub(super) f64);
 
 /// How a claim starts (`claim_start`).
 struct ClaimStart {

@@ -12,7 +12,8 @@ use crate::ownership::cas::{Reconciles, Settled};
 use crate::ownership::flight::{done, Share, Single};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::join::join_all;
-use crate::ownership::lease::{peer_dead, RETIRED_EXPIRES_MS};
+use crate::ownership::clock::Judgement;
+use crate::ownership::lease::RETIRED_EXPIRES_MS;
 use crate::ownership::records::{awaits_recovery, decode_lease, CasGuard};
 use crate::s3::PutAnswer;
 
@@ -122,7 +123,8 @@ impl<E: Env> S3Ownership<E> {
         let reconciles = Reconciles::default();
         let mut guard = CasGuard::Match(lease.etag);
         for _ in 0..3 {
-            match self.write_lease(&guard, RETIRED_EXPIRES_MS, self.closing_budget(), &reconciles).await? {
+            let retired = self.terms(RETIRED_EXPIRES_MS, true);
+            match self.write_lease(&guard, retired, self.closing_budget(), &reconciles).await? {
                 Settled::Applied { etag } => {
                     self.retired();
                     return Ok(Some(etag));
@@ -146,7 +148,8 @@ impl<E: Env> S3Ownership<E> {
 
     /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
     /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
-    /// peer rule (`expires_ms + maxClockSkewMs <= now`, the wall clock read before the lease), carrying no
+    /// peer rule (SPEC §5: seen unchanged long enough by this instance, or past its expiry by the store's
+    /// clock; a first look at a lease written moments ago says `Live`, ask again later), carrying no
     /// celld log awaiting recovery, whose node no owner record among `cells` names (the caller lists the
     /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
     /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
@@ -162,10 +165,10 @@ impl<E: Env> S3Ownership<E> {
         if !self.deletes_conditionally() {
             return Ok(LeaseRemoval::Unsupported);
         }
-        let now = self.store.env.wall_ms(); // before the read, as in `claim`
         let key = self.lease_key(node);
-        let Some(lease) = self.read_decoded(&key, decode_lease).await? else { return Ok(LeaseRemoval::Absent) };
-        if !peer_dead(lease.expires_ms, self.config.max_clock_skew_ms, now) {
+        let (lease, seen) = self.read_node_lease_seen(node).await?;
+        let Some(lease) = lease else { return Ok(LeaseRemoval::Absent) };
+        if self.judge_lease(node, &lease, seen) != Judgement::Dead {
             return Ok(LeaseRemoval::Live);
         }
         if awaits_recovery(&lease) {

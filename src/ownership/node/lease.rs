@@ -10,9 +10,10 @@ use std::collections::VecDeque;
 use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
 use crate::ownership::cas::{Budget, Reconciles, Settled};
+use crate::ownership::clock::{authority_left_ms, expires_on_store_clock, Judgement, LeaseTerms, Reading};
 use crate::ownership::flight::{Joined, Share};
 use crate::ownership::join::{beside, Side};
-use crate::ownership::lease::{peer_dead, remaining_ms, renew_interval_ms, renew_retry_ms, self_deadline, wall_deadline};
+use crate::ownership::lease::{renew_interval_ms, renew_retry_ms};
 use crate::ownership::records::{decode_lease, encode_lease, CasGuard, NodeLeaseRecord};
 
 use super::{closed_error, S3Ownership};
@@ -21,11 +22,13 @@ use super::{closed_error, S3Ownership};
 #[derive(Clone)]
 pub(super) struct Lease {
     pub(super) etag: String,
-    /// Monotonic deadline: this node may act while `mono_ms() < deadline`...
-    pub(super) deadline: f64,
-    /// ...and while `wall_ms() < wall_deadline` (`expires_ms - maxClockSkewMs` of the record it wrote).
-    wall_deadline: u64,
-    /// `expires_ms` of the record its authority comes from: what peers judge this node by.
+    /// Both clocks read before the write was sent: this node may act until `ttl - skew` has passed since,
+    /// by the larger advance of the two (`clock::authority_left_ms`: a sleep stops the monotonic clock, not
+    /// the wall clock's advance; the wall clock's value is never used)...
+    anchor: Reading,
+    /// ...and while no answer since showed this machine's clocks undercounting (`Store::overruns`).
+    overruns: u64,
+    /// `expires_ms` of the record its authority comes from (on the store's clock when it was known).
     expires_ms: u64,
     /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
     pub(super) generation: u64,
@@ -80,8 +83,14 @@ pub(super) const RESTORED: &str =
     "the lease record was put back to an older version by another writer (a restore?): peers may judge this node dead before its authority ends";
 
 impl<E: Env> S3Ownership<E> {
-    /// Writes this node's lease record with `expires_ms` under `guard`, remembering the write's nonce.
-    pub(super) async fn write_lease(&self, guard: &CasGuard, expires_ms: u64, budget: Budget, rc: &Reconciles) -> Result<Settled> {
+    /// What this instance writes into its lease record: `expires_ms` (on the store's clock when
+    /// `store_clock`) and its ttl, which peers judging it by observation count on.
+    pub(super) fn terms(&self, expires_ms: u64, store_clock: bool) -> LeaseTerms {
+        LeaseTerms { expires_ms, ttl_ms: Some(self.config.lease_ttl_ms), store_clock }
+    }
+
+    /// Writes this node's lease record with `terms` under `guard`, remembering the write's nonce.
+    pub(super) async fn write_lease(&self, guard: &CasGuard, terms: LeaseTerms, budget: Budget, rc: &Reconciles) -> Result<Settled> {
         let key = self.lease_key(&self.config.node);
         let (node, addr) = (&self.config.node, &self.config.addr);
         let body = |nonce: &str| {
@@ -89,8 +98,8 @@ impl<E: Env> S3Ownership<E> {
             if lease.nonces.len() == LEASE_NONCES {
                 lease.nonces.pop_front();
             }
-            lease.nonces.push_back((nonce.to_owned(), expires_ms));
-            encode_lease(node, expires_ms, addr, nonce)
+            lease.nonces.push_back((nonce.to_owned(), terms.expires_ms));
+            encode_lease(node, terms, addr, nonce)
         };
         self.store.cas_settled(&key, guard, &body, budget, rc).await
     }
@@ -126,7 +135,8 @@ impl<E: Env> S3Ownership<E> {
     }
 
     /// Installs this node's lease (or renews it, when one is held). A lease record left by another
-    /// process under this node id is taken over only once it is dead by the peer rule. Concurrent callers
+    /// process under this node id is taken over only once it is dead by the peer rule (a first look at a
+    /// lease written moments ago refuses; a later call may find it dead). Concurrent callers
     /// share the lease write in flight.
     pub async fn acquire_lease(&self) -> Result<()> {
         self.lease_write(true).await
@@ -195,8 +205,8 @@ impl<E: Env> S3Ownership<E> {
     /// process's that is dead by the peer rule (a live one is refused).
     async fn acquisition_guard(&self) -> Result<CasGuard> {
         let key = self.lease_key(&self.config.node);
-        let now = self.store.env.wall_ms(); // before the read, as in `claim`
-        let current = self.read_decoded(&key, decode_lease).await?;
+        let once = !self.rules().reread_undecodable;
+        let (current, seen) = self.store.get_decoded_seen(&key, self.budget(), |b, t| decode_lease(&key, b, t), once).await?;
         Ok(match current {
             None => {
                 self.inherit_until_dead();
@@ -206,10 +216,10 @@ impl<E: Env> S3Ownership<E> {
             Some(rec) => {
                 // Another process's records may name this node id: a close must not delete this lease.
                 self.unaccounted();
-                if !peer_dead(rec.expires_ms, self.config.max_clock_skew_ms, now) {
-                    let wait = rec.expires_ms.saturating_add(self.config.max_clock_skew_ms).saturating_sub(now);
+                if let Judgement::Live { observe_after_ms, .. } = self.judge_lease(&self.config.node, &rec, seen) {
+                    let wait = observe_after_ms.map_or_else(|| "unknown".to_owned(), |ms| format!("at most {ms:.0} ms"));
                     return Err(Error::not_leased(format!(
-                        "{key} holds a live lease from another process using node id {} (dead in {wait} ms); node ids must be unique per running instance",
+                        "{key} holds a live lease from another process using node id {} (dead in {wait}); node ids must be unique per running instance",
                         Quoted(&self.config.node)
                     )));
                 }
@@ -224,7 +234,7 @@ impl<E: Env> S3Ownership<E> {
         let key = self.lease_key(&self.config.node);
         let started = self.store.env.mono_ms();
         let (settled, anchor, expires_ms) =
-            self.anchored_lease_write(&guard, self.budget(), &Reconciles::default()).await?;
+            self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.
@@ -257,34 +267,29 @@ impl<E: Env> S3Ownership<E> {
 
     /// The lease a write anchored at `anchor` with `expires_ms` gives: a new generation unless it renews
     /// `generation`.
-    fn new_lease(&self, etag: String, anchor: f64, expires_ms: u64, generation: Option<u64>) -> Lease {
-        let skew = self.config.max_clock_skew_ms;
+    fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, generation: Option<u64>) -> Lease {
         let generation = generation.unwrap_or_else(|| {
             let mut slice = self.lease.borrow_mut();
             slice.generations += 1;
             slice.generations
         });
-        let expires_ms = if self.rules().anchor_before_write {
-            expires_ms
-        } else {
-            self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms)
-        };
-        Lease {
-            etag,
-            deadline: self_deadline(anchor, self.config.lease_ttl_ms, skew),
-            wall_deadline: wall_deadline(expires_ms, skew),
-            expires_ms,
-            generation,
-        }
+        // Authority that outlasts an answer from the store that showed this machine's clocks undercounting
+        // is void: counted from the anchor, it cannot have seen that answer yet.
+        let overruns = self.store.overruns();
+        Lease { etag, anchor, overruns, expires_ms, generation }
     }
 
-    /// Writes this node's lease with `expires = wall_now + ttl`, returning the monotonic anchor, sampled
-    /// before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, budget: Budget, rc: &Reconciles) -> Result<(Settled, f64, u64)> {
-        let anchor = self.store.env.mono_ms();
-        let expires_ms = self.store.env.wall_ms().saturating_add(self.config.lease_ttl_ms);
-        let settled = self.write_lease(guard, expires_ms, budget, rc).await?;
-        let anchor = if self.rules().anchor_before_write { anchor } else { self.store.env.mono_ms() };
+    /// Writes this node's lease with `expires_ms` = the store's clock (its upper bound, from `Date`
+    /// headers; the wall clock while none was seen) plus the ttl, never before `floor` (a renewal's is the
+    /// expiry it extends: the upper bound narrows as answers come, and a later write of ours must never
+    /// read as an older one, `adoptable`). Returns both clocks' anchor, read before the write is sent.
+    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Reading, u64)> {
+        let anchor = self.store.reading();
+        let ttl = self.config.lease_ttl_ms;
+        let on_store = expires_on_store_clock(&self.store.store_clock(), anchor, ttl);
+        let expires_ms = on_store.unwrap_or(anchor.wall.saturating_add(ttl)).max(floor);
+        let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc).await?;
+        let anchor = if self.rules().anchor_before_write { anchor } else { self.store.reading() };
         Ok((settled, anchor, expires_ms))
     }
 
@@ -293,9 +298,10 @@ impl<E: Env> S3Ownership<E> {
         for _ in 0..2 {
             let held = self.held_lease()?;
             let started = self.store.env.mono_ms();
-            let budget = Budget::Authority { mono: held.deadline, wall: held.wall_deadline };
+            let (ttl_ms, skew_ms) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
+            let budget = Budget::Authority { anchor: held.anchor, ttl_ms, skew_ms };
             let (settled, anchor, expires_ms) =
-                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), budget, &reconciles).await?;
+                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles).await?;
             let late = !self.within(&held) && self.rules().refuse_late_renewal;
             match settled {
                 Settled::Applied { .. } if late => {
@@ -404,10 +410,23 @@ impl<E: Env> S3Ownership<E> {
         self.lease.borrow_mut().renewer += 1;
     }
 
-    /// Whether `lease` still gives authority now: both deadlines ahead.
+    /// Whether `lease` still gives authority now (`authority_left`).
     pub(super) fn within(&self, lease: &Lease) -> bool {
-        let env = &self.store.env;
-        env.mono_ms() < lease.deadline && (env.wall_ms() < lease.wall_deadline || !self.rules().wall_deadline)
+        self.authority_left(lease) > 0.0
+    }
+
+    /// What remains of `lease`'s authority (ms): `ttl - skew` since its anchor by the larger advance of the
+    /// monotonic and the wall clock, and nothing once an answer from the store showed this machine's clocks
+    /// undercounting since the anchor (`Learnt::Overran`).
+    fn authority_left(&self, lease: &Lease) -> f64 {
+        if self.store.overruns() != lease.overruns {
+            return 0.0;
+        }
+        let mut now = self.store.reading();
+        if !self.rules().wall_deadline {
+            now.wall = lease.anchor.wall;
+        }
+        authority_left_ms(lease.anchor, now, self.config.lease_ttl_ms, self.config.max_clock_skew_ms)
     }
 
     /// The held lease, or why there is none (lapsed leases fence here).
@@ -482,8 +501,8 @@ impl<E: Env> S3Ownership<E> {
         Error::fenced(why.to_owned())
     }
 
-    /// True while this node may act as an owner: it holds a lease whose deadlines (monotonic, and wall
-    /// `expires_ms - maxClockSkewMs`) have not passed.
+    /// True while this node may act as an owner: it holds a lease whose authority (`ttl - skew` since its
+    /// write was sent, by either clock's advance) has not run out.
     pub fn lease_valid(&self) -> bool {
         match &self.lease.borrow().state {
             LeaseState::Held(l) | LeaseState::Closed { kept: Some(l), .. } => self.within(l),
@@ -492,7 +511,7 @@ impl<E: Env> S3Ownership<E> {
     }
 
     /// This instance's authority for `cell` now: the epoch it holds the cell at and how long that lasts
-    /// (the smaller of the lease's two deadlines, SPEC §5), or why it has none: `fenced` (asking fences a
+    /// (`authority_left`, SPEC §5), or why it has none: `fenced` (asking fences a
     /// lapsed lease, which ends every claim: `Event::AuthorityLost`) or `not-leased` (no lease, or no
     /// claim of the cell under it). Sends nothing: the bindings' abort signals are armed on it.
     pub fn authority(&self, cell: &str) -> Result<(u64, f64)> {
@@ -500,8 +519,7 @@ impl<E: Env> S3Ownership<E> {
         let Some(epoch) = self.claimed_epoch(cell) else {
             return Err(Error::not_leased(format!("this instance holds no claim of cell {}", Quoted(cell))));
         };
-        let env = &self.store.env;
-        Ok((epoch, remaining_ms(lease.deadline, env.mono_ms(), lease.wall_deadline, env.wall_ms())))
+        Ok((epoch, self.authority_left(&lease)))
     }
 
     pub(super) fn is_closed(&self) -> bool {

@@ -1,6 +1,7 @@
 //! The records, with celld's names (SPEC §4): reading and conditionally writing a cell's owner record
 //! (`read_owner`, `cas_owner`) and a node's lease record (`read_node_lease`, `cas_node_lease`), and the
-//! judgement of a peer by its lease (the peer rule, and how long a missing lease has stayed missing). It
+//! judgement of a peer by its lease (the clock-proof peer rule: what this instance has seen of each
+//! lease version, and the store's clock; `clock::judge`). It
 //! remembers what it read and wrote (`Known`, its own write nonces); that memory only ever picks a write's
 //! guard or tells this instance's records from another process's. Reading a record must never end a claim
 //! by itself: `read_owner` and `read_owner_record` return what they saw, and a caller that acts on it has
@@ -10,8 +11,8 @@ use std::collections::VecDeque;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::ownership::cas::{Reconciles, Settled};
-use crate::ownership::decide::{PeerLease, PeerRule};
+use crate::ownership::cas::{Reconciles, Seen, Settled};
+use crate::ownership::clock::{judge, Found, Judgement, LeaseTerms, Read, Sightings, Version};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::known::Known;
 use crate::ownership::records::{decode_lease, decode_owner, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
@@ -25,30 +26,13 @@ pub(super) struct Records {
     pub(super) known: Known,
     /// Nonces of this instance's recent owner-record writes: a record carrying one is this instance's.
     nonces: VecDeque<String>,
-    /// Holder leases this instance found missing, per (holder, cell): a missing lease proves death only
-    /// once it stayed missing (`MissingLease`).
-    missing: VecDeque<MissingLease>,
+    /// The versions of holders' leases this instance has seen, and since when (per lease key and version;
+    /// a missing lease per cell and owner-record version).
+    sightings: Sightings,
 }
 
 /// Owner-record write nonces remembered.
 const OWNER_NONCES: usize = 256;
-
-/// Missing holder leases remembered (oldest forgotten first).
-const MISSING_REMEMBERED: usize = 64;
-
-/// A holder's lease found missing when judging the record of one cell that names it. It stands only for
-/// that lease key and that cell's record version (a cell's versions never repeat: epochs only grow; bytes
-/// do repeat across cells, celld writes no nonce), it is dropped when the lease is seen present again, and
-/// a sighting not renewed within `2 × (ttl + skew)` starts over.
-struct MissingLease {
-    holder: String,
-    cell: String,
-    /// The owner-record version of `cell` it was seen missing for.
-    owner_etag: String,
-    /// First and latest sighting (monotonic, each sampled after the answer that showed it).
-    since: f64,
-    last: f64,
-}
 
 impl<E: Env> S3Ownership<E> {
     /// Reads `cell`'s owner record and returns what it saw (celld's `read_owner`): no claim of this
@@ -147,14 +131,22 @@ impl<E: Env> S3Ownership<E> {
     /// by a record this instance did not write, fences at once (celld's clean-up deletes leases it judged
     /// dead, and a delete can land late).
     pub async fn read_node_lease(&self, node: &str) -> Result<Option<NodeLeaseRecord>> {
+        self.read_node_lease_seen(node).await.map(|(read, _)| read)
+    }
+
+    /// `read_node_lease`, with how the read was seen (for the peer rule). A lease seen present is a
+    /// sighting of its version (and ends every sighting of it missing).
+    pub(super) async fn read_node_lease_seen(&self, node: &str) -> Result<(Option<NodeLeaseRecord>, Seen)> {
         check_node(self.config.ids, node)?;
         let held = (node == self.config.node).then(|| self.current_lease()).flatten();
-        let mut read = self.read_decoded(&self.lease_key(node), decode_lease).await?;
+        let once = !self.rules().reread_undecodable;
+        let key = self.lease_key(node);
+        let (mut read, seen) = self.store.get_decoded_seen(&key, self.budget(), |b, t| decode_lease(&key, b, t), once).await?;
         if !self.rules().respect_node_log {
             read = read.map(|l| NodeLeaseRecord { log: None, ..l });
         }
-        if read.is_some() {
-            self.lease_present(node);
+        if let Some(l) = &read {
+            self.saw(node, Version::Lease(l.etag.clone()), seen);
         }
         if let Some(held) = held {
             let gone = read.as_ref().is_none_or(|rec| !self.is_ours(rec));
@@ -166,7 +158,7 @@ impl<E: Env> S3Ownership<E> {
                 let _ = self.fence(RESTORED);
             }
         }
-        Ok(read)
+        Ok((read, seen))
     }
 
     /// Writes this node's lease record with `expires_ms` under `guard`; returns the new ETag when applied.
@@ -175,7 +167,9 @@ impl<E: Env> S3Ownership<E> {
         check_guard(guard)?;
         self.refuse_if_closed()?;
         self.ensure_probed().await?;
-        match self.write_lease(guard, expires_ms, self.budget(), &Reconciles::default()).await? {
+        // An expiry the caller chose, on a clock it knows: judged by peers as celld's leases are (no `ttl_ms`).
+        let terms = LeaseTerms { expires_ms, ttl_ms: None, store_clock: false };
+        match self.write_lease(guard, terms, self.budget(), &Reconciles::default()).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
             other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
         }
@@ -228,40 +222,37 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    pub(super) fn peer_rule(&self, wall_now_ms: u64) -> PeerRule {
-        PeerRule { lease_ttl_ms: self.config.lease_ttl_ms, max_skew_ms: self.skew_for_peers(), wall_now_ms }
-    }
-
-    /// The holder's lease for `cell`'s record `rec` as read: a missing one is judged by how long this
-    /// instance has seen it missing for that record version (first sight: now, after the answer).
-    pub(super) fn peer_lease<'a>(&self, cell: &str, rec: &OwnerRecord, lease: Option<&'a NodeLeaseRecord>) -> PeerLease<'a> {
-        if let Some(l) = lease {
-            return PeerLease::Present(l);
-        }
-        if !self.rules().missing_lease_waits {
-            return PeerLease::Missing { for_ms: f64::INFINITY };
-        }
-        let now = self.store.env.mono_ms();
-        let mut records = self.records.borrow_mut();
+    /// Records that a read of `holder`'s lease (seen as `seen`) showed `version`; returns for how long that
+    /// version has been seen unchanged (`Sightings::saw`). Counted from the arrival of the answer that
+    /// first showed it: the holder wrote that version before the store served the read.
+    fn saw(&self, holder: &str, version: Version, seen: Seen) -> f64 {
+        let read = if self.rules().count_from_arrival { seen.read } else { Read { arrived: seen.read.sent, ..seen.read } };
         let forget_after = 2.0 * self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
-        let found = records.missing.iter_mut().find(|m| m.holder == rec.node && m.cell == cell);
-        if let Some(m) = found.filter(|m| m.owner_etag == rec.etag && now - m.last <= forget_after) {
-            m.last = now;
-            return PeerLease::Missing { for_ms: now - m.since };
-        }
-        records.missing.retain(|m| !(m.holder == rec.node && m.cell == cell));
-        if records.missing.len() == MISSING_REMEMBERED {
-            records.missing.pop_front();
-        }
-        let (holder, cell, owner_etag) = (rec.node.clone(), cell.to_owned(), rec.etag.clone());
-        records.missing.push_back(MissingLease { holder, cell, owner_etag, since: now, last: now });
-        PeerLease::Missing { for_ms: 0.0 }
+        self.records.borrow_mut().sightings.saw(holder, version, read, forget_after)
     }
 
-    /// A node's lease seen present: every sighting of it missing is void (it may go missing again later,
-    /// and must then stay missing from that later sighting on).
-    fn lease_present(&self, node: &str) {
-        self.records.borrow_mut().missing.retain(|m| m.holder != node);
+    /// The peer rule (SPEC §5, `clock::judge`) on the holder of `cell`'s record `rec`, whose lease a read
+    /// seen as `seen` found (`None`: missing). A missing lease is judged per cell and owner-record version.
+    pub(super) fn judge_holder(&self, cell: &str, rec: &OwnerRecord, lease: Option<&NodeLeaseRecord>, seen: Seen) -> Judgement {
+        let found = match lease {
+            Some(l) => return self.judge_lease(&rec.node, l, seen),
+            None if !self.rules().missing_lease_waits => return Judgement::Dead,
+            None => {
+                let version = Version::Missing { cell: cell.to_owned(), owner_etag: rec.etag.clone() };
+                Found::Missing { unchanged_ms: self.saw(&rec.node, version, seen) }
+            }
+        };
+        judge(found, self.config.lease_ttl_ms, self.skew_for_peers())
+    }
+
+    /// The peer rule on `node`'s lease as a read seen as `seen` found it (a sighting of its version; seeing
+    /// the same read twice changes nothing).
+    pub(super) fn judge_lease(&self, node: &str, lease: &NodeLeaseRecord, seen: Seen) -> Judgement {
+        let unchanged_ms = self.saw(node, Version::Lease(lease.etag.clone()), seen);
+        // The store's clock when it served the read; never this machine's wall clock (a tooth does).
+        let served = if self.rules().judge_by_store_clock { seen.served } else { Some(self.store.env.wall_ms()) };
+        let found = Found::Present { terms: lease.terms(), unchanged_ms, served };
+        judge(found, self.config.lease_ttl_ms, self.skew_for_peers())
     }
 }
 

@@ -17,9 +17,10 @@ const MAX_SLEEP_MS: u32 = i32::MAX as u32;
 
 impl<E: Env> S3Ownership<E> {
     /// `claim_with`, waiting until the cell can be claimed: after a rejection it sleeps until the moment
-    /// the holder's lease, as read, can be judged dead (`expires_ms + maxClockSkewMs` on this wall clock;
-    /// a missing lease once it has stayed missing `ttl + skew`; a log awaiting celld's recovery a ttl
-    /// later), then claims again — a renewed holder means another sleep until its new expiry. No request
+    /// the peer rule can judge the holder's lease, as read, dead (the earlier of: the version seen unchanged
+    /// for the holder's ttl plus the rate margin, and the store's clock past its expiry; a missing lease once
+    /// it has stayed missing `ttl + skew`; a log awaiting celld's recovery a ttl later), then claims again —
+    /// a renewed holder means another sleep until its new version can be judged. No request
     /// is sent while it sleeps. Resolves applied, or fails: `aborted` when `cancel` finishes first (checked
     /// while sleeping and before each attempt; an attempt already sent is answered first), `not-leased`
     /// when `close()` is called, or the error of an attempt (this node's lease must stay valid meanwhile).
@@ -45,8 +46,7 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// Sleeps until `wake` (a wall instant to the millisecond, or a monotonic one); a timer that fires
-    /// early is followed by one for the rest. Cut short by `close()` (`not-leased`) or `cancel` (`aborted`).
+    /// Sleeps until `wake` (a monotonic instant); a timer that fires early is followed by one for the rest. Cut short by `close()` (`not-leased`) or `cancel` (`aborted`).
     async fn sleep_until(
         &self,
         wake: Wake,
@@ -57,10 +57,7 @@ impl<E: Env> S3Ownership<E> {
             if self.is_closed() {
                 return Err(closed_error());
             }
-            let left = match wake {
-                Wake::Wall(at) => at.saturating_sub(self.store.env.wall_ms()) as f64,
-                Wake::Mono(at) => (at - self.store.env.mono_ms()).max(0.0).ceil(),
-            };
+            let left = (wake.0 - self.store.env.mono_ms()).max(0.0).ceil();
             if left <= 0.0 {
                 return Ok(());
             }
