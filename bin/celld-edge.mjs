@@ -174,12 +174,22 @@ function table(header, rows) {
 }
 
 function cellsTable(cells) {
-  const rows = cells.map((c) => [c.cell, c.node ?? "-", c.epoch ?? "-", c.status, expiry(c.leaseExpiresInMs), ago(c.leaseAgeMs)]);
-  return table(["CELL", "OWNER", "EPOCH", "STATUS", "LEASE EXPIRES", "LEASE RENEWED"], rows);
+  const rows = cells.map((c) => [c.cell, c.node ?? "-", c.epoch ?? "-", c.status, expiry(c.leaseExpiresInMs), ago(c.leaseAgeMs), recovering(c)]);
+  return table(["CELL", "OWNER", "EPOCH", "STATUS", "LEASE EXPIRES", "LEASE RENEWED", "NOTE"], rows);
+}
+
+/** Who is recovering a dead celld node's log: "celld-c recovering, heartbeat 4.0s ago", or that nobody
+ * is (no claimant, or a claim stale after 30 s without a heartbeat). */
+function recovering(entry) {
+  if (!entry.awaitingRecovery) return "";
+  const r = entry.recovery;
+  if (!r?.claimant) return "awaiting recovery: no celld node recovering";
+  const beat = r.heartbeatAgeMs === null ? "no heartbeat" : `heartbeat ${ago(r.heartbeatAgeMs)}`;
+  return `awaiting recovery: ${r.claimant} recovering, ${beat}${r.stale ? " (stale)" : ""}`;
 }
 
 function nodesTable(nodes) {
-  const rows = nodes.map((n) => [n.node, n.lease, expiry(n.expiresInMs), ago(n.ageMs), n.addr || "-", n.awaitingRecovery ? "awaiting recovery" : ""]);
+  const rows = nodes.map((n) => [n.node, n.lease, expiry(n.expiresInMs), ago(n.ageMs), n.addr || "-", recovering(n)]);
   return table(["NODE", "LEASE", "EXPIRES", "RENEWED", "ADDR", "NOTE"], rows);
 }
 

@@ -19,6 +19,9 @@ export type ErrorCode =
   /** The bucket's fleet marker (`<prefix>fleet/control.json`) names another celld backend (e.g. DynamoDB):
    * the ownership records are not in the bucket, so nothing was written. */
   | "unsupported-backend"
+  /** `celld: true`, but no celld node has initialised the bucket (`<prefix>wake/format.json` is absent, or
+   * celld is still migrating it): nothing was written. Start a celld node first. */
+  | "uninitialized-fleet"
   /** A waiting claim (`claim(cell, { wait: true, signal })`) was ended by its `AbortSignal`. */
   | "aborted"
   /** celld-edge hit a bug (a wasm trap): every operation in flight rejected with it, a write among them

@@ -75,6 +75,12 @@ export interface S3OwnershipOptions {
    * nodes `[A-Za-z0-9_.-]` 1..=128) or `"utf8"` (1..=256 bytes of UTF-8 without `/`, `\`, control
    * characters, `.` or `..`; only for buckets that no celld node shares). */
   ids?: "celld" | "utf8";
+  /** A celld v0.6 fleet shares the bucket. Before its first write an instance reads
+   * `<prefix>wake/format.json` (celld writes it when it initialises a bucket); with `true`, a bucket no
+   * celld node has initialised is refused with `uninitialized-fleet` and nothing is written. Either way,
+   * where that file exists every lease is written as celld v0.6 reads it, and `ids: "utf8"` is refused.
+   * Default false. */
+  celld?: boolean;
   /** Receives structured events (leases, claims, settled ambiguity, retried reads); never secrets. */
   onEvent?: (event: OwnershipEvent) => void;
   /** Injected fetch; default `globalThis.fetch`. Called once per request as `fetch(request)` with a
@@ -198,10 +204,25 @@ export interface OwnerInfo {
   live: boolean;
   /** The owner is a dead celld node whose node log is not sealed: not claimable until celld recovers it. */
   awaitingRecovery: boolean;
+  /** While `awaitingRecovery`: who is recovering that log (absent otherwise). */
+  recovery?: Recovery;
   /** This instance holds the cell now (it claimed it at `epoch` under its current lease). A record naming
    * this node with `held: false` is a void claim from a lapsed lease (a Worker after an idle gap): claim
    * it again. Always `false` in a rejected claim's `owner`. */
   held: boolean;
+}
+
+/** Who is recovering a dead celld node's log, from its lease's `log` (celld v0.6). */
+export interface Recovery {
+  /** The celld node that claimed the recovery; `null` while none has. */
+  claimant: string | null;
+  /** Its last heartbeat on the claim (`claimed_ms`, celld's clock), Unix ms; `null` when none. */
+  heartbeatMs: number | null;
+  /** How long ago that was on this runtime's clock (0 if ahead of it); `null` when none. */
+  heartbeatAgeMs: number | null;
+  /** No claimant, no heartbeat, or none for 30 s: celld reads the claim as stale, and any celld node
+   * may take the recovery over. */
+  stale: boolean;
 }
 
 /** Options of `claim`. */
@@ -237,10 +258,11 @@ export interface CloseOptions {
 }
 
 /** What `removeDeadLease` found: `removed`; or left alone because it was `absent`, `live`, `needed` (by
- * `cell`, or by a celld log awaiting recovery), `changed` (re-acquired meanwhile), or `unsupported` (the
+ * `cell`), `changed` (re-acquired meanwhile), `celld` (celld wrote it: a node log, sealed included, a
+ * `probe_public_key` or a `peer_protocol`; celld's clean-up keeps or removes it), or `unsupported` (the
  * store's conditional DELETE is not verified: probe it, `probe: true`). */
 export type LeaseRemoval =
-  | { outcome: "removed" | "absent" | "live" | "unsupported" | "changed" }
+  | { outcome: "removed" | "absent" | "live" | "unsupported" | "changed" | "celld" }
   | { outcome: "needed"; cell?: string };
 
 /** What `close` did. */
@@ -408,6 +430,8 @@ export interface CellEntry {
   /** The owner's `addr`, from its lease. */
   addr: string | null;
   awaitingRecovery: boolean;
+  /** While `awaitingRecovery`: who is recovering the owner's celld log; `null` otherwise. */
+  recovery: Recovery | null;
   error: EntryError | null;
 }
 
@@ -427,6 +451,8 @@ export interface NodeEntry {
   addr: string;
   etag: string;
   awaitingRecovery: boolean;
+  /** While `awaitingRecovery`: who is recovering the node's celld log; `null` otherwise. */
+  recovery: Recovery | null;
   error: EntryError | null;
 }
 

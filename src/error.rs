@@ -30,6 +30,9 @@ pub enum Error {
     /// The fleet's marker (`key`) says its ownership records live somewhere this library cannot reach
     /// (celld's DynamoDB backend, or a marker format it does not know); nothing was written.
     UnsupportedBackend(Box<Failure>),
+    /// The bucket is to be shared with a celld fleet (`celld: true`) that has not initialised it
+    /// (`key`, `wake/format.json`, is absent or mid-migration): nothing was written.
+    UninitializedFleet(Box<Failure>),
     /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
     Aborted(String),
 }
@@ -124,6 +127,7 @@ impl Error {
             Error::NotLeased(_) => "not-leased",
             Error::Fenced(_) => "fenced",
             Error::UnsupportedBackend(_) => "unsupported-backend",
+            Error::UninitializedFleet(_) => "uninitialized-fleet",
             Error::Aborted(_) => "aborted",
         }
     }
@@ -163,9 +167,8 @@ impl Error {
     pub fn key(&self) -> Option<&str> {
         match self {
             Error::Auth(r) | Error::Request(r) => Some(&r.key),
-            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
-                Some(&f.key)
-            }
+            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
+            | Error::UninitializedFleet(f) => Some(&f.key),
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
         }
     }
@@ -175,9 +178,8 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: r.source.clone() },
-            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f) => {
-                Fault { detail: String::new(), ..f.fault.clone() }
-            }
+            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
+            | Error::UninitializedFleet(f) => Fault { detail: String::new(), ..f.fault.clone() },
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
         }
     }
@@ -212,6 +214,7 @@ impl Error {
             Error::NotLeased(m) => format!("no valid lease: {}", m),
             Error::Fenced(m) => format!("fenced: {}", m),
             Error::UnsupportedBackend(f) => format!("unsupported fleet backend at {}: {}", f.key, f.fault.detail),
+            Error::UninitializedFleet(f) => format!("uninitialized celld fleet at {}: {}", f.key, f.fault.detail),
             Error::Aborted(m) => format!("aborted: {}", m),
         }
     }

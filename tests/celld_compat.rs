@@ -1,22 +1,30 @@
 //! Sharing a bucket with celld v0.3-v0.6 (SPEC §2, docs/protocol.md "Sharing a bucket with celld"):
-//! records as celld writes them decode, the fleet marker is read before the first write (created when
-//! absent, refused when it names another backend, with nothing written), a dead celld owner whose node log
-//! is not sealed is not taken over, and ids default to celld's sets, encoded once.
+//! records as celld writes them decode, the fleet marker is read before the first write (never created,
+//! refused when it names another backend, with nothing written), a dead celld owner whose node log
+//! is not sealed is not taken over, and ids default to celld's sets, encoded once. A celld v0.6 fleet
+//! (`wake/format.json`, SPEC §2.1): `celld: true` refuses a bucket celld has not initialised, every lease
+//! written decodes under a restatement of celld v0.6's lease (`support/celld_v06.rs`) and keeps its planner
+//! running, nothing is written under celld's prefixes, `removeDeadLease` leaves celld's leases alone,
+//! `ids: "utf8"` is refused, and who recovers a dead celld node's log is reported.
 // Native only: `wasm-pack test` compiles every test target for wasm32 (and runs only the wasm ones).
 #![cfg(not(target_arch = "wasm32"))]
 
+#[allow(dead_code)] // the helpers other tests use
 mod support;
+#[path = "support/celld_v06.rs"]
+mod v06;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Waker};
 
-use celld_edge::env::{Env, TransportError};
-use celld_edge::ownership::control::{BUCKET_MARKER, MARKER_KEY};
-use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner};
-use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, S3Ownership};
+use celld_edge::env::Env;
+use celld_edge::ownership::control::{MARKER_KEY, WAKE_FORMAT_KEY};
+use celld_edge::ownership::clock::LeaseTerms;
+use celld_edge::ownership::records::{awaits_recovery, decode_lease, decode_owner, encode_celld_lease, UNDIALABLE_ADDR};
+use celld_edge::ownership::{CasGuard, ClaimOutcome, Config, IdSet, LeaseRemoval, S3Ownership};
 use celld_edge::s3::Bucket;
-use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
+use support::mem::{block_on, MemEnv, BUCKET, ENDPOINT};
 use support::overlap::{run_all, Yielding};
 
 const TTL: u64 = 10_000;
@@ -78,30 +86,133 @@ fn celld_records_of_every_version_decode() {
     assert_eq!(decode_lease("k", fixture("lease-v0.6-tombstone.json").as_bytes(), "t").unwrap().expires_ms, 0);
 }
 
+// ---- the leases this library writes in a celld fleet, as celld v0.6 reads them ----
+
+/// Every lease body this library writes in a celld fleet: acquire and renew (`expires_ms` a ttl after the
+/// sample), and retire (`expires_ms: 0`), with and without a configured `addr`.
+fn celld_fleet_bodies(now: u64) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("acquire", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n1", now)),
+        ("renew", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + 3_333 + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n2", now + 3_333)),
+        ("retire", encode_celld_lease("edge-7", LeaseTerms { expires_ms: 0, ttl_ms: Some(10_000), store_clock: true }, "", "n3", now + 5_000)),
+        ("acquire with addr", encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "edge-7.internal:7000", "n4", now)),
+    ]
+}
+
+/// What celld v0.6 must conclude from one of our live leases, read at `view` (celld's wall clock): a live
+/// node (so it takes none of our cells and routes none of its requests to us), never a placement,
+/// hand-off or rebalance target, and nothing that halts its planner, readiness or paging.
+fn judged_as_celld_needs(name: &str, lease: &v06::Lease, view: u64) {
+    assert!(lease.live_to_celld("edge-7", view), "{name}: celld must see a live owner");
+    assert!(!lease.placement_target(view) && !lease.handoff_target(view), "{name}: never a target");
+    assert!(!lease.receives_cells(), "{name}: never a rebalance receiver");
+    assert!(lease.keeps_planner_running(view, 0), "{name}: the planner must go on");
+    assert!(lease.lets_readiness_pass() && lease.keeps_paging_open(), "{name}");
+    assert!(!lease.kept_by_cleanup(), "{name}: celld's clean-up may remove it once dead");
+}
+
+#[test]
+fn every_lease_this_library_writes_in_a_celld_fleet_decodes_as_celld_v06_reads_it() {
+    let now = 1_800_000_000_000;
+    for (name, body) in celld_fleet_bodies(now) {
+        let lease = v06::decode(&body).unwrap_or_else(|e| panic!("{name}: celld v0.6 cannot read it: {e}"));
+        assert_eq!((lease.peer_protocol, lease.log.is_none(), lease.probe_public_key.as_str()), (0, true, ""), "{name}");
+        assert!(!lease.addr.is_empty(), "{name}: an empty addr reads as dead");
+        assert!(lease.paced_handoff && lease.load.draining == Some(true), "{name}");
+        assert_eq!((lease.load.owned_cells, lease.load.placement_weight), (Some(0), Some(1)), "{name}");
+        assert_eq!((lease.load.rebalance_paused, lease.load.pressured, lease.load.restoring), (None, false, 0), "{name}");
+        if lease.expires_ms == 0 {
+            // Retired: dead to celld at once, and still nothing that stops its fleet.
+            assert!(!lease.live_to_celld("edge-7", now) && lease.keeps_planner_running(now, 0), "{name}");
+            continue;
+        }
+        // Throughout the lease's life, whenever celld reads it.
+        for view in [lease.load.sampled_ms, lease.load.sampled_ms + TTL / 2, lease.expires_ms - 1] {
+            judged_as_celld_needs(name, &lease, view);
+        }
+        assert!(!lease.live_to_celld("edge-7", lease.expires_ms), "{name}: dead to celld at its expiry");
+    }
+    let placeholder = v06::decode(&celld_fleet_bodies(now)[0].1).unwrap();
+    assert_eq!(placeholder.addr, UNDIALABLE_ADDR);
+}
+
+#[test]
+fn the_restatement_of_celld_v06_catches_every_incomplete_lease() {
+    // The tooth: a body missing one field celld requires never decodes. If the restatement accepted it,
+    // this test (and the one above) could not fail.
+    let now = 1_800_000_000_000;
+    let body: serde_json::Value = serde_json::from_slice(&encode_celld_lease("edge-7", LeaseTerms { expires_ms: now + TTL, ttl_ms: Some(10_000), store_clock: true }, "", "n", now)).unwrap();
+    for field in v06::REQUIRED_LOAD {
+        let mut broken = body.clone();
+        broken["load"].as_object_mut().unwrap().remove(field);
+        assert!(v06::decode(broken.to_string().as_bytes()).is_err(), "a load without {field} must not decode");
+    }
+    for field in ["node", "expires_ms"] {
+        let mut broken = body.clone();
+        broken.as_object_mut().unwrap().remove(field);
+        assert!(v06::decode(broken.to_string().as_bytes()).is_err(), "{field}");
+    }
+    let mut wrong = body.clone();
+    wrong["load"]["bucket_format"] = 70_000.into();
+    assert!(v06::decode(wrong.to_string().as_bytes()).is_err(), "bucket_format is a u16");
+    // Bodies that decode but stop celld's fleet, each caught by one rule.
+    let halts = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = body.clone();
+        edit(&mut v);
+        let lease = v06::decode(v.to_string().as_bytes()).unwrap();
+        lease.keeps_planner_running(now, 0) && lease.lets_readiness_pass() && lease.keeps_paging_open() && lease.live_to_celld("edge-7", now)
+    };
+    assert!(halts(&|_| ()), "the body as written passes");
+    let edits: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+        ("no load", &|v| drop(v.as_object_mut().unwrap().remove("load"))),
+        ("no paced_handoff", &|v| drop(v.as_object_mut().unwrap().remove("paced_handoff"))),
+        ("no owned_cells", &|v| drop(v["load"].as_object_mut().unwrap().remove("owned_cells"))),
+        ("no placement_weight", &|v| drop(v["load"].as_object_mut().unwrap().remove("placement_weight"))),
+        ("stale sample", &|v| v["load"]["sampled_ms"] = (now - v06::CELLD_TTL_MS - 1).into()),
+        ("paused", &|v| v["load"]["rebalance_paused"] = true.into()),
+        ("pressured", &|v| v["load"]["pressured"] = true.into()),
+        ("old format", &|v| drop(v["load"].as_object_mut().unwrap().remove("bucket_format"))),
+        ("empty addr", &|v| v["addr"] = "".into()),
+    ];
+    for (name, edit) in edits {
+        assert!(!halts(edit), "{name} must be caught");
+    }
+}
+
+#[test]
+fn celld_v06_records_decode_under_the_restatement() {
+    for name in ["lease-v0.3-no-log.json", "lease-v0.3-open.json", "lease-v0.6-no-log.json", "lease-v0.6-open.json",
+        "lease-v0.6-open-inactive.json", "lease-v0.6-recovering.json", "lease-v0.6-sealed.json", "lease-v0.6-tombstone.json",
+        "lease-v0.6-unknown-state.json"]
+    {
+        let lease = v06::decode(fixture(name).as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(lease.peer_protocol != 0 && !lease.probe_public_key.is_empty(), "{name}: written by celld");
+    }
+}
+
 // ---- the fleet marker ----
 
 #[test]
-fn an_absent_marker_is_created_with_if_none_match_before_the_first_write() {
+fn the_marker_and_wake_format_are_read_at_once_before_the_first_write_and_never_created() {
     let env = MemEnv::new();
     let a = node(env.clone(), "a");
     block_on(a.acquire_lease()).unwrap();
     let wire = env.wire_since(0);
-    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"], "{wire:?}");
-    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER, "byte for byte what celld writes");
-    assert_eq!(writes(&env)[0], MARKER_KEY, "the marker is the first write");
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"], "{wire:?}");
+    assert_eq!(env.body(MARKER_KEY), None, "the marker is read, never created");
+    assert!(writes(&env).iter().all(|k| !k.starts_with("fleet/") && !k.starts_with("wake/")), "{:?}", writes(&env));
     // Once per instance: claims and renewals send no marker request.
     let from = env.sent_count();
     block_on(a.claim("c")).unwrap();
     block_on(a.renew_lease()).unwrap();
     block_on(a.claim("d")).unwrap();
-    assert!(env.wire_since(from).iter().all(|w| !w.contains(MARKER_KEY)), "{:?}", env.wire_since(from));
-    // A second instance finds it: one GET, no write.
+    assert!(env.wire_since(from).iter().all(|w| !w.contains(MARKER_KEY) && !w.contains(WAKE_FORMAT_KEY)), "{:?}", env.wire_since(from));
+    // A second instance reads both again, and writes neither.
     let from = env.sent_count();
     let b = leased(&env, "b");
     let wire = env.wire_since(from);
-    assert_eq!(wire[0], "GET fleet/control.json");
-    assert!(wire[1..].iter().all(|w| !w.contains(MARKER_KEY)), "{wire:?}");
-    assert_eq!(writes(&env).iter().filter(|k| *k == MARKER_KEY).count(), 1);
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"], "{wire:?}");
+    assert!(writes(&env).iter().all(|k| !k.starts_with("fleet/")));
     drop(b);
 }
 
@@ -129,8 +240,8 @@ fn a_dynamodb_fleet_is_refused_naming_the_backend_and_nothing_is_written() {
     // An owner-record write needs a lease first, which the refused fleet never gave.
     assert_eq!(block_on(a.cas_owner("c", &CasGuard::Absent, 1)).unwrap_err().code(), "not-leased");
     assert!(writes(&env).is_empty(), "{:?}", writes(&env));
-    // The verdict is kept: one GET for all four refusals.
-    assert_eq!(env.wire_since(0), ["GET fleet/control.json"]);
+    // The verdict is kept: one read of each for all four refusals.
+    assert_eq!(env.wire_since(0), ["GET fleet/control.json", "GET wake/format.json"]);
 }
 
 #[test]
@@ -144,7 +255,7 @@ fn the_marker_is_read_under_the_prefix() {
     // Another prefix is another fleet.
     let b = node(env.clone(), "b");
     block_on(b.acquire_lease()).unwrap();
-    assert!(env.body(MARKER_KEY).is_some());
+    assert_eq!(env.body(MARKER_KEY), None, "read, never created");
 }
 
 #[test]
@@ -162,40 +273,6 @@ fn a_corrupt_marker_is_corrupt_record_nothing_is_written_and_it_is_read_again_la
 }
 
 #[test]
-fn a_lost_create_is_settled_by_reading_the_marker_back() {
-    // Our create is lost while a celld node set up for DynamoDB creates its marker: refuse.
-    let env = MemEnv::new();
-    let a = node(env.clone(), "a");
-    env.push(Fault::Slow(0.0)); // the GET: absent
-    env.push(Fault::DropAndPlant(
-        r#"{"format":1,"backend":"dynamodb","table":"t-1","region":"us-east-1","fleet":"f"}"#,
-        TransportError::TimedOut,
-    ));
-    assert_eq!(block_on(a.acquire_lease()).unwrap_err().code(), "unsupported-backend");
-    assert_eq!(writes(&env), Vec::<String>::new());
-    // Our create lands but its answer is lost: the readback finds the bucket marker, whoever wrote it.
-    let env = MemEnv::new();
-    let b = node(env.clone(), "b");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::LandThen(Err(TransportError::Network("reset".into()))));
-    block_on(b.acquire_lease()).unwrap();
-    // A 412 on a create we then find absent again: create once more.
-    let env = MemEnv::new();
-    let c = node(env.clone(), "c");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::Drop(Ok((412, "PreconditionFailed"))));
-    block_on(c.acquire_lease()).unwrap();
-    assert_eq!(env.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
-    // A refusal of the create is the store's error, and nothing else is tried.
-    let env = MemEnv::new();
-    let d = node(env.clone(), "d");
-    env.push(Fault::Slow(0.0));
-    env.push(Fault::Drop(Ok((403, "AccessDenied"))));
-    assert_eq!(block_on(d.acquire_lease()).unwrap_err().code(), "auth");
-    assert!(writes(&env).is_empty());
-}
-
-#[test]
 fn concurrent_first_writes_share_one_marker_check() {
     let mem = MemEnv::new();
     let env = Yielding(mem.clone());
@@ -206,8 +283,9 @@ fn concurrent_first_writes_share_one_marker_check() {
         run_all(expiries.iter().map(|e| Box::pin(a.cas_node_lease(&CasGuard::Absent, *e)) as Pin<Box<dyn Future<Output = _>>>).collect());
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     let wire = mem.wire_since(0);
-    assert_eq!(wire.iter().filter(|w| w.contains(MARKER_KEY)).count(), 2, "one GET and one create: {wire:?}");
-    assert_eq!(wire[..2], ["GET fleet/control.json", "PUT fleet/control.json if-none-match"]);
+    let fleet_reads = wire.iter().filter(|w| w.contains(MARKER_KEY) || w.contains(WAKE_FORMAT_KEY)).count();
+    assert_eq!(fleet_reads, 2, "one GET of each: {wire:?}");
+    assert_eq!(wire[..2], ["GET fleet/control.json", "GET wake/format.json"]);
 }
 
 #[test]
@@ -227,7 +305,7 @@ fn a_cancelled_check_is_taken_up_by_the_next_caller() {
     }
     let lease: serde_json::Value = serde_json::from_str(&mem.body("nodes/a.json").expect("the second write landed")).unwrap();
     assert_eq!(lease["expires_ms"], 2, "the cancelled first write never went out");
-    assert_eq!(mem.body(MARKER_KEY).unwrap().as_bytes(), BUCKET_MARKER);
+    assert_eq!(mem.body(MARKER_KEY), None);
 }
 
 // ---- the node-log gate ----
@@ -338,4 +416,206 @@ fn wider_ids_only_behind_the_option() {
     block_on(a.acquire_lease()).unwrap();
     assert!(matches!(block_on(a.claim("tenant 42 ü")).unwrap(), ClaimOutcome::Applied { .. }));
     assert!(env.body("cells/tenant 42 ü/own.json").is_some());
+}
+
+// ---- a celld v0.6 fleet (SPEC §2.1, issue 26) ----
+
+/// A bucket a celld v0.6 fleet initialised: `wake/format.json`, the fleet's peer secret, a seeded wake-up.
+fn celld_fleet() -> MemEnv {
+    let env = MemEnv::new();
+    env.put_raw(WAKE_FORMAT_KEY, &fixture("wake-format.json"));
+    env.put_raw("fleet/peer-auth.json", &fixture("fleet-peer-auth.json"));
+    env.put_raw("wake/entries/1970-01-01T00:00/Counter:a/migration", &fixture("wake-entry-migration-seed.json"));
+    env
+}
+
+fn celld_config(id: &str) -> Config {
+    let mut c = config(id);
+    c.celld = true;
+    c.addr = String::new(); // the default: no addr
+    c
+}
+
+/// Every body written to `key`, in order.
+fn bodies(env: &MemEnv, key: &str) -> Vec<Vec<u8>> {
+    env.0.borrow().writes.iter().filter(|(k, _)| k == key).map(|(_, b)| b.clone()).collect()
+}
+
+#[test]
+fn celld_true_refuses_a_bucket_no_celld_node_initialised_and_writes_nothing() {
+    for wake in [None, Some("wake-format-migrating.json")] {
+        let env = MemEnv::new();
+        if let Some(name) = wake {
+            env.put_raw(WAKE_FORMAT_KEY, &fixture(name));
+        }
+        let a = S3Ownership::new(celld_config("a"), env.clone()).unwrap();
+        let e = block_on(a.acquire_lease()).unwrap_err();
+        assert_eq!((e.code(), e.key()), ("uninitialized-fleet", Some(WAKE_FORMAT_KEY)), "{wake:?}: {e}");
+        assert!(e.to_string().contains(if wake.is_none() { "start a celld node first" } else { "migrating" }), "{e}");
+        assert_eq!(block_on(a.cas_node_lease(&CasGuard::Absent, 1)).unwrap_err().code(), "uninitialized-fleet");
+        assert!(writes(&env).is_empty(), "{wake:?}: nothing at all is written: {:?}", writes(&env));
+        // The two first reads went out together, and nothing else.
+        assert_eq!(env.wire_since(0)[..2], ["GET fleet/control.json", "GET wake/format.json"]);
+        assert!(env.wire_since(0).iter().all(|w| w.starts_with("GET ")), "{:?}", env.wire_since(0));
+        // Not kept: once celld has initialised the bucket, the same instance goes on.
+        env.put_raw(WAKE_FORMAT_KEY, &fixture("wake-format.json"));
+        block_on(a.acquire_lease()).unwrap();
+    }
+    // Without the option an uninitialised bucket is not a celld fleet: plain leases.
+    let env = MemEnv::new();
+    leased(&env, "a");
+    assert!(v06::decode(&bodies(&env, "nodes/a.json")[0]).unwrap().load.sampled_ms == 0, "no load block");
+}
+
+#[test]
+fn every_lease_written_in_a_celld_fleet_is_one_celld_v06_reads_as_a_live_node_never_a_target() {
+    // Found by wake/format.json alone, or said by the option.
+    for with_option in [false, true] {
+        let env = celld_fleet();
+        let mut c = if with_option { celld_config("edge-7") } else { config("edge-7") };
+        c.addr = String::new();
+        let a = S3Ownership::new(c, env.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        assert!(matches!(block_on(a.claim("Counter:a")).unwrap(), ClaimOutcome::Applied { epoch: 1, .. }));
+        env.advance(3_400);
+        block_on(a.renew_lease()).unwrap();
+        env.advance(3_400);
+        block_on(a.renew_lease()).unwrap();
+        let closed = block_on(a.close(Default::default())).unwrap();
+        assert!(closed.retired);
+        let written = bodies(&env, "nodes/edge-7.json");
+        assert_eq!(written.len(), 4, "acquire, two renewals, the retirement");
+        for (i, body) in written.iter().enumerate() {
+            let lease = v06::decode(body).unwrap_or_else(|e| panic!("write {i}: celld v0.6 cannot read it: {e}"));
+            assert_eq!((lease.peer_protocol, lease.log.is_none()), (0, true), "write {i}");
+            assert_eq!(lease.addr, UNDIALABLE_ADDR, "write {i}");
+            if i == 3 {
+                assert_eq!(lease.expires_ms, 0, "retired");
+                assert!(lease.keeps_planner_running(lease.load.sampled_ms, 0) && lease.lets_readiness_pass());
+                continue;
+            }
+            // Sampled at the instant the expiry counts from (the store's clock): fresh through the lease's life.
+            assert_eq!(lease.expires_ms - lease.load.sampled_ms, TTL, "write {i}");
+            for view in [lease.load.sampled_ms, lease.expires_ms - 1] {
+                judged_as_celld_needs(&format!("write {i}"), &lease, view);
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_is_written_under_a_prefix_celld_reserves() {
+    let env = celld_fleet();
+    let mut c = celld_config("edge-7");
+    c.probe = celld_edge::ownership::ProbePolicy::Recorded;
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    block_on(a.acquire_lease()).unwrap();
+    for cell in ["Counter:a", "Counter:b"] {
+        block_on(a.claim(cell)).unwrap();
+    }
+    block_on(a.release("Counter:b")).unwrap();
+    block_on(a.probe()).unwrap();
+    block_on(a.close(celld_edge::ownership::CloseOptions { release: true })).unwrap();
+    let keys: std::collections::BTreeSet<String> = writes(&env).into_iter().collect();
+    assert!(keys.contains("nodes/edge-7.json") && keys.contains("cells/Counter:a/own.json"), "{keys:?}");
+    for key in &keys {
+        let ours = key.starts_with("cells/") && key.ends_with("/own.json") || key == "nodes/edge-7.json" || key.starts_with("probe/");
+        assert!(ours, "wrote {key}");
+    }
+    for reserved in ["fleet/", "wake/", "log/", "drain/", "deploy/", "deploy-blobs/", "node-cells/", "telemetry/"] {
+        assert!(keys.iter().all(|k| !k.starts_with(reserved)), "{reserved}: {keys:?}");
+    }
+    assert_eq!(env.body("fleet/peer-auth.json").unwrap(), fixture("fleet-peer-auth.json"), "celld's objects untouched");
+}
+
+#[test]
+fn remove_dead_lease_leaves_every_lease_celld_wrote_and_removes_ours() {
+    let env = celld_fleet();
+    let celld = ["lease-v0.6-sealed.json", "lease-v0.6-tombstone.json", "lease-v0.3-no-log.json", "lease-v0.6-no-log.json", "lease-v0.6-open.json"];
+    for (i, name) in celld.iter().enumerate() {
+        env.put_raw(&format!("nodes/celld-{i}.json"), &fixture(name));
+    }
+    // One of ours, dead (its instance crashed).
+    let crashed = leased(&env, "crashed");
+    drop(crashed);
+    env.advance(60_000);
+    let mut c = celld_config("cleaner");
+    c.probe = celld_edge::ownership::ProbePolicy::Recorded; // a verified conditional DELETE
+    let cleaner = S3Ownership::new(c, env.clone()).unwrap();
+    for i in 0..celld.len() {
+        let key = format!("nodes/celld-{i}.json");
+        let before = env.body(&key);
+        assert_eq!(block_on(cleaner.remove_dead_lease(&format!("celld-{i}"), &[])).unwrap(), LeaseRemoval::Celld, "{}", celld[i]);
+        assert_eq!(env.body(&key), before, "{} left as it was", celld[i]);
+    }
+    assert_eq!(block_on(cleaner.remove_dead_lease("crashed", &[])).unwrap(), LeaseRemoval::Removed);
+    assert_eq!(env.body("nodes/crashed.json"), None);
+}
+
+#[test]
+fn utf8_ids_are_refused_in_a_celld_fleet() {
+    // Said up front: refused before anything is sent.
+    let mut c = celld_config("a");
+    c.ids = IdSet::Utf8;
+    let env = MemEnv::new();
+    assert_eq!(S3Ownership::new(c, env.clone()).err().unwrap().code(), "invalid-input");
+    // Found by wake/format.json: refused at the first write, with nothing written.
+    let env = celld_fleet();
+    let mut c = config("a");
+    c.ids = IdSet::Utf8;
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    let e = block_on(a.acquire_lease()).unwrap_err();
+    assert!(e.code() == "invalid-input" && e.to_string().contains("wake/format.json"), "{e}");
+    assert!(writes(&env).is_empty());
+}
+
+/// The recovering fixture, with celld-c's last heartbeat `ago` ms before `env`'s clock.
+fn recovering_since(env: &MemEnv, ago: u64) -> String {
+    let at = env.0.borrow().wall - ago;
+    fixture("lease-v0.6-recovering.json").replace("1800000012000", &at.to_string())
+}
+
+#[test]
+fn owner_and_a_rejected_claim_say_who_recovers_a_dead_celld_log() {
+    let (env, a) = dead_celld_owner("lease-v0.6-recovering.json");
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 4_000));
+    let ClaimOutcome::Rejected { owner } = block_on(a.claim("c")).unwrap() else { panic!("claimable") };
+    let r = owner.recovery.clone().expect("who recovers");
+    assert!(owner.awaiting_recovery);
+    // Aged on the store's clock, known to a whole second from `Date`.
+    assert_eq!((r.claimant.as_deref(), r.heartbeat_age_ms.map(|ms| ms / 1000 * 1000), r.stale), (Some("celld-c"), Some(4_000), false));
+    let seen = block_on(a.owner("c")).unwrap().unwrap();
+    assert_eq!(seen.recovery.as_ref().map(|r| r.claimant.as_deref()), Some(Some("celld-c")));
+    // 30 s without a heartbeat: stale.
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 30_000));
+    let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();
+    assert!(r.stale && r.heartbeat_age_ms.is_some_and(|ms| (30_000..31_000).contains(&ms)));
+    // An open log: nobody recovering yet.
+    env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-open.json"));
+    let r = block_on(a.owner("c")).unwrap().unwrap().recovery.unwrap();
+    assert!(r.claimant.is_none() && r.stale);
+    // Nothing to report for a live owner or one that can be taken over.
+    env.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-sealed.json"));
+    assert_eq!(block_on(a.owner("c")).unwrap().unwrap().recovery, None);
+}
+
+#[test]
+fn a_waiting_claim_on_a_log_awaiting_recovery_looks_again_on_celld_heartbeat() {
+    let (env, a) = dead_celld_owner("lease-v0.6-recovering.json");
+    env.put_raw("nodes/celld-b.json", &recovering_since(&env, 1_000));
+    let start = env.0.borrow().wall;
+    // celld seals the log 5 s into the wait (seen by the wait's own check of its signal).
+    let sealer = env.clone();
+    let sealed = std::cell::Cell::new(false);
+    let cancel = std::future::poll_fn(|_| {
+        if !sealed.get() && sealer.0.borrow().wall >= start + 5_000 {
+            sealer.put_raw("nodes/celld-b.json", &fixture("lease-v0.6-sealed.json"));
+            sealed.set(true);
+        }
+        std::task::Poll::<()>::Pending
+    });
+    let won = block_on(a.claim_waiting("c", Default::default(), cancel)).unwrap();
+    assert!(matches!(won, ClaimOutcome::Applied { epoch: 42, took_over: true, .. }), "{won:?}");
+    let waited = env.0.borrow().wall - start;
+    assert_eq!(waited, 5_000, "one heartbeat, not a whole ttl ({TTL} ms)");
 }

@@ -145,9 +145,23 @@ fn keys_without_expiry_are_asked_for_once_and_bad_keys_are_refused() {
 fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() {
     let env = MemEnv::new();
     env.0.borrow_mut().provider_hangs = true;
-    let a = provided(&env);
+    let mut config = Config::new(ENDPOINT, BUCKET, "a", "", "");
+    config.credentials_provider = true;
+    config.probe = ProbePolicy::Off;
+    // Timers side by side, as on a real runtime: the instance's first reads go out together, and each
+    // waits for the one credentials call.
+    let timed = Timed { mem: env.clone(), timers: Default::default() };
+    let a = S3Ownership::new(config, timed.clone()).unwrap();
     let (before, timeout) = (now(&env), u64::from(a.config().request_timeout_ms));
-    let err = block_on(a.acquire_lease()).unwrap_err();
+    let mut acquire = Box::pin(a.acquire_lease());
+    let err = loop {
+        if let Some(out) = poll(&mut acquire) {
+            break out.unwrap_err();
+        }
+        let now = env.0.borrow().mono;
+        let next = timed.timers.borrow().iter().copied().filter(|t| *t > now).fold(f64::INFINITY, f64::min);
+        env.advance((next - now).ceil() as u64);
+    };
     assert_eq!(err.code(), "auth", "{err}");
     assert!(err.message().contains("did not answer within"), "{err}");
     assert_eq!(now(&env) - before, timeout, "it waited exactly one request's timeout");
@@ -156,7 +170,7 @@ fn a_provider_that_never_answers_is_auth_after_the_request_timeout_not_a_hang() 
     env.0.borrow_mut().provider_hangs = false;
     env.0.borrow_mut().provided.push_back(keys("K1", None));
     env.advance(1_000);
-    block_on(a.acquire_lease()).unwrap();
+    poll(&mut Box::pin(a.acquire_lease())).expect("nothing to wait for").unwrap();
     assert_eq!((asked(&env), last_key_id(&env).as_str()), (2, "K1"));
 }
 

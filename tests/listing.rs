@@ -261,7 +261,10 @@ fn owners_epochs_released_cells_and_lease_liveness_at_the_peer_rule_boundary() {
     let c1 = listed[0].record.as_ref().unwrap();
     let lease = c1.lease.as_ref().unwrap();
     assert_eq!((lease.node.as_str(), lease.addr.as_str()), ("a", "a.internal:7000"));
-    assert_eq!(lease.lease, LeaseView::Live { expires_ms: t0 + TTL });
+    // Written on the store's clock (its upper bound from whole-second Date headers), not this machine's.
+    let expires = lease.lease.expires_ms().expect("a live lease has an expiry");
+    assert!((t0 + TTL..=t0 + TTL + 1000).contains(&expires), "expires {expires} for a lease written at {t0}");
+    assert_eq!(lease.lease, LeaseView::Live { expires_ms: expires });
     assert_eq!(c1.etag, env.mem.0.borrow().objects["cells/c1/own.json"].1);
     assert!(listed[3].record.as_ref().unwrap().lease.is_none(), "a released cell has no owner lease");
 
@@ -269,14 +272,20 @@ fn owners_epochs_released_cells_and_lease_liveness_at_the_peer_rule_boundary() {
     assert_eq!(listed_nodes.iter().map(|n| (n.node.as_str(), n.lease.name())).collect::<Vec<_>>(), [("a", "live"), ("b", "live")]);
     assert_eq!(env.writes(), writes, "listing wrote nothing");
 
-    // One ms before expires + skew: still live to a peer; at it: dead.
-    env.mem.advance(TTL + SKEW - 1);
+    // Live until the store's clock reaches the expiry; one look then says dead once the store's clock
+    // (whole seconds) is past it by the rule's margin, and never before the expiry.
+    env.mem.advance(expires - 1 - env.wall_ms());
     assert_eq!(cells(&env, "")[0].status(), "live");
     assert!(nodes(&env, "").iter().all(|n| matches!(n.lease, LeaseView::Live { .. })));
-    env.mem.advance(1);
+    let mut waited = 0;
+    while cells(&env, "")[0].status() != "dead" {
+        assert!(waited <= 1000 + TTL / 400 + SKEW, "still not dead {waited} ms after the expiry");
+        env.mem.advance(50);
+        waited += 50;
+    }
     assert_eq!(summary(&cells(&env, ""))[0], row("c1", "dead", Some("a"), Some(1)));
     let dead = nodes(&env, "");
-    assert_eq!(dead[0].lease, LeaseView::Dead { expires_ms: t0 + TTL });
+    assert_eq!(dead[0].lease, LeaseView::Dead { expires_ms: expires });
     assert!(!dead[0].awaiting_recovery, "an edge lease has no celld log");
 }
 
@@ -325,6 +334,46 @@ fn missing_and_corrupt_records_and_celld_logs_awaiting_recovery() {
     let listed_nodes = nodes(&env, "");
     let view: Vec<_> = listed_nodes.iter().map(|n| (n.node.as_str(), n.lease.name(), n.awaiting_recovery)).collect();
     assert_eq!(view, [("celld-1", "dead", true), ("celld-2", "dead", false), ("celld-3", "live", false), ("garbled", "corrupt", false)]);
+}
+
+#[test]
+fn who_recovers_a_dead_celld_log_is_listed_with_its_heartbeat_age() {
+    let env = ListEnv::new();
+    let now = env.wall_ms();
+    let lease = |node: &str, log: String| {
+        let body = format!(r#"{{"node":"{node}","expires_ms":{},"addr":"10.0.0.9:4000","log":{log}}}"#, now - 60_000);
+        env.mem.put_raw(&format!("nodes/{node}.json"), &body);
+        env.mem.put_raw(&format!("cells/of-{node}/own.json"), &format!(r#"{{"node":"{node}","epoch":2}}"#));
+    };
+    let recovering = |claimant: &str, at: u64| {
+        format!(r#"{{"state":"recovering","epoch":2,"ensemble":[],"tiered":1,"claimant":"{claimant}","claimed_ms":{at}}}"#)
+    };
+    lease("celld-fresh", recovering("celld-c", now - 4_000));
+    lease("celld-stale", recovering("celld-d", now - 30_000));
+    lease("celld-open", r#"{"state":"open","epoch":2,"ensemble":[],"tiered":1,"claimant":null,"claimed_ms":null}"#.into());
+    lease("celld-sealed", r#"{"state":"sealed","epoch":2,"ensemble":[],"tiered":1}"#.into());
+    let listed = nodes(&env, "");
+    let seen: Vec<_> = listed
+        .iter()
+        .map(|n| {
+            let r = n.recovery.as_ref();
+            // Aged on the store's clock, known to a whole second from `Date`.
+            (n.node.as_str(), r.and_then(|r| r.claimant.as_deref()), r.and_then(|r| r.heartbeat_age_ms).map(whole_seconds), r.map(|r| r.stale))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("celld-fresh", Some("celld-c"), Some(4_000), Some(false)),
+            ("celld-open", None, None, Some(true)),
+            ("celld-sealed", None, None, None),
+            ("celld-stale", Some("celld-d"), Some(30_000), Some(true)),
+        ]
+    );
+    // The owners' leases in the cell listing carry it too.
+    let cells = cells(&env, "");
+    let fresh = cells.iter().find(|c| c.cell == "of-celld-fresh").unwrap().lease().unwrap();
+    assert_eq!(fresh.recovery.as_ref().and_then(|r| r.heartbeat_ms), Some(now - 4_000));
 }
 
 #[test]
@@ -538,4 +587,8 @@ fn a_record_naming_a_node_outside_the_id_set_is_corrupt() {
     assert!(!err.to_string().contains('\u{1b}'), "{err}");
     let nodes = nodes(&env, "");
     assert_eq!(nodes[0].lease.name(), "corrupt");
+}
+
+fn whole_seconds(ms: u64) -> u64 {
+    ms / 1000 * 1000
 }

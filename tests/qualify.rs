@@ -37,22 +37,26 @@ fn full_wire_of<T>(env: &MemEnv, call: impl Future<Output = T>) -> (T, Vec<Strin
     (out, env.wire_since(from))
 }
 
-/// What `call` sent for the qualification and the protocol: `full_wire_of` without the fleet marker's
-/// requests (once per instance, tested in tests/celld_compat.rs; counted in the two budget tests here).
+/// What `call` sent for the qualification and the protocol: `full_wire_of` without the reads of the fleet
+/// marker and `wake/format.json` (once per instance, tested in tests/celld_compat.rs; counted in the two
+/// budget tests here).
 fn wire_of<T>(env: &MemEnv, call: impl Future<Output = T>) -> (T, Vec<String>) {
     let (out, wire) = full_wire_of(env, call);
-    (out, wire.into_iter().filter(|w| !w.contains(MARKER)).collect())
+    (out, wire.into_iter().filter(|w| !w.contains(MARKER) && !w.contains(WAKE)).collect())
 }
 
 const MARKER: &str = "fleet/control.json";
+const WAKE: &str = "wake/format.json";
 
-/// Plants the fleet marker as an earlier instance made it: this instance's check is then one GET, which
-/// `pass_marker_check` lets through before the faults a test aims at the qualification.
+/// Plants a celld fork's bucket marker: this instance's check is then the marker's and
+/// `wake/format.json`'s GETs, which `pass_marker_check` lets through before the faults a test aims at the
+/// qualification.
 fn plant_marker(env: &MemEnv) {
     env.put_raw(MARKER, r#"{"format":1,"backend":"bucket"}"#);
 }
 
 fn pass_marker_check(env: &MemEnv) {
+    env.push(Fault::Slow(0.0));
     env.push(Fault::Slow(0.0));
 }
 
@@ -78,10 +82,10 @@ fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     let a = instance(&env, "a", ProbePolicy::Recorded);
     let (done, full) = full_wire_of(&env, async { acquire_and_claim(&a, "c") });
     done.unwrap();
-    // First, celld's fleet marker: read, and created where absent.
-    assert_eq!(full[..2], [format!("GET {MARKER}"), format!("PUT {MARKER} if-none-match")]);
+    // First, the fleet marker and celld's wake/format.json: read together, never created.
+    assert_eq!(full[..2], [format!("GET {MARKER}"), format!("GET {WAKE}")]);
     assert!(full.len() <= 50, "{full:#?}");
-    let wire: Vec<String> = full.into_iter().filter(|w| !w.contains(MARKER)).collect();
+    let wire: Vec<String> = full.into_iter().filter(|w| !w.contains(MARKER) && !w.contains(WAKE)).collect();
     // Qualification: the record's GET, the probe (41), the record's create; then lease and claim (2 + 2).
     assert_eq!(Layout::DEFAULT.requests(), 41);
     assert_eq!(wire.len(), 1 + 41 + 1 + 4, "{wire:#?}");
@@ -100,33 +104,48 @@ fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     assert_eq!((rec["if_match_missing_status"].as_u64(), rec["conditional_delete"].as_bool()), (Some(404), Some(true)));
     assert_eq!(rec["races"], 12);
     let keys: Vec<String> = env.0.borrow().objects.keys().cloned().collect();
-    assert_eq!(keys, ["cells/c/own.json", MARKER, "nodes/a.json", RECORD], "the probe's keys were deleted");
+    assert_eq!(keys, ["cells/c/own.json", "nodes/a.json", RECORD], "the probe's keys were deleted");
     // This instance keeps its verdict: no second qualification.
     let (_, wire) = wire_of(&env, a.claim("d"));
     assert_eq!(wire, ["GET cells/d/own.json", "PUT cells/d/own.json if-none-match"]);
 }
 
-#[test]
-fn a_later_instance_reads_the_record_and_acquires_and_claims_in_5_requests() {
+/// What a later instance made from `config` (the bucket qualified a day earlier by another) sends for its
+/// `acquireLease()` and first claim, and its node id.
+fn later_instance_wire(config: Config) -> (String, Vec<String>) {
     let env = MemEnv::new();
     acquire_and_claim(&instance(&env, "a", ProbePolicy::Recorded), "c").unwrap();
     env.advance(DAY);
-    let b = instance(&env, "b", ProbePolicy::Recorded);
+    let b = S3Ownership::new(config, env.clone()).unwrap();
     let (done, wire) = full_wire_of(&env, async { acquire_and_claim(&b, "d") });
     done.unwrap();
-    assert_eq!(
-        wire,
-        [
-            format!("GET {MARKER}"),
-            format!("GET {RECORD}"),
-            "GET nodes/b.json".into(),
-            "PUT nodes/b.json if-none-match".into(),
-            "GET cells/d/own.json".into(),
-            "PUT cells/d/own.json if-none-match".into(),
-        ]
-    );
-    // The fleet marker's read included: within the 6 of SPEC §6.
+    (b.config().node.clone(), wire)
+}
+
+/// The first reads, then `lease`'s requests, then the claim of a cell never seen.
+fn cold_wire(lease: &[String]) -> Vec<String> {
+    let first = [format!("GET {MARKER}"), format!("GET {WAKE}"), format!("GET {RECORD}")];
+    let claim = ["GET cells/d/own.json".to_owned(), "PUT cells/d/own.json if-none-match".to_owned()];
+    first.into_iter().chain(lease.iter().cloned()).chain(claim).collect()
+}
+
+#[test]
+fn a_later_instance_with_a_made_up_node_id_acquires_and_claims_in_6_requests() {
+    // No node id given: the instance makes one up, and its lease is created without reading it first.
+    let mut config = Config::new(ENDPOINT, BUCKET, "", "AKIDEXAMPLE", "secret");
+    config.made_up_node = true;
+    let (node, wire) = later_instance_wire(config);
+    assert_eq!(wire, cold_wire(&[format!("PUT nodes/{node}.json if-none-match")]));
+    // SPEC §6's 6, the fleet's two reads included (they go out with the record's: one round trip).
     assert!(wire.len() <= 6);
+}
+
+#[test]
+fn a_later_instance_given_a_node_id_reads_its_lease_before_writing_it() {
+    // A node id the caller gave may be a predecessor's, which the lease's read finds (to wait it out):
+    // one request (and round trip) more than a made-up id.
+    let (_, wire) = later_instance_wire(Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret"));
+    assert_eq!(wire, cold_wire(&["GET nodes/b.json".into(), "PUT nodes/b.json if-none-match".into()]));
 }
 
 #[test]
@@ -289,7 +308,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
     // Three of the four creates are refused (412): each reads the lease back once for its own nonce (a
     // write delivered twice is answered 412 too).
     assert_eq!(count(&wire, "GET nodes/a.json"), 3, "one readback per refused create: {wire:#?}");
-    assert_eq!(wire.len(), 43 + 2 + 4 + 3, "qualification, marker read and create, four writes, three readbacks");
+    assert_eq!(wire.len(), 43 + 2 + 4 + 3, "qualification, marker and wake/format.json reads, four writes, three readbacks");
     // And they share its failure, which is not kept: the next call qualifies again.
     let mem = MemEnv::new();
     let b = S3Ownership::new(Config::new(ENDPOINT, BUCKET, "b", "k", "s"), Yielding(mem.clone())).unwrap();
@@ -300,7 +319,7 @@ fn concurrent_callers_of_one_instance_share_one_qualification() {
         (1..=3).map(|e| Box::pin(lease_write(&b, e)) as _).collect();
     let outcomes = run_all(writes);
     assert!(outcomes.iter().all(|o| o.as_ref().is_err_and(|e| e.code() == "auth")), "{outcomes:?}");
-    assert_eq!(mem.sent_count(), 2, "the marker's read, then the three callers shared one refused read");
+    assert_eq!(mem.sent_count(), 3, "the fleet's two reads, then the three callers shared one refused read");
     let again: Vec<Op> = vec![Box::pin(lease_write(&b, 1))];
     assert!(run_all(again)[0].is_ok());
 }
@@ -499,7 +518,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let planter = mem.clone();
     // Another instance records its verdict once our probe's last batch (the cleanup) is out.
     let plant = std::future::poll_fn(move |_| {
-        if planter.sent_count() < 1 + 42 {
+        if planter.sent_count() < 2 + 42 {
             return Poll::Pending;
         }
         planter.put_raw(RECORD, r#"{"theirs":true}"#);
@@ -509,7 +528,7 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     let done = run_all(ops);
     assert!(done[0].is_ok(), "{done:?}");
     let wire = mem.wire_since(0);
-    assert_eq!(wire[1 + 42], format!("PUT {RECORD} if-match"), "{wire:#?}");
+    assert_eq!(wire[2 + 42], format!("PUT {RECORD} if-match"), "{wire:#?}");
     assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
     assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
 }

@@ -3,6 +3,7 @@
 //! type (serde_json: the same names serde-wasm-bindgen gives) and compares its keys with the members the
 //! .d.ts declares, so that a field added on one side only fails here. (Option names: tests/node/shapes.test.mjs.)
 
+use celld_edge::ownership::records::Recovery;
 use celld_edge::ownership::{ClaimOutcome, Closed, LeaseRemoval, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbeReport};
 use serde::Serialize;
 
@@ -61,8 +62,13 @@ fn owner_record() -> OwnerRecord {
     OwnerRecord { node: "n".into(), epoch: 3, etag: "\"e\"".into(), nonce: Some("x".into()) }
 }
 
+fn recovery() -> Recovery {
+    Recovery { claimant: Some("celld-c".into()), heartbeat_ms: Some(1), heartbeat_age_ms: Some(2), stale: false }
+}
+
+/// With every optional member present (`recovery` is left out while there is none).
 fn owner_info() -> OwnerInfo {
-    OwnerInfo { node: "n".into(), epoch: 3, addr: "a".into(), live: true, awaiting_recovery: false, held: false }
+    OwnerInfo { node: "n".into(), epoch: 3, addr: "a".into(), live: false, awaiting_recovery: true, recovery: Some(recovery()), held: false }
 }
 
 #[test]
@@ -70,6 +76,9 @@ fn records_and_reports_have_the_members_the_dts_declares() {
     let d = dts();
     assert_eq!(keys(&owner_record()), interface(&d, "OwnerRecord"), "OwnerRecord");
     assert_eq!(keys(&owner_info()), interface(&d, "OwnerInfo"), "OwnerInfo");
+    assert_eq!(keys(&recovery()), interface(&d, "Recovery"), "Recovery");
+    let routing = OwnerInfo { recovery: None, ..owner_info() };
+    assert!(!keys(&routing).contains(&"recovery".to_owned()), "no recovery member while none is going on");
     let lease = NodeLeaseRecord {
         node: "n".into(),
         expires_ms: 1,
@@ -94,6 +103,7 @@ fn outcomes_have_the_members_of_their_dts_arm() {
     assert_eq!(keys(&ClaimOutcome::Rejected { owner: owner_info() }), arm(&d, "ClaimResult", "rejected"), "ClaimResult rejected");
     assert_eq!(keys(&LeaseRemoval::Needed { cell: Some("c".into()) }), arm(&d, "LeaseRemoval", "needed"), "LeaseRemoval needed");
     assert_eq!(keys(&LeaseRemoval::Removed), arm(&d, "LeaseRemoval", "removed"), "LeaseRemoval removed");
+    assert_eq!(keys(&LeaseRemoval::Celld), arm(&d, "LeaseRemoval", "celld"), "LeaseRemoval celld");
 }
 
 #[test]

@@ -44,6 +44,8 @@ struct OptionsIn {
     probe_trust_ms: Option<u64>,
     /// `"celld"` (celld's id sets) or `"utf8"` (wider ids, for buckets no celld node shares).
     ids: Option<String>,
+    /// `true`: a celld v0.6 fleet shares the bucket (an uninitialised one is refused).
+    celld: Option<bool>,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     fetch: JsValue,
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
@@ -58,10 +60,10 @@ struct OptionsIn {
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 20] = [
+const OPTION_NAMES: [&str; 21] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
-    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "fetch", "onEvent",
-    "credentials", "r2",
+    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "celld", "fetch",
+    "onEvent", "credentials", "r2",
 ];
 
 /// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
@@ -295,6 +297,7 @@ fn finish(class: Class, mut config: Config, o: OptionsIn, fetch: js_sys::Functio
         Some("utf8") => IdSet::Utf8,
         Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {}"#, Quoted(other)))),
     };
+    config.celld = o.celld.unwrap_or(config.celld);
     let on_event = match o.on_event {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function".into()))?),

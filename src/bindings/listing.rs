@@ -7,6 +7,7 @@ use serde::Serialize;
 use wasm_bindgen::JsValue;
 
 use crate::error::Error;
+use crate::ownership::records::Recovery;
 use crate::ownership::{CellEntry, LeaseView, NodeEntry};
 
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
@@ -44,6 +45,7 @@ struct NodeOut<'a> {
     addr: &'a str,
     etag: &'a str,
     awaiting_recovery: bool,
+    recovery: Option<&'a Recovery>,
     error: Option<ErrorOut<'a>>,
 }
 
@@ -62,6 +64,7 @@ impl<'a> From<&'a NodeEntry> for NodeOut<'a> {
             addr: &n.addr,
             etag: &n.etag,
             awaiting_recovery: n.awaiting_recovery,
+            recovery: n.recovery.as_ref(),
             error: error_out(n.lease.error()),
         }
     }
@@ -84,6 +87,7 @@ struct CellOut<'a> {
     lease_age_ms: Option<f64>,
     addr: Option<&'a str>,
     awaiting_recovery: bool,
+    recovery: Option<&'a Recovery>,
     error: Option<ErrorOut<'a>>,
 }
 
@@ -107,6 +111,7 @@ impl<'a> From<&'a CellEntry> for CellOut<'a> {
             lease_age_ms: lease.and_then(|l| l.modified_ms.map(|m| signed_ms(l.judged_at_ms, m))),
             addr: lease.map(|l| l.addr.as_str()),
             awaiting_recovery: lease.is_some_and(|l| l.awaiting_recovery),
+            recovery: lease.and_then(|l| l.recovery.as_ref()),
             error: error_out(c.error()),
         }
     }

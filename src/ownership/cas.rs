@@ -163,11 +163,16 @@ impl<E: Env> Store<E> {
         self.overruns.get()
     }
 
-    /// The time requests are signed with: the store's clock as best known (a machine hours off would be
-    /// refused by stores that check the signing time), else the wall clock.
-    fn signing_ms(&self) -> u64 {
+    /// The store's clock as best known, else the wall clock: what requests are signed with (a machine
+    /// hours off would be refused by stores that check the signing time) and what celld's wall-clock
+    /// fields written or read here are compared with.
+    pub fn store_now_ms(&self) -> u64 {
         let now = self.reading();
         self.clock.borrow().estimate(now).unwrap_or(now.wall)
+    }
+
+    fn signing_ms(&self) -> u64 {
+        self.store_now_ms()
     }
 
     /// Sends one request, learning the store's clock from the answer's `Date`.

@@ -34,6 +34,19 @@ pub fn check_node(set: IdSet, id: &str) -> Result<()> {
     }
 }
 
+/// The id set of an instance in a bucket a celld fleet shares (`celld`: `wake/format.json` is there, or the
+/// option `celld: true`): only celld's own. celld's start-up inventory of the bucket refuses any cell it
+/// cannot name ("invalid cell identity") and stops, so one wider id stops every celld node from starting.
+pub fn check_set_for_fleet(set: IdSet, celld: bool) -> Result<()> {
+    if celld && set == IdSet::Utf8 {
+        return Err(Error::invalid(
+            "ids: \"utf8\" in a bucket a celld fleet shares (wake/format.json is there, or celld: true): celld stops at \
+             start-up on a cell id outside its set; use ids: \"celld\"",
+        ));
+    }
+    Ok(())
+}
+
 fn celld(kind: &str, id: &str, max: usize, allowed: fn(u8) -> bool, set: &str) -> Result<()> {
     common(kind, id, max)?;
     // celld refuses `.` and `..` as cells (path segments of their own); as node ids it takes them.
@@ -128,6 +141,15 @@ mod tests {
         }
         // 256 bytes, not 256 chars: a 2-byte char times 129 is 258 bytes.
         assert!(check_node(IdSet::Utf8, &"é".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn utf8_ids_are_refused_in_a_celld_fleet() {
+        assert!(check_set_for_fleet(IdSet::Utf8, false).is_ok());
+        assert!(check_set_for_fleet(IdSet::Celld, true).is_ok());
+        let e = check_set_for_fleet(IdSet::Utf8, true).unwrap_err();
+        assert_eq!(e.code(), "invalid-input");
+        assert!(e.to_string().contains("wake/format.json"), "{e}");
     }
 
     #[test]

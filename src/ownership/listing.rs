@@ -24,7 +24,7 @@ use crate::ownership::ids::{check_node, check_prefix, IdSet};
 use crate::ownership::join::join_all;
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Outcome};
-use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord};
+use crate::ownership::records::{corrupt, decode_lease, decode_owner, NodeLeaseRecord, OwnerRecord, Recovery};
 use crate::s3::list::Listed;
 
 /// Records read at once while listing: enough to hide a round trip, few enough for any runtime's
@@ -99,6 +99,9 @@ pub struct NodeEntry {
     /// Dead, and carrying a celld node log that is not sealed: celld recovers it before anyone may take
     /// the node's cells over (SPEC §2).
     pub awaiting_recovery: bool,
+    /// While `awaiting_recovery`: which celld node is recovering that log and how long ago it last beat
+    /// on its claim (stale after 30 s), from the lease's `log`, aged on the store's clock.
+    pub recovery: Option<Recovery>,
     /// The store's clock when the liveness was judged (the middle of what its answers' `Date` headers
     /// bound it to; this machine's wall clock while no answer carried one).
     pub judged_at_ms: u64,
@@ -290,6 +293,7 @@ impl<E: Env> Inspector<E> {
             etag: String::new(),
             modified_ms,
             awaiting_recovery: false,
+            recovery: None,
             judged_at_ms: clock.estimate(now).unwrap_or(now.wall),
         };
         match read {
@@ -299,6 +303,9 @@ impl<E: Env> Inspector<E> {
                 entry.lease = lease_view(&record, &clock, now, self.max_clock_skew_ms);
                 let dead = matches!(entry.lease, LeaseView::Dead { .. });
                 entry.awaiting_recovery = awaiting_recovery(Holder { lease: Some(&record), dead });
+                if entry.awaiting_recovery {
+                    entry.recovery = record.log.as_ref().map(|log| log.recovery(entry.judged_at_ms));
+                }
                 entry.addr = record.addr;
                 entry.etag = record.etag;
             }

@@ -96,6 +96,37 @@ pub fn awaits_recovery(lease: &NodeLeaseRecord) -> bool {
     lease.log.as_ref().is_some_and(|log| log.state != "sealed")
 }
 
+/// How often celld's recovering node beats on its claim (`claimed_ms`).
+pub const RECOVERY_HEARTBEAT_MS: u64 = 5_000;
+
+/// How long celld's recovery claim holds without a heartbeat; then any celld node may take it over.
+pub const RECOVERY_CLAIM_TTL_MS: u64 = 30_000;
+
+/// Who is recovering a dead celld node's log, as its lease says (SPEC §2.1): what a rejected claim, an
+/// owner and the inspector report instead of only "awaiting recovery".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovery {
+    /// The celld node that claimed the recovery; `None` while no celld node has.
+    pub claimant: Option<String>,
+    /// Its last heartbeat (`claimed_ms`), Unix ms on celld's clock.
+    pub heartbeat_ms: Option<u64>,
+    /// How long ago that was on this clock (0 when it is ahead of this clock).
+    pub heartbeat_age_ms: Option<u64>,
+    /// No claimant, no heartbeat, or none for 30 s: celld reads such a claim as stale (any of its nodes
+    /// may take the recovery over).
+    pub stale: bool,
+}
+
+impl NodeLog {
+    /// The recovery claim on this log at wall time `now_ms`.
+    pub fn recovery(&self, now_ms: u64) -> Recovery {
+        let age = self.claimed_ms.map(|at| now_ms.saturating_sub(at));
+        let stale = self.claimant.is_none() || age.is_none_or(|age| age >= RECOVERY_CLAIM_TTL_MS);
+        Recovery { claimant: self.claimant.clone(), heartbeat_ms: self.claimed_ms, heartbeat_age_ms: age, stale }
+    }
+}
+
 /// A write's precondition is a store condition (`crate::s3::CasGuard`); named here too, where the
 /// records' writes use it.
 pub use crate::s3::CasGuard;
@@ -138,6 +169,63 @@ struct LeaseOut<'a> {
     ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     clock: Option<&'a str>,
+}
+
+/// A lease in a bucket a celld v0.6 fleet shares (SPEC §2.1): what celld needs to read it as a live
+/// node that is never a target. No `peer_protocol` (celld routes, places and hands off only to its own
+/// protocol), no `log` (it would gate takeovers on a recovery only celld can do), no `probe_public_key`.
+#[derive(Serialize)]
+struct CelldLeaseOut<'a> {
+    /// Our lease's fields, `ttl_ms` and `clock` included: edge peers judge it by them (celld ignores
+    /// fields it does not know).
+    #[serde(flatten)]
+    lease: LeaseOut<'a>,
+    /// celld's planner stops every move in the fleet while a live lease lacks it.
+    paced_handoff: bool,
+    load: CelldLoadOut,
+}
+
+/// celld's `load` block, complete: one lease whose `load` does not decode breaks placement, readiness
+/// and drains on every celld node, and one without `owned_cells` / `placement_weight` halts rebalancing.
+/// `rebalance_paused` and `restoring` are left out (celld reads them as false and 0); `pressured` is a
+/// field celld requires, always false (true would hold back every joining celld node's readiness).
+#[derive(Serialize)]
+struct CelldLoadOut {
+    /// Fresh at every write: celld's planner halts on a live lease sampled longer ago than its ttl.
+    sampled_ms: u64,
+    /// This node takes part in no balancing: it owns nothing celld counts and weighs the least.
+    owned_cells: u64,
+    placement_weight: u64,
+    /// The bucket format celld v0.6 reads; lower (or absent) makes celld clone instead of page.
+    bucket_format: u16,
+    resident_cells: u64,
+    host_websockets: u64,
+    rss_bytes: u64,
+    cpu_percent_x100: u64,
+    open_fds: u64,
+    fd_limit: u64,
+    pressured: bool,
+    shed_cells: u64,
+    /// celld sends a draining node no cells.
+    draining: bool,
+}
+
+/// celld v0.6's bucket format (`load.bucket_format`).
+pub const CELLD_BUCKET_FORMAT: u16 = 2;
+
+/// The `addr` written in a celld fleet when none is configured. celld reads a lease with an empty `addr`
+/// as dead (and takes that node's cells), and may recruit any live lease as a node-log follower, POSTing
+/// cell data to `http://<addr>/peer/log/append`: this one is no URL authority (the port is not a number)
+/// under a name that never resolves (`.invalid`, RFC 6761), so that request fails before it is sent.
+pub const UNDIALABLE_ADDR: &str = "celld-edge.invalid:no-peer-protocol";
+
+/// The `addr` a lease carries in a celld fleet: the configured one, or `UNDIALABLE_ADDR`.
+pub fn celld_addr(addr: &str) -> &str {
+    if addr.is_empty() {
+        UNDIALABLE_ADDR
+    } else {
+        addr
+    }
 }
 
 #[derive(Deserialize)]
@@ -186,8 +274,35 @@ pub fn encode_owner(node: &str, epoch: u64, nonce: &str) -> Vec<u8> {
 /// `{"node":"…","expires_ms":N,"addr":"…","nonce":"…","ttl_ms":N,"clock":"store"}`: `ttl_ms` when
 /// `terms` has one, `clock` when `expires_ms` is on the store's clock.
 pub fn encode_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str) -> Vec<u8> {
+    to_json(&lease_out(node, terms, addr, nonce))
+}
+
+fn lease_out<'a>(node: &'a str, terms: LeaseTerms, addr: &'a str, nonce: &'a str) -> LeaseOut<'a> {
     let clock = terms.store_clock.then_some(STORE_CLOCK);
-    to_json(&LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock })
+    LeaseOut { node, expires_ms: terms.expires_ms, addr, nonce, ttl_ms: terms.ttl_ms, clock }
+}
+
+/// The lease body in a bucket a celld v0.6 fleet shares: `encode_lease`'s fields (with `celld_addr`),
+/// `paced_handoff: true` and a complete `load` block sampled at `sampled_ms` (the wall clock when the
+/// write is sent), draining, weighing 1 and owning nothing. For acquisitions, renewals and retirements
+/// (`expires_ms: 0`) alike.
+pub fn encode_celld_lease(node: &str, terms: LeaseTerms, addr: &str, nonce: &str, sampled_ms: u64) -> Vec<u8> {
+    let load = CelldLoadOut {
+        sampled_ms,
+        owned_cells: 0,
+        placement_weight: 1,
+        bucket_format: CELLD_BUCKET_FORMAT,
+        resident_cells: 0,
+        host_websockets: 0,
+        rss_bytes: 0,
+        cpu_percent_x100: 0,
+        open_fds: 0,
+        fd_limit: 0,
+        pressured: false,
+        shed_cells: 0,
+        draining: true,
+    };
+    to_json(&CelldLeaseOut { lease: lease_out(node, terms, celld_addr(addr), nonce), paced_handoff: true, load })
 }
 
 /// Decodes `own.json` read from `key` with token `etag`.
@@ -214,6 +329,25 @@ pub fn decode_lease(key: &str, body: &[u8], etag: &str) -> Result<NodeLeaseRecor
     })
 }
 
+/// What only celld writes into a lease: its node log (sealed included), its probe key, its peer protocol.
+#[derive(Deserialize)]
+struct CelldMarks {
+    #[serde(default)]
+    log: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    probe_public_key: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    peer_protocol: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether a lease body (`key`) was written by celld, not by this library: celld's dead-lease clean-up
+/// keeps a lease with a log on purpose (its log clean-up needs the record) and is the one to remove the
+/// others, so `remove_dead_lease` leaves every such lease alone.
+pub fn written_by_celld(key: &str, body: &[u8]) -> Result<bool> {
+    let marks: CelldMarks = decode_object(key, body)?;
+    Ok(marks.log.is_some() || marks.probe_public_key.is_some() || marks.peer_protocol.is_some())
+}
+
 /// The writer nonce of any record this library wrote, to recognise "my write landed" on readback.
 pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
     decode_object::<NonceIn>(key, body).map(|r| r.nonce)
@@ -222,6 +356,10 @@ pub fn decode_nonce(key: &str, body: &[u8]) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn terms(expires_ms: u64) -> LeaseTerms {
+        LeaseTerms { expires_ms, ttl_ms: Some(10_000), store_clock: true }
+    }
 
     #[test]
     fn owner_round_trip_and_celld_shapes() {
@@ -277,6 +415,79 @@ mod tests {
             assert_eq!(e.code(), "corrupt-record", "{bad}");
             assert!(e.to_string().contains("corrupt record at k"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_celld_fleet_lease_is_complete_and_never_a_target() {
+        let body = encode_celld_lease("edge-7", terms(1_800_000_010_000), "", "n1", 1_800_000_000_000);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!((v["node"].as_str(), v["expires_ms"].as_u64(), v["nonce"].as_str()), (Some("edge-7"), Some(1_800_000_010_000), Some("n1")));
+        assert_eq!(v["addr"], UNDIALABLE_ADDR, "never empty: celld reads an empty addr as dead");
+        assert_eq!(v["paced_handoff"], true);
+        for absent in ["peer_protocol", "log", "probe_public_key", "ownership_index_generation"] {
+            assert!(v.get(absent).is_none(), "{absent}");
+        }
+        let load = v["load"].as_object().unwrap();
+        assert_eq!(load["sampled_ms"], 1_800_000_000_000u64);
+        assert_eq!((load["draining"].as_bool(), load["pressured"].as_bool()), (Some(true), Some(false)));
+        assert_eq!((load["owned_cells"].as_u64(), load["placement_weight"].as_u64(), load["bucket_format"].as_u64()), (Some(0), Some(1), Some(2)));
+        for never in ["rebalance_paused", "restoring", "memory_headroom"] {
+            assert!(!load.contains_key(never), "{never}");
+        }
+        // A configured addr is kept; the body still decodes as a lease of ours.
+        let body = encode_celld_lease("edge-7", terms(0), "10.1.0.7:7000", "n2", 5);
+        let r = decode_lease("k", &body, "t").unwrap();
+        assert_eq!((r.addr.as_str(), r.expires_ms, r.nonce.as_deref(), r.log), ("10.1.0.7:7000", 0, Some("n2"), None));
+        assert_eq!(decode_nonce("k", &body).unwrap().as_deref(), Some("n2"));
+    }
+
+    #[test]
+    fn the_placeholder_addr_is_no_url_authority() {
+        // celld POSTs to `http://{addr}/peer/log/append`: the port must not parse, the host never resolve.
+        let (host, port) = UNDIALABLE_ADDR.rsplit_once(':').unwrap();
+        assert!(host.ends_with(".invalid"));
+        assert!(!port.is_empty() && port.parse::<u16>().is_err());
+        assert_eq!(celld_addr(""), UNDIALABLE_ADDR);
+        assert_eq!(celld_addr("h:1"), "h:1");
+    }
+
+    #[test]
+    fn who_is_recovering_a_celld_log() {
+        let log = |claimant: Option<&str>, claimed_ms: Option<u64>| NodeLog {
+            state: "recovering".into(),
+            epoch: 1,
+            ensemble: vec![],
+            tiered: 0,
+            active: false,
+            claimant: claimant.map(Into::into),
+            claimed_ms,
+        };
+        let fresh = log(Some("celld-c"), Some(100_000)).recovery(129_999);
+        assert_eq!(fresh, Recovery { claimant: Some("celld-c".into()), heartbeat_ms: Some(100_000), heartbeat_age_ms: Some(29_999), stale: false });
+        assert!(log(Some("celld-c"), Some(100_000)).recovery(130_000).stale, "stale after 30 s");
+        // A heartbeat ahead of this clock is 0 old.
+        assert_eq!(log(Some("c"), Some(5_000)).recovery(1_000).heartbeat_age_ms, Some(0));
+        // celld reads a claim without a heartbeat as stale; no claimant is nobody recovering.
+        assert!(log(Some("c"), None).recovery(0).stale);
+        let nobody = log(None, None).recovery(0);
+        assert!(nobody.stale && nobody.claimant.is_none() && nobody.heartbeat_age_ms.is_none());
+    }
+
+    #[test]
+    fn leases_celld_wrote_are_told_from_ours() {
+        for ours in [encode_lease("a", terms(0), "", "n"), encode_celld_lease("a", terms(0), "", "n", 1)] {
+            assert_eq!(written_by_celld("k", &ours), Ok(false));
+        }
+        // celld's clean-up tombstone of an edge lease keeps its fields: still ours.
+        assert_eq!(written_by_celld("k", br#"{"node":"a","expires_ms":0,"addr":"x","nonce":"n"}"#), Ok(false));
+        for celld in [
+            r#"{"node":"a","expires_ms":0,"log":{"state":"sealed","epoch":1,"ensemble":[],"tiered":0}}"#,
+            r#"{"node":"a","expires_ms":0,"probe_public_key":"k"}"#,
+            r#"{"node":"a","expires_ms":0,"peer_protocol":5}"#,
+        ] {
+            assert_eq!(written_by_celld("k", celld.as_bytes()), Ok(true), "{celld}");
+        }
+        assert_eq!(written_by_celld("k", b"[]").unwrap_err().code(), "corrupt-record");
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct Rules {
     pub(crate) wall_deadline: bool,
     /// A missing lease proves death only once it stayed missing `ttl + skew`.
     pub(crate) missing_lease_waits: bool,
+    /// A missing lease is remembered per cell and owner-record version, never under the owner record's ETag
+    /// alone (celld's records carry no nonce: two cells of one holder at one epoch share bytes and ETag).
+    pub(crate) missing_keyed_by_cell: bool,
     /// One lease write at a time per instance, shared by every caller.
     pub(crate) one_lease_write: bool,
     /// One claim per cell at a time per instance, shared; answers never replace a newer claim.
@@ -74,6 +77,7 @@ impl Rules {
         release_needs_lease: true,
         wall_deadline: true,
         missing_lease_waits: true,
+        missing_keyed_by_cell: true,
         one_lease_write: true,
         one_claim_per_cell: true,
         reread_undecodable: true,
@@ -115,6 +119,7 @@ impl Rules {
             Tooth::ReleaseWithoutLease => rules.release_needs_lease = false,
             Tooth::NoWallDeadline => rules.wall_deadline = false,
             Tooth::MissingLeaseIsDead => rules.missing_lease_waits = false,
+            Tooth::MissingKeyedByEtagAlone => rules.missing_keyed_by_cell = false,
             Tooth::ParallelLeaseWrites => rules.one_lease_write = false,
             Tooth::ClaimsOutOfOrder => rules.one_claim_per_cell = false,
             Tooth::DecodeReadbackOnce => rules.reread_undecodable = false,

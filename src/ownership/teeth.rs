@@ -32,6 +32,9 @@ pub enum Tooth {
     NoWallDeadline,
     /// Judge a node whose lease record is missing dead at once.
     MissingLeaseIsDead,
+    /// Remember a sighting of a missing lease under the owner record's ETag alone, not its cell: a sighting
+    /// on one cell counts for another whose record has the same bytes (celld's, which carry no nonce).
+    MissingKeyedByEtagAlone,
     /// Let lease writes (renewals, acquisitions) of one instance run in parallel, and fence when a
     /// readback shows another of them (not this write's nonce) as "replaced by another writer".
     ParallelLeaseWrites,
@@ -69,7 +72,7 @@ pub enum Tooth {
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 25] = [
+    pub const ALL: [Tooth; 26] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -83,6 +86,7 @@ impl Tooth {
         Tooth::ReleaseWithoutLease,
         Tooth::NoWallDeadline,
         Tooth::MissingLeaseIsDead,
+        Tooth::MissingKeyedByEtagAlone,
         Tooth::ParallelLeaseWrites,
         Tooth::ClaimsOutOfOrder,
         Tooth::DecodeReadbackOnce,

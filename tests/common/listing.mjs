@@ -38,9 +38,9 @@ async function rejectsCode(p, code, mention, what) {
 
 /** The keys of every entry, in the order js/ownership.d.ts declares them. */
 const CELL_KEYS = ["cell", "key", "status", "node", "epoch", "etag", "released", "modifiedMs", "lease", "leaseExpiresMs",
-  "leaseExpiresInMs", "leaseAgeMs", "addr", "awaitingRecovery", "error"];
+  "leaseExpiresInMs", "leaseAgeMs", "addr", "awaitingRecovery", "recovery", "error"];
 const NODE_KEYS = ["node", "key", "lease", "live", "expiresMs", "expiresInMs", "ageMs", "modifiedMs", "addr", "etag",
-  "awaitingRecovery", "error"];
+  "awaitingRecovery", "recovery", "error"];
 
 /** PUTs `body` at `key` unconditionally, signed (a record written by something other than this library). */
 async function putRaw(api, server, key, body) {
@@ -98,7 +98,7 @@ export function listingChecks({ api, server, runtime }) {
     ok(cells[0].leaseExpiresInMs > 0 && cells[2].leaseExpiresInMs <= -200, `lease expiries: ${JSON.stringify(cells)}`);
     ok(cells.every((c) => c.modifiedMs > Date.now() - 600_000), "LastModified of every record");
     ok(typeof cells[0].leaseAgeMs === "number" && cells[0].leaseAgeMs > -60_000, "the owner's lease age");
-    ok(cells.every((c) => c.error === null && c.awaitingRecovery === false), "no errors");
+    ok(cells.every((c) => c.error === null && c.awaitingRecovery === false && c.recovery === null), "no errors");
     ok(cells[3].leaseExpiresMs === null && cells[3].leaseAgeMs === null && cells[3].addr === null, "a released cell has no lease");
 
     const nodes = await inspector.listNodes();

@@ -315,6 +315,67 @@ export function ownershipChecks({ api, server, runtime }) {
     eq([body.node, body.epoch, typeof body.nonce], [`${runtime}-celld`, 42, "string"], "what celld will read");
   });
 
+  check("a celld v0.6 fleet (wake/format.json): celld: true, the leases celld reads, who recovers a log, removeDeadLease", async ({ base, make, leased, plant, raw }) => {
+    // A bucket no celld node initialised: refused with nothing written.
+    const bare = make("bare", { prefix: `${base.prefix}bare/`, celld: true, addr: "" });
+    await rejectsWith(bare.acquireLease(), "uninitialized-fleet", "celld: true on an uninitialised bucket", "wake/format.json");
+    eq([await raw(`bare/nodes/${runtime}-bare.json`), await raw("bare/fleet/control.json")], [null, null], "nothing written");
+    let refused;
+    try {
+      make("wide", { celld: true, ids: "utf8" });
+    } catch (e) {
+      refused = e.code;
+    }
+    eq(refused, "invalid-input", "ids: utf8 with celld: true");
+    // The fleet as celld v0.6 lays it out.
+    await plant("wake/format.json", JSON.stringify({ format: 2 }));
+    const before = Date.now();
+    const a = await leased("edge", { celld: true, addr: "" });
+    const lease = async () => JSON.parse(await raw(`nodes/${runtime}-edge.json`));
+    const required = ["sampled_ms", "resident_cells", "host_websockets", "rss_bytes", "cpu_percent_x100", "open_fds", "fd_limit", "pressured", "shed_cells"];
+    const celldShaped = (l, what) => {
+      eq([l.peer_protocol, l.log, l.probe_public_key, l.addr, l.paced_handoff], [undefined, undefined, undefined, "celld-edge.invalid:no-peer-protocol", true], `${what}: never a target, never dead`);
+      eq(required.filter((f) => !(f in l.load)), [], `${what}: every load field celld v0.6 requires`);
+      eq([l.load.owned_cells, l.load.placement_weight, l.load.bucket_format, l.load.draining, l.load.pressured, "rebalance_paused" in l.load, "restoring" in l.load], [0, 1, 2, true, false, false, false], `${what}: its load`);
+    };
+    // A cell held at close keeps the retired lease in place (its takeover may need it).
+    eq((await a.claim(`edge-${unique()}`)).outcome, "applied", "a claim in a celld fleet");
+    const acquired = await lease();
+    celldShaped(acquired, "acquired");
+    // On the store's clock, at the upper bound whole-second Dates leave (up to a second ahead of ours).
+    if (acquired.load.sampled_ms < before - 1000 || acquired.load.sampled_ms > Date.now() + 1000) fail(`sampled_ms ${acquired.load.sampled_ms} not when it was written`);
+    await a.renewLease();
+    const renewed = await lease();
+    celldShaped(renewed, "renewed");
+    if (renewed.load.sampled_ms < acquired.load.sampled_ms) fail("the renewal's sample is older");
+    // A dead celld owner whose log celld-c is recovering (its heartbeat 2 s ago).
+    const c = `celld-${unique()}`;
+    await plant(`cells/${c}/own.json`, JSON.stringify({ node: "celld-b", epoch: 41 }));
+    const log = { state: "recovering", epoch: 6, ensemble: ["celld-a", "celld-c"], tiered: 90211, active: false, claimant: "celld-c", claimed_ms: Date.now() - 2000 };
+    await plant("nodes/celld-b.json", JSON.stringify({ node: "celld-b", expires_ms: 1000, addr: "10.0.0.8:9000", probe_public_key: "k", peer_protocol: 5, paced_handoff: true, log }));
+    const { outcome, owner } = await a.claim(c);
+    eq([outcome, owner.awaitingRecovery, owner.recovery?.claimant, owner.recovery?.heartbeatMs, owner.recovery?.stale], ["rejected", true, "celld-c", log.claimed_ms, false], "a rejection names who recovers");
+    // Aged on the store's clock, known to a whole second from Date: 2 s, give or take that second.
+    if (!(owner.recovery.heartbeatAgeMs >= 1000 && owner.recovery.heartbeatAgeMs < 30_000)) fail(`heartbeatAgeMs ${owner.recovery.heartbeatAgeMs}`);
+    eq((await a.owner(c)).recovery?.claimant, "celld-c", "owner() names who recovers");
+    if (server.atomic) {
+      // Qualified: with a verified conditional DELETE, celld's lease is left to celld and ours is removed;
+      // without one (an R2 binding), neither is touched.
+      const deletes = server.variants?.conditionalDelete ?? true;
+      const cleaner = make("cleaner", { celld: true });
+      eq(await cleaner.removeDeadLease("celld-b", { cells: [] }), { outcome: deletes ? "celld" : "unsupported" }, "a lease celld wrote");
+      await plant(`nodes/${runtime}-crashed.json`, JSON.stringify({ node: `${runtime}-crashed`, expires_ms: 1000, addr: "x", nonce: "n" }));
+      eq(await cleaner.removeDeadLease(`${runtime}-crashed`, { cells: [] }), { outcome: deletes ? "removed" : "unsupported" }, "a dead lease of ours");
+      if (!deletes) eq(JSON.parse(await raw("nodes/celld-b.json")).log.claimant, "celld-c", "celld's lease untouched");
+    }
+    const closed = await a.close();
+    eq(closed.retired, true, "retired");
+    const retired = await lease();
+    celldShaped(retired, "retired");
+    eq(retired.expires_ms, 0, "the retirement");
+    eq(await raw("fleet/control.json"), null, "the marker is never created");
+  });
+
   httpCheck("an endpoint that answers HTML or drops the connection is a transport/request error", async ({ base, make, leased, cell, plant, raw }) => {
     const html = make("html", { fetch: async () => new Response("<html>gateway</html>", { status: 200 }) });
     await rejectsWith(html.readOwner("c"), "request", "200 HTML without an ETag (not an S3 API)");

@@ -107,6 +107,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "corrupt-record":
     case "store-violation":
     case "unsupported-backend":
+    case "uninitialized-fleet":
     case "aborted":
     case "internal":
       return false;

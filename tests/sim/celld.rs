@@ -1,9 +1,10 @@
 //! A celld-like node (issue 14): a second implementation of celld's ownership rules, written from celld's
 //! code (v0.3-v0.6: `ownership_store.rs`, `control.rs`, `dead_node_gc.rs`, the takeover interlock of
 //! `crates/logic`), racing the real `S3Ownership` nodes in the same simulated bucket. As celld does, it
-//! - resolves the fleet's marker first: reads `fleet/control.json`, creates its backend's marker with
-//!   `If-None-Match: *` when absent, and refuses to start when the marker names another backend (a node
-//!   set up for DynamoDB then keeps its records in the table, which is not simulated);
+//! - resolves the fleet's marker first, as the ewhauser fork does: reads `fleet/control.json`, creates its
+//!   backend's marker with `If-None-Match: *` when absent, and refuses to start when the marker names
+//!   another backend (a node set up for DynamoDB then keeps its records in the table, which is not
+//!   simulated; such a fleet's marker is in the bucket before the run);
 //! - writes celld's lease (`probe_public_key`, `peer_protocol`, `ownership_index_generation`, `load`) with
 //!   its folded node log, `open` for the lease generation it was opened in (the log's `epoch`);
 //! - judges a holder live while `expires_ms > now`, the lease names it and its `addr` is not empty: no
@@ -224,15 +225,17 @@ pub async fn life(ctx: Rc<Ctx>, node: usize, incarnation: u32, backend: Backend)
     }
 }
 
+/// The marker of a fork fleet that keeps its records in DynamoDB.
+pub const DYNAMODB_MARKER: &[u8] =
+    br#"{"format":1,"backend":"dynamodb","table":"celld-sim","region":"us-east-1","fleet":"5be0c7a1d3f24e8e"}"#;
+
 /// celld's `resolve` for a serving node: follow the marker, or record the fleet's choice when there is
 /// none. True when this node keeps its records in the bucket.
 async fn resolve_marker(ctx: &Rc<Ctx>, me: &CelldNode, node: usize, backend: Backend) -> bool {
     let key = me.key(MARKER_KEY);
     let ours: &[u8] = match backend {
         Backend::Bucket => br#"{"format":1,"backend":"bucket"}"#,
-        Backend::DynamoDb => {
-            br#"{"format":1,"backend":"dynamodb","table":"celld-sim","region":"us-east-1","fleet":"5be0c7a1d3f24e8e"}"#
-        }
+        Backend::DynamoDb => DYNAMODB_MARKER,
     };
     let op = ctx.world.new_op();
     loop {

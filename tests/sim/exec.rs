@@ -304,6 +304,11 @@ impl World {
         !st.crashed && st.paused_until <= self.now()
     }
 
+    /// Puts `body` at `key` before the run, as `writer` (what was in the bucket before the nodes started).
+    pub fn plant(&self, key: &str, body: &[u8], writer: Tag) {
+        self.inner.borrow_mut().store.plant(key, body, writer, 0);
+    }
+
     pub fn into_store(self: Rc<World>) -> SimStore {
         match Rc::try_unwrap(self) {
             Ok(w) => w.inner.into_inner().store,

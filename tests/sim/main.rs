@@ -154,7 +154,10 @@ fn catch(tooth: Tooth, budget: u64) -> Option<(u64, Report)> {
 /// instead, each named with its test. `TrustOwnNodeId` (F9) needs a twin process, a late delete and a
 /// re-claim lined up inside one renewal interval; issue 21's draws made that rarer than 1 in 1,500 seeds
 /// (docs/simulation.md). Its scenario: tests/driver.rs `the_f9_world_catches_the_trust_own_node_id_tooth`.
-const CAUGHT_BY_SCENARIO: [Tooth; 1] = [Tooth::TrustOwnNodeId];
+/// `MissingKeyedByEtagAlone` (issue 21 A) needs a missing-lease sighting, a re-acquisition, a late delete
+/// and a lookup of another cell with the same bytes, in that order; its scenario: tests/driver.rs
+/// `finding_as_world_catches_the_missing_keyed_by_etag_alone_tooth`.
+const CAUGHT_BY_SCENARIO: [Tooth; 2] = [Tooth::TrustOwnNodeId, Tooth::MissingKeyedByEtagAlone];
 
 #[test]
 fn every_tooth_is_caught() {

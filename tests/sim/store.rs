@@ -212,8 +212,7 @@ impl SimStore {
         self.objects.get(key).and_then(|h| h.last()).filter(|v| v.body.is_some())
     }
 
-    /// Writes a version directly (checker tests: planting a record without a request).
-    #[cfg(test)]
+    /// Writes a version directly, without a request (checker tests; what is in the bucket before a run).
     pub fn plant(&mut self, key: &str, body: &[u8], writer: Tag, at: u64) -> String {
         self.append(key, Some(body.to_vec()), writer, at)
     }

@@ -23,13 +23,14 @@ use celld_edge::env::{Env, Event, Lost};
 use celld_edge::ownership::teeth::Tooth;
 use celld_edge::ownership::{CasGuard, CasOutcome};
 use celld_edge::ownership::{ClaimOptions, ClaimOutcome, CloseOptions, Config, IdSet, ProbePolicy, S3Ownership};
+use celld_edge::ownership::control::MARKER_KEY;
 use celld_edge::s3::Bucket;
 use celld_edge::Error;
 
 use crate::celld::{self, Backend, CelldSlot, CelldTooth};
 use crate::checker::{self, Coverage, Facts, Ledger, OpKind, OpRecord, OpResult, Violation};
 use crate::exec::{self, Both, Chaos, Hooked, Provider, Rng, SimEnv, World};
-use crate::store::{Fault, FaultMix, SimStore};
+use crate::store::{Fault, FaultMix, SimStore, Tag};
 
 pub const BUCKET: &str = "sim-bucket";
 pub const ENDPOINT: &str = "http://store.sim";
@@ -252,6 +253,11 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         world.hide_dates(p);
     }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
+    // A fork fleet of celld's DynamoDB backend marks the bucket before the edge nodes start (the library
+    // reads the marker and never creates it: a fleet marked later is the operator's mistake, SPEC §2).
+    if celld_roles[edge..n].contains(&Some(Backend::DynamoDb)) {
+        world.plant(&format!("{prefix}{MARKER_KEY}"), celld::DYNAMODB_MARKER, Tag { node: edge, incarnation: 0, op: 0, sent: 0 });
+    }
     let path_style = rng.chance(0.5);
     let background_renewal = rng.chance(0.5);
     // The store probe (SPEC §6) runs before an instance's first write unless opted out; a quarter of

@@ -13,7 +13,7 @@ use crate::ownership::clock::Judgement;
 use crate::ownership::decide::{after_peer_lease, awaiting_recovery, claim_step, writes_over_known, Holder, Step, Write};
 use crate::ownership::ids::check_cell;
 use crate::ownership::lease::renew_retry_ms;
-use crate::ownership::records::OwnerRecord;
+use crate::ownership::records::{NodeLeaseRecord, OwnerRecord, Recovery, RECOVERY_HEARTBEAT_MS};
 
 use super::owner::check_epoch;
 use super::{ClaimOptions, ClaimOutcome, OwnerInfo, S3Ownership};
@@ -78,7 +78,7 @@ impl<E: Env> S3Ownership<E> {
                 if unread_round {
                     continue; // read it now
                 }
-                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false, held: false };
+                let owner = OwnerInfo { node: rec.node.clone(), epoch: rec.epoch, addr: self.config.addr.clone(), live: true, awaiting_recovery: false, recovery: None, held: false };
                 let wake = Wake(self.inherited_until());
                 return Ok((self.claim_rejected(cell, owner, started), wake));
             }
@@ -101,9 +101,10 @@ impl<E: Env> S3Ownership<E> {
                         None => {
                             let awaiting_recovery = awaiting_recovery(holder);
                             let wake = self.holder_wake(judgement, seen, awaiting_recovery);
+                            let recovery = recovery_of(lease.as_ref(), awaiting_recovery, self.store.store_now_ms());
                             let addr = lease.map(|l| l.addr).unwrap_or_default();
                             let (live, epoch) = (!awaiting_recovery, rec.epoch);
-                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery, held: false };
+                            let owner = OwnerInfo { node: rec.node.clone(), epoch, addr, live, awaiting_recovery, recovery, held: false };
                             return Ok((self.claim_rejected(cell, owner, started), wake));
                         }
                     }
@@ -131,17 +132,17 @@ impl<E: Env> S3Ownership<E> {
                 }
                 Settled::Rejected if unread_round && !self.rules().read_before_rejecting => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, recovery: None, held: false };
                     return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 Settled::Rejected if !self.rules().reread_after_conflict => {
                     let (node, epoch) = current.map(|r| (r.node, r.epoch)).unwrap_or_default();
-                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false };
+                    let owner = OwnerInfo { node, epoch, addr: String::new(), live: true, awaiting_recovery: false, recovery: None, held: false };
                     return Ok((ClaimOutcome::Rejected { owner }, self.soon()));
                 }
                 // Superseded: another writer's claim replaced ours or beat it; the next round reads it.
                 Settled::Rejected | Settled::Superseded => {
-                    last_seen = current.as_ref().map(|r| OwnerInfo { node: r.node.clone(), epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false, held: false });
+                    last_seen = current.as_ref().map(|r| OwnerInfo { node: r.node.clone(), epoch: r.epoch, addr: String::new(), live: true, awaiting_recovery: false, recovery: None, held: false });
                     refused = Some((Write { guard, epoch, took_over }, current));
                 }
             }
@@ -229,19 +230,20 @@ impl<E: Env> S3Ownership<E> {
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
         let Some(rec) = self.read_owner_and_judge(cell).await? else { return Ok(None) };
         if rec.is_released() {
-            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false, held: false }));
+            return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false, recovery: None, held: false }));
         }
         if rec.node == self.config.node {
             let live = self.lease_valid();
             let held = live && self.claimed_epoch(cell) == Some(rec.epoch);
-            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false, held }));
+            return Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr: self.config.addr.clone(), live, awaiting_recovery: false, recovery: None, held }));
         }
         let (lease, seen) = self.read_node_lease_seen(&rec.node).await?;
         let judgement = self.judge_holder(cell, &rec, lease.as_ref(), seen);
         let holder = Holder { lease: lease.as_ref(), dead: judgement == Judgement::Dead };
         let (live, awaiting_recovery) = (!holder.dead, awaiting_recovery(holder));
+        let recovery = recovery_of(lease.as_ref(), awaiting_recovery, self.store.store_now_ms());
         let addr = lease.map(|l| l.addr).unwrap_or_default();
-        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery, held: false }))
+        Ok(Some(OwnerInfo { node: rec.node, epoch: rec.epoch, addr, live, awaiting_recovery, recovery, held: false }))
     }
 
     /// The ack gate: true iff this node claimed `cell` at `epoch` under its current lease, the lease is
@@ -271,8 +273,9 @@ impl<E: Env> S3Ownership<E> {
         let now = self.store.reading();
         let ttl = self.config.lease_ttl_ms as f64;
         if awaiting_recovery {
-            // celld recovers the log in its own time: look again a ttl later.
-            return Wake(now.mono + ttl);
+            // celld recovers the log in its own time, beating on its claim every 5 s: look again as often
+            // (the log may be sealed by then), not a whole ttl later.
+            return Wake(now.mono + ttl.min(RECOVERY_HEARTBEAT_MS as f64));
         }
         let Judgement::Live { observe_after_ms, store_after } = judgement else { return self.soon() };
         let observed = observe_after_ms.map(|ms| seen.read.sent + ms);
@@ -313,4 +316,11 @@ fn seen(owner: Option<&OwnerInfo>) -> String {
         Some(o) => format!("{} at epoch {}", Quoted(&o.node), o.epoch),
         None => "no record".to_owned(),
     }
+}
+
+/// Who is recovering the holder's celld node log (its lease's `log.claimant` and heartbeat), while the
+/// cell awaits that recovery: what a rejection and `owner()` report beside `awaiting_recovery`.
+fn recovery_of(lease: Option<&NodeLeaseRecord>, awaiting_recovery: bool, now_ms: u64) -> Option<Recovery> {
+    let log = lease.and_then(|l| l.log.as_ref()).filter(|_| awaiting_recovery)?;
+    Some(log.recovery(now_ms))
 }

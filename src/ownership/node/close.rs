@@ -14,7 +14,7 @@ use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::join::join_all;
 use crate::ownership::clock::Judgement;
 use crate::ownership::lease::RETIRED_EXPIRES_MS;
-use crate::ownership::records::{awaits_recovery, decode_lease, CasGuard};
+use crate::ownership::records::{decode_lease, CasGuard};
 use crate::s3::PutAnswer;
 
 use super::{CloseOptions, Closed, LeaseRemoval, S3Ownership};
@@ -149,8 +149,9 @@ impl<E: Env> S3Ownership<E> {
     /// Deletes another node's lease left by a process that did not close (a crash), safely: only when the
     /// store's conditional DELETE was verified by this instance's qualification, only a lease dead by the
     /// peer rule (SPEC §5: seen unchanged long enough by this instance, or past its expiry by the store's
-    /// clock; a first look at a lease written moments ago says `Live`, ask again later), carrying no
-    /// celld log awaiting recovery, whose node no owner record among `cells` names (the caller lists the
+    /// clock; a first look at a lease written moments ago says `Live`, ask again later), one this library
+    /// wrote (never celld's: a lease with a node log, sealed included, is kept by celld on purpose, and
+    /// celld's clean-up removes its others), whose node no owner record among `cells` names (the caller lists the
     /// bucket's cells, e.g. with a listing), and only the version read (`If-Match` its ETag): a lease
     /// someone re-acquired meanwhile has another ETag and stays. A record naming the node that lands after
     /// the check (a late write of the dead process) only waits `ttl + skew` longer for its takeover: a
@@ -166,13 +167,13 @@ impl<E: Env> S3Ownership<E> {
             return Ok(LeaseRemoval::Unsupported);
         }
         let key = self.lease_key(node);
-        let (lease, seen) = self.read_node_lease_seen(node).await?;
-        let Some(lease) = lease else { return Ok(LeaseRemoval::Absent) };
+        let (read, seen) = self.read_foreign_lease(node).await?;
+        let Some((lease, celld)) = read else { return Ok(LeaseRemoval::Absent) };
+        if celld {
+            return Ok(LeaseRemoval::Celld);
+        }
         if self.judge_lease(node, &lease, seen) != Judgement::Dead {
             return Ok(LeaseRemoval::Live);
-        }
-        if awaits_recovery(&lease) {
-            return Ok(LeaseRemoval::Needed { cell: None });
         }
         for cell in cells {
             if self.read_owner_and_judge(cell).await?.is_some_and(|r| r.node == node) {

@@ -2,7 +2,7 @@
 //! anything is sent. Data only: it must never send, read a clock or hold state.
 
 use crate::error::{Error, Result};
-use crate::ownership::ids::{check_node, check_prefix, IdSet};
+use crate::ownership::ids::{check_node, check_prefix, check_set_for_fleet, IdSet};
 use crate::ownership::lease::{renew_interval_ms, renewable, renewal_room_ms, MIN_RENEWAL_ROOM_MS};
 
 /// Everything `new S3Ownership({...})` takes (SPEC §4), minus `fetch` (that is the `Env`).
@@ -39,6 +39,9 @@ pub struct Config {
     /// Which cell and node ids are accepted: celld's sets (the default), or wider UTF-8 ids for buckets
     /// no celld node shares (SPEC §2).
     pub ids: IdSet,
+    /// A celld v0.6 fleet shares the bucket (`celld: true`): a bucket no celld node has initialised
+    /// (`<prefix>wake/format.json`) is refused before anything is written (SPEC §2.1).
+    pub celld: bool,
 }
 
 /// When an instance qualifies its store (`Config::probe`).
@@ -79,12 +82,14 @@ impl Config {
             probe: ProbePolicy::Recorded,
             probe_trust_ms: PROBE_TRUST_MS,
             ids: IdSet::Celld,
+            celld: false,
         }
     }
 
     /// Checks what no request can check later: ids, the lease's timing, timeouts, trust, `addr`.
     pub(super) fn check(&self) -> Result<()> {
         check_node(self.ids, &self.node)?;
+        check_set_for_fleet(self.ids, self.celld)?;
         check_prefix(&self.prefix)?;
         let (ttl, skew) = (self.lease_ttl_ms, self.max_clock_skew_ms);
         if ttl > 86_400_000 {

@@ -14,7 +14,7 @@ use crate::ownership::clock::{authority_left_ms, expires_on_store_clock, Judgeme
 use crate::ownership::flight::{Joined, Share};
 use crate::ownership::join::{beside, Side};
 use crate::ownership::lease::{renew_interval_ms, renew_retry_ms};
-use crate::ownership::records::{decode_lease, encode_lease, CasGuard, NodeLeaseRecord};
+use crate::ownership::records::{decode_lease, encode_celld_lease, encode_lease, CasGuard, NodeLeaseRecord};
 
 use super::{closed_error, S3Ownership};
 
@@ -93,12 +93,23 @@ impl<E: Env> S3Ownership<E> {
     pub(super) async fn write_lease(&self, guard: &CasGuard, terms: LeaseTerms, budget: Budget, rc: &Reconciles) -> Result<Settled> {
         let key = self.lease_key(&self.config.node);
         let (node, addr) = (&self.config.node, &self.config.addr);
+        // In a celld fleet every lease (acquired, renewed, retired) is one celld v0.6 reads (SPEC §2.1).
+        let celld = self.in_celld_fleet();
         let body = |nonce: &str| {
             let mut lease = self.lease.borrow_mut();
             if lease.nonces.len() == LEASE_NONCES {
                 lease.nonces.pop_front();
             }
             lease.nonces.push_back((nonce.to_owned(), terms.expires_ms));
+            if celld {
+                // Sampled as this attempt goes out, on the store's clock when known (celld judges the
+                // sample's freshness by its own wall clock, near the store's): a fresh sample on a live lease.
+                // celld's planner wants the sample no older than its ttl while the lease lives: taken at
+                // the instant the expiry counts from (the store's clock, its upper bound), so it stays
+                // fresh to the last millisecond; a retirement's (expiry 0) is the store's clock now.
+                let sampled_ms = terms.expires_ms.checked_sub(self.config.lease_ttl_ms).unwrap_or_else(|| self.store.store_now_ms());
+                return encode_celld_lease(node, terms, addr, nonce, sampled_ms);
+            }
             encode_lease(node, terms, addr, nonce)
         };
         self.store.cas_settled(&key, guard, &body, budget, rc).await

@@ -39,7 +39,8 @@ use core::cell::RefCell;
 use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::cas::{Budget, Settled, Store};
-use crate::ownership::control::FleetMarker;
+use crate::ownership::control::{read_fleet, Fleet, FleetMarker};
+use crate::ownership::ids::check_set_for_fleet;
 use crate::ownership::flight::{Flight, PerKey, Single};
 use crate::ownership::join::{beside, first, Side};
 use crate::ownership::probe::ProbeReport;
@@ -184,29 +185,23 @@ impl<E: Env> S3Ownership<E> {
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
         if self.config.probe == ProbePolicy::Off {
-            return self.fleet_checked(false).await;
+            return self.fleet_checked(false).await.map(drop);
         }
         let mode = if self.config.probe == ProbePolicy::Always { Mode::Always } else { Mode::Trust };
         let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-        // The first reads go out together (SPEC §8), in the one qualification concurrent callers share: the
-        // fleet's (a side job is polled first) and the qualification record beside them. The probe's writes
-        // come only once the fleet is judged.
+        // In the one qualification concurrent callers share, the qualification record is read with the
+        // fleet's first reads (SPEC §8); the probe's writes come only once the fleet is judged.
         let run = || async move {
-            let key = qualify::record_key(&self.config.prefix);
-            let mut fleet: Side<'_, Result<()>> = Some(Box::pin(self.fleet_read()));
-            let (read, judged) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
-            let judged = match (judged, fleet.take()) {
-                (Some(judged), _) => judged,
-                (None, Some(judging)) => judging.await,
-                (None, None) => Ok(()),
-            };
+            let record = RefCell::new(None);
+            let judged = self.fleet_judged(Some(&record)).await;
+            let read = record.into_inner();
             let here = self.here();
-            let qualify = || qualify::qualify(&self.store, &here, mode, trust, skew, self.budget(), Some(read));
+            let qualify = |read| qualify::qualify(&self.store, &here, mode, trust, skew, self.budget(), read);
             match judged {
-                Ok(()) => qualify().await,
+                Ok(_) => qualify(read).await,
                 // A marker that does not decode may be a wrong endpoint's page: the qualification tells the
                 // two apart ("not an S3 API" is its error), else the marker really is corrupt.
-                Err(e) if e.code() == "corrupt-record" => match qualify().await {
+                Err(e) if e.code() == "corrupt-record" => match qualify(read).await {
                     qualify::Outcome::Failed(not_s3) => qualify::Outcome::Failed(not_s3),
                     _ => qualify::Outcome::Failed(e),
                 },
@@ -215,28 +210,66 @@ impl<E: Env> S3Ownership<E> {
         };
         self.qualification.share(|| self.store.env.wall_ms(), false, run).await?;
         // A verdict kept from earlier skips the run: the fleet is judged here then (kept once read).
-        self.fleet_checked(false).await
+        self.fleet_checked(false).await.map(drop)
     }
 
-    /// The fleet's markers as judged (kept for the instance's life once read), unless the rule is off.
-    async fn fleet_read(&self) -> Result<()> {
-        if !self.rules().check_fleet_marker {
-            return Ok(());
-        }
-        self.fleet.ensure(&self.store, &self.config.prefix, self.budget()).await
-    }
-
-    /// celld's fleet marker, before anything is written: a fleet of another backend is refused.
-    async fn fleet_checked(&self, fresh: bool) -> Result<()> {
-        if let Err(e) = self.fleet_read().await {
-            // A marker that does not decode may be a wrong endpoint's page: the qualification tells
-            // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
+    /// Who shares the bucket, before anything is written: a fleet of another backend is refused, and so
+    /// is (with `celld: true`) a bucket no celld node has initialised, and `ids: "utf8"` in a celld fleet.
+    async fn fleet_checked(&self, fresh: bool) -> Result<Fleet> {
+        let judged = self.fleet_judged(None).await;
+        if let Err(e) = &judged {
+            // A marker that does not decode may be a wrong endpoint's page: the qualification tells the
+            // two apart ("not an S3 API" is its error), else the marker really is corrupt.
             if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
                 self.qualified(fresh, None).await?;
             }
-            return Err(e);
         }
-        Ok(())
+        judged
+    }
+
+    /// The fleet as judged (kept for the instance's life once read; read now if nobody is), unless the
+    /// rule is off. `record`: where the qualification record goes when it was read with the fleet's.
+    async fn fleet_judged(&self, record: Option<&RefCell<Option<qualify::RecordRead>>>) -> Result<Fleet> {
+        if !self.rules().check_fleet_marker {
+            return Ok(Fleet::default());
+        }
+        let read = || async {
+            let (fleet, read) = self.first_reads(record.is_some()).await;
+            if let (Some(record), Some(read)) = (record, read) {
+                *record.borrow_mut() = Some(read);
+            }
+            fleet
+        };
+        let fleet = self.fleet.ensure(read).await?;
+        check_set_for_fleet(self.config.ids, fleet.celld)?;
+        Ok(fleet)
+    }
+
+    /// What an instance reads before its first write, sent together (one round trip): the fork's backend
+    /// marker and celld's `wake/format.json`, judged (`control::read_fleet`), and (`with_record`) the
+    /// store's qualification record. Keep every such read in this one batch: a read added after it costs
+    /// every cold instance a round trip.
+    async fn first_reads(&self, with_record: bool) -> (Result<Fleet>, Option<qualify::RecordRead>) {
+        let fleet = read_fleet(&self.store, &self.config.prefix, self.config.celld, self.budget());
+        if !with_record {
+            return (fleet.await, None);
+        }
+        // The fleet's reads go out first (a side job is polled first), the record's beside them.
+        let key = qualify::record_key(&self.config.prefix);
+        let mut fleet: Side<'_, Result<Fleet>> = Some(Box::pin(fleet));
+        let (read, judged) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
+        let fleet = match (judged, fleet.take()) {
+            (Some(judged), _) => judged,
+            (None, Some(judging)) => judging.await,
+            (None, None) => unreachable!("a side job is emptied only with its output"),
+        };
+        (fleet, Some(read))
+    }
+
+    /// Whether this instance's records follow celld's v0.6 shapes: the fleet was found to be a celld one
+    /// (or the option says so).
+    fn in_celld_fleet(&self) -> bool {
+        self.config.celld || self.fleet.known().is_some_and(|f| f.celld)
     }
 
     /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded. `read`:

@@ -1,7 +1,7 @@
 //! What callers get back from an instance (and the options they pass it): plain values, no behaviour.
 //! They must never hold a reference into the instance's state.
 
-use crate::ownership::records::OwnerRecord;
+use crate::ownership::records::{OwnerRecord, Recovery};
 
 /// A cell's owner as seen for routing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -17,6 +17,10 @@ pub struct OwnerInfo {
     /// The owner is dead but its celld node log is not sealed: nobody may claim the cell until celld
     /// recovers that log (SPEC §2).
     pub awaiting_recovery: bool,
+    /// While `awaiting_recovery`: which celld node is recovering that log and how long ago it last beat on
+    /// its claim (stale after 30 s); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
     /// This instance holds the cell now: it claimed it at `epoch` under its current, valid lease. A record
     /// naming this node is not enough: claims made under a lapsed lease are void (the Workers idle gap).
     pub held: bool,
@@ -63,7 +67,7 @@ pub enum LeaseRemoval {
     /// The lease is not dead by the peer rule: left alone.
     Live,
     /// An owner record among the cells checked still names the node (a peer needs the lease to take it
-    /// over at once), or the lease carries a celld node log awaiting recovery: left alone.
+    /// over at once): left alone.
     Needed {
         #[serde(skip_serializing_if = "Option::is_none")]
         cell: Option<String>,
@@ -73,6 +77,9 @@ pub enum LeaseRemoval {
     Unsupported,
     /// The record changed between the read and the delete (someone re-acquired it): left alone.
     Changed,
+    /// celld wrote the lease (it carries a node log, sealed included, a `probe_public_key` or a
+    /// `peer_protocol`): celld's own clean-up keeps or removes it, never this library.
+    Celld,
 }
 
 /// What `claim` returns (to JS: `{ outcome: "applied", epoch, tookOver, prior }` or

@@ -15,7 +15,7 @@ use crate::ownership::cas::{Reconciles, Seen, Settled};
 use crate::ownership::clock::{judge, Found, Judgement, LeaseTerms, Read, Sightings, Version};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::known::Known;
-use crate::ownership::records::{decode_lease, decode_owner, encode_owner, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
+use crate::ownership::records::{decode_lease, decode_owner, encode_owner, written_by_celld, CasGuard, CasOutcome, NodeLeaseRecord, OwnerRecord, MAX_EPOCH};
 
 use super::lease::RESTORED;
 use super::S3Ownership;
@@ -134,6 +134,21 @@ impl<E: Env> S3Ownership<E> {
         self.read_node_lease_seen(node).await.map(|(read, _)| read)
     }
 
+    /// Another node's lease as `remove_dead_lease` reads it: the record, whether celld wrote it (a node
+    /// log, sealed included, a probe key or a peer protocol: never ours to remove), and when it was seen;
+    /// the sighting counts toward the peer rule like any read of it.
+    pub(super) async fn read_foreign_lease(&self, node: &str) -> Result<(Option<(NodeLeaseRecord, bool)>, Seen)> {
+        check_node(self.config.ids, node)?;
+        let once = !self.rules().reread_undecodable;
+        let key = self.lease_key(node);
+        let decode = |b: &[u8], t: &str| Ok((decode_lease(&key, b, t)?, written_by_celld(&key, b)?));
+        let (read, seen) = self.store.get_decoded_seen(&key, self.budget(), decode, once).await?;
+        if let Some((l, _)) = &read {
+            self.saw(node, Version::Lease(l.etag.clone()), seen);
+        }
+        Ok((read, seen))
+    }
+
     /// `read_node_lease`, with how the read was seen (for the peer rule). A lease seen present is a
     /// sighting of its version (and ends every sighting of it missing).
     pub(super) async fn read_node_lease_seen(&self, node: &str) -> Result<(Option<NodeLeaseRecord>, Seen)> {
@@ -238,7 +253,9 @@ impl<E: Env> S3Ownership<E> {
             Some(l) => return self.judge_lease(&rec.node, l, seen),
             None if !self.rules().missing_lease_waits => return Judgement::Dead,
             None => {
-                let version = Version::Missing { cell: cell.to_owned(), owner_etag: rec.etag.clone() };
+                // Per cell: another cell's record may have the same bytes and ETag (a tooth drops the cell).
+                let cell = if self.rules().missing_keyed_by_cell { cell.to_owned() } else { String::new() };
+                let version = Version::Missing { cell, owner_etag: rec.etag.clone() };
                 Found::Missing { unchanged_ms: self.saw(&rec.node, version, seen) }
             }
         };

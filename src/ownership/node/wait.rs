@@ -19,8 +19,9 @@ impl<E: Env> S3Ownership<E> {
     /// `claim_with`, waiting until the cell can be claimed: after a rejection it sleeps until the moment
     /// the peer rule can judge the holder's lease, as read, dead (the earlier of: the version seen unchanged
     /// for the holder's ttl plus the rate margin, and the store's clock past its expiry; a missing lease once
-    /// it has stayed missing `ttl + skew`; a log awaiting celld's recovery a ttl later), then claims again —
-    /// a renewed holder means another sleep until its new version can be judged. No request
+    /// it has stayed missing `ttl + skew`; a log awaiting celld's recovery 5 s later, celld's recovery
+    /// heartbeat, or a ttl if shorter), then claims again — a renewed holder means another sleep until its
+    /// new version can be judged. No request
     /// is sent while it sleeps. Resolves applied, or fails: `aborted` when `cancel` finishes first (checked
     /// while sleeping and before each attempt; an attempt already sent is answered first), `not-leased`
     /// when `close()` is called, or the error of an attempt (this node's lease must stay valid meanwhile).
