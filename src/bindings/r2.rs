@@ -107,7 +107,7 @@ impl R2Binding {
                 if written.is_null() || written.is_undefined() {
                     return Ok(r2::answer_put(None));
                 }
-                Ok(r2::answer_put(Some(&string_at(&written, "etag"))))
+                Ok(r2::answer_put(Some((&string_at(&written, "etag"), uploaded_ms(&written)))))
             }
             Call::Delete { key } => {
                 deadline.wait(env, self.invoke("delete", &[JsValue::from_str(key)])?).await?;

@@ -15,6 +15,7 @@
 
 use crate::env::HttpRequest;
 use crate::env::HttpResponse;
+use crate::s3::date::format_http_date;
 use crate::s3::list::url_decoded;
 use crate::sigv4::encode::push_encoded;
 use crate::sigv4::AmzDate;
@@ -129,11 +130,14 @@ pub fn answer_get(object: Option<(&str, Vec<u8>)>) -> HttpResponse {
     }
 }
 
-/// What a PUT's answer is when `put` resolved to an object with `etag`, or to `null` (its condition did
-/// not hold; the binding resolves `null` for nothing else).
-pub fn answer_put(etag: Option<&str>) -> HttpResponse {
-    match etag {
-        Some(etag) => HttpResponse { status: 200, etag: quoted(etag), date: None, body: Vec::new() },
+/// What a PUT's answer is when `put` resolved to an object with `etag` and `uploaded` (Unix ms, when the
+/// binding gave a time), or to `null` (its condition did not hold; the binding resolves `null` for nothing
+/// else). The binding shows no `Date`; the written object's `uploaded` is the store's clock at the write,
+/// within the call, so it stands as the answer's `Date` (whole seconds, as `Date` is read). A read's
+/// `uploaded` does not: that is when the object was written, not when it was served.
+pub fn answer_put(written: Option<(&str, Option<u64>)>) -> HttpResponse {
+    match written {
+        Some((etag, uploaded_ms)) => HttpResponse { status: 200, etag: quoted(etag), date: uploaded_ms.map(format_http_date), body: Vec::new() },
         None => precondition_failed(),
     }
 }
@@ -331,10 +335,20 @@ mod tests {
         let quoted = format!("\"{etag}\"");
         assert_eq!(classify_get("k", ok(answer_get(Some((etag, b"{}".to_vec()))))), GetAnswer::Found { body: b"{}".to_vec(), etag: quoted.clone() });
         assert_eq!(classify_get("k", ok(answer_get(None))), GetAnswer::Missing);
-        assert_eq!(classify_put("k", ok(answer_put(Some(etag)))), PutAnswer::Applied { etag: quoted });
+        assert_eq!(classify_put("k", ok(answer_put(Some((etag, None))))), PutAnswer::Applied { etag: quoted });
         assert_eq!(classify_put("k", ok(answer_put(None))), PutAnswer::Rejected);
-        assert!(matches!(classify_put("k", ok(answer_put(Some("")))), PutAnswer::Ambiguous(_)));
+        assert!(matches!(classify_put("k", ok(answer_put(Some(("", None))))), PutAnswer::Ambiguous(_)));
         assert_eq!(answer_delete(), HttpResponse { status: 204, etag: None, date: None, body: Vec::new() });
+    }
+
+    #[test]
+    fn a_writes_uploaded_time_is_its_answers_date_and_a_reads_is_not() {
+        // 2025-12-01T10:07:37.123Z: the whole second, as stores send `Date`.
+        let written = answer_put(Some(("e", Some(1_764_583_657_123))));
+        assert_eq!(written.date.as_deref(), Some("Mon, 01 Dec 2025 10:07:37 GMT"));
+        assert_eq!(crate::s3::date::parse_http_date(written.date.as_deref().unwrap_or_default()), Some(1_764_583_657_000));
+        assert_eq!(answer_put(Some(("e", None))).date, None);
+        assert_eq!(answer_get(Some(("e", b"{}".to_vec()))).date, None);
     }
 
     #[test]
