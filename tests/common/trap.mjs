@@ -51,8 +51,14 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
       // The next calls run in a fresh instance: no lease, working protocol and signer.
       const e = await rejection(a.claim("z"), "claim after the trap");
       if (e?.code !== "not-leased") fail(`claim after the trap: expected not-leased, got ${e?.code} (${e?.message})`);
-      // The old instance's lease is not known to be ours any more: it must expire first (ttl + skew).
-      await sleep(2700);
+      // The old instance's lease is not known to be ours any more: the fresh core refuses it while it may be
+      // live, and takes it once it is dead by the peer rule: at the latest once it has been seen unchanged
+      // for the wait the refusal names (the store's clock, read through whole-second Dates, may say so
+      // earlier, by as much as its phase happens to allow; the wait stated is what is known).
+      const live = await rejection(a.acquireLease(), "acquireLease over the trapped core's live lease");
+      const wait = /dead in at most (\d+) ms/.exec(live?.message ?? "")?.[1];
+      if (live?.code !== "not-leased" || wait === undefined) fail(`acquireLease over the trapped core's lease: ${live?.code} (${live?.message})`);
+      await sleep(Number(wait) + 50);
       await a.acquireLease(); // it also releases the cell of the claim that was in flight (one read, one write)
       const c = `after-${unique()}`;
       const won = await a.claim(c);
