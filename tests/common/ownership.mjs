@@ -63,6 +63,22 @@ export function r2BindingServer(bucket, name = "r2-binding") {
   return { name, kind: "r2", r2: bucket, atomic: true, checksSignatures: false, variants: { ifMatchMissingStatus: 412, conditionalDelete: false, etagQuoted: true } };
 }
 
+/** Each [options, what the message says ("": anything), which case] is refused by the constructor with
+ * invalid-input saying so, and never naming `secret`. */
+function refusesOptions(S3Ownership, cases, secret) {
+  for (const [opts, says, what] of cases) {
+    let threw;
+    try {
+      new S3Ownership(opts);
+    } catch (e) {
+      threw = e;
+    }
+    if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
+    if (!threw.message.includes(says)) fail(`${what}: expected the message to say ${says}: ${threw.message}`);
+    if (secret && threw.message.includes(secret)) fail(`${what}: the secret leaked into the message`);
+  }
+}
+
 /**
  * What a check sees of one request, whatever the transport: { method: GET/PUT/DELETE/LIST, key (from the
  * bucket's root), condition ("if-none-match", "if-match" or "") }. `hook(op, send)` runs instead of the
@@ -245,30 +261,21 @@ export function ownershipChecks({ api, server, runtime }) {
       await rejectsWith(a.casOwner("c", "absent", epoch), "invalid-input", `casOwner epoch ${epoch}`);
     }
     await rejectsWith(a.casOwner("c", { match: "" }, 1), "invalid-input", "empty guard");
-    for (const [opts, what] of [
-      [{ ...base, node: "a/b" }, "node id"],
-      [{ ...base, node: "n", endpoint: "not a url" }, "endpoint"],
-      [{ ...base, node: "n", leaseTtlMs: 100, maxClockSkewMs: 100 }, "ttl vs skew"],
-      [{ ...base, node: "n", secretAccessKey: "" }, "empty secret"],
-      [{ ...base, node: "n", leaseTtlMs: "10" }, "ttl type"],
-      [{ ...base, node: "n", fetch: 5 }, "fetch"],
-      [{ ...base, node: "n", bogus: 1 }, "unknown option"],
-    ]) {
-      let threw;
-      try {
-        new S3Ownership(opts);
-      } catch (e) {
-        threw = e;
-      }
-      if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
-      if (s3 && threw.message.includes(server.secretAccessKey)) fail(`${what}: the secret leaked into the message`);
-    }
+    refusesOptions(S3Ownership, [
+      [{ ...base, node: "a/b" }, "", "node id"],
+      [{ ...base, node: "n", endpoint: "not a url" }, "", "endpoint"],
+      [{ ...base, node: "n", leaseTtlMs: 100, maxClockSkewMs: 100 }, "", "ttl vs skew"],
+      [{ ...base, node: "n", secretAccessKey: "" }, "", "empty secret"],
+      [{ ...base, node: "n", leaseTtlMs: "10" }, "", "ttl type"],
+      [{ ...base, node: "n", fetch: 5 }, "", "fetch"],
+      [{ ...base, node: "n", bogus: 1 }, "", "unknown option"],
+    ], s3 ? server.secretAccessKey : undefined);
     eq((await a.claim(cell("still-works"))).outcome, "applied", "claim after bad input");
   });
 
   httpCheck("a mistyped option name gets a suggestion, a duration given as a string says milliseconds, missing keys name credentials", async ({ base }) => {
     const { secretAccessKey, ...noSecret } = base;
-    for (const [opts, says, what] of [
+    refusesOptions(S3Ownership, [
       [{ ...base, node: "n", endPoint: base.endpoint }, '"endPoint": did you mean endpoint?', "case"],
       [{ ...base, node: "n", leaseTTLMs: 5000 }, '"leaseTTLMs": did you mean leaseTtlMs?', "case"],
       [{ ...noSecret, node: "n", secretKey: secretAccessKey }, '"secretKey": did you mean secretAccessKey?', "another client's name"],
@@ -277,17 +284,7 @@ export function ownershipChecks({ api, server, runtime }) {
       [{ ...base, node: "n", leaseTtlMs: "5000" }, 'leaseTtlMs must be a whole number of milliseconds, got the string "5000" (pass the number 5000)', "a string of digits"],
       [{ ...base, node: "n", requestTimeoutMs: true }, "requestTimeoutMs must be a whole number of milliseconds, got boolean", "a boolean"],
       [{ ...noSecret, node: "n" }, "secretAccessKey is required (or give credentials: an async function", "no secret"],
-    ]) {
-      let threw;
-      try {
-        new S3Ownership(opts);
-      } catch (e) {
-        threw = e;
-      }
-      if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
-      if (!threw.message.includes(says)) fail(`${what}: expected the message to say ${says}: ${threw.message}`);
-      if (threw.message.includes(secretAccessKey)) fail(`${what}: the secret leaked into the message`);
-    }
+    ], secretAccessKey);
     if (new S3Ownership({ ...base, node: "n" }).leaseValid()) fail("the options without a typo are taken");
   });
 
@@ -792,22 +789,13 @@ export function ownershipChecks({ api, server, runtime }) {
 
   if (!s3) {
     check("the r2 option takes a binding, and no endpoint, keys or fetch beside it", async ({ base }) => {
-      for (const [opts, says, what] of [
+      refusesOptions(S3Ownership, [
         [{ ...base, node: "n", r2: {} }, "r2 must be an R2 bucket binding", "an object without the binding's methods"],
         [{ ...base, node: "n", r2: "CELLS" }, "r2 must be an R2 bucket binding", "the binding's name instead of the binding"],
         [{ ...base, node: "n", endpoint: "https://acct.r2.cloudflarestorage.com" }, "endpoint", "an endpoint beside it"],
         [{ ...base, node: "n", accessKeyId: "a", secretAccessKey: "s" }, "accessKeyId", "keys beside it"],
         [{ ...base, node: "n", fetch: globalThis.fetch }, "fetch", "a fetch beside it"],
-      ]) {
-        let threw;
-        try {
-          new S3Ownership(opts);
-        } catch (e) {
-          threw = e;
-        }
-        if (threw?.code !== "invalid-input") fail(`${what}: expected invalid-input, got ${threw?.code ?? "no error"}`);
-        if (!threw.message.includes(says)) fail(`${what}: expected the message to say ${says}: ${threw.message}`);
-      }
+      ]);
     });
   }
 
