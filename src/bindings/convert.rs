@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::env::Event;
 use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
@@ -15,6 +14,11 @@ use crate::ownership::{
 
 /// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
+
+/// What `onEvent` receives: the core's `Event`, serialized as it derives.
+pub(crate) fn event(event: &crate::env::Event<'_>) -> Result<JsValue, Error> {
+    to_js(event)
+}
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, Error> {
     value.serialize(&OUT).map_err(|e| Error::invalid(format!("result not representable in JS: {e}")))
@@ -590,116 +594,3 @@ pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
     to_js(&r)
 }
 
-/// What `onEvent` receives (js/ownership.d.ts, `OwnershipEvent`): fields an event does not have are left out.
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EventOut<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    node: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    owner: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    epoch: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expires_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    readbacks: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempt: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    backoff_ms: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    deleted: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    op: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    record: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ms: Option<f64>,
-}
-
-impl<'a> From<&'a Event<'a>> for EventOut<'a> {
-    fn from(event: &'a Event<'a>) -> Self {
-        let none = EventOut::default();
-        match *event {
-            Event::LeaseAcquired { node, expires_ms, ms } => {
-                EventOut { kind: "lease-acquired", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::LeaseRenewed { node, expires_ms, ms } => {
-                EventOut { kind: "lease-renewed", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::Fenced { node, reason } => EventOut { kind: "fenced", node: Some(node), reason: Some(reason), ..none },
-            Event::Closed { node } => EventOut { kind: "closed", node: Some(node), ..none },
-            Event::LeaseRetired { node, deleted, ms } => EventOut {
-                kind: "lease-retired",
-                node: Some(node),
-                deleted: Some(deleted),
-                ms: Some(ms),
-                ..none
-            },
-            Event::ClaimApplied { cell, epoch, took_over, ms } => EventOut {
-                kind: if took_over { "claim-took-over" } else { "claim-applied" },
-                cell: Some(cell),
-                epoch: Some(epoch),
-                ms: Some(ms),
-                ..none
-            },
-            Event::ClaimRejected { cell, owner, epoch, ms } => {
-                EventOut { kind: "claim-rejected", cell: Some(cell), owner: Some(owner), epoch: Some(epoch), ms: Some(ms), ..none }
-            }
-            Event::AmbiguousSettled { key, outcome, readbacks } => {
-                EventOut { kind: "ambiguous-settled", key: Some(key), outcome: Some(outcome), readbacks: Some(readbacks), ..none }
-            }
-            Event::AuthorityLost { cell, epoch, lost, detail } => EventOut {
-                kind: "authority-lost",
-                cell: Some(cell),
-                epoch: Some(epoch),
-                reason: Some(lost.as_str()),
-                detail: Some(detail),
-                ..none
-            },
-            Event::Request { key, op, record, outcome, status, ms } => EventOut {
-                kind: "request",
-                key: Some(key),
-                op: Some(op),
-                record: Some(record),
-                outcome: Some(outcome),
-                status: Some(status),
-                ms: Some(ms),
-                ..none
-            },
-            Event::CredentialsRefreshed { expires_ms, ms } => {
-                EventOut { kind: "credentials-refreshed", expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::CredentialsFailed { detail } => EventOut { kind: "credentials-failed", detail: Some(detail), ..none },
-            Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
-                kind: "read-retried",
-                key: Some(key),
-                attempt: Some(attempt),
-                backoff_ms: Some(backoff_ms),
-                detail: Some(detail),
-                ..none
-            },
-        }
-    }
-}
-
-impl EventOut<'_> {
-    pub(crate) fn to_js(&self) -> Result<JsValue, Error> {
-        to_js(self)
-    }
-}
