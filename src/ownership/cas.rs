@@ -228,6 +228,7 @@ impl<E: Env> Store<E> {
     pub fn for_config(config: &Config, env: E) -> Result<Self> {
         let (endpoint, name, region, path_style) = (&config.endpoint, &config.bucket, &config.region, config.path_style);
         let bucket = match config.credentials_provider {
+            _ if config.r2_binding => Bucket::binding(),
             true => Bucket::awaiting_credentials(endpoint, name, region, path_style)?,
             false => Bucket::new(
                 endpoint,
