@@ -116,11 +116,25 @@ export function untilTrap(onTrap) {
   return () => pending.delete(onTrap);
 }
 
+let holdRequests = false;
+
+/**
+ * Workers (js/workerd.js): an operation that joins one another request already runs inside the wasm (a
+ * cold isolate's concurrent acquireLease(), claims of one cell) is woken only by that request's I/O, and
+ * workerd cancels a request with no I/O of its own pending as hung. A timer in the caller's request, held
+ * while the operation runs, is that I/O (docs/r2.md, "Concurrent requests").
+ */
+export const holdEachRequest = () => {
+  holdRequests = true;
+};
+
 /** Runs an operation (`start` returns the wasm Promise), tracked so that a trap rejects it. */
 export function track(start) {
   return new Promise((resolve, reject) => {
     pending.add(reject);
+    const held = holdRequests ? setInterval(() => {}, 1000) : undefined;
     const done = (settle) => (v) => {
+      if (held !== undefined) clearInterval(held);
       pending.delete(reject);
       settle(v);
     };

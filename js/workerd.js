@@ -2,7 +2,9 @@
 // is imported (wrangler and Miniflare turn a .wasm import into a compiled WebAssembly.Module).
 import wasmModule from "../pkg/celld_edge_bg.wasm";
 import { initSync } from "../pkg/celld_edge.js";
+import { holdEachRequest } from "./instance.js";
 
 initSync({ module: wasmModule });
+holdEachRequest();
 
 export * from "./api.js";

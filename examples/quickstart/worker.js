@@ -1,7 +1,6 @@
 import { S3Ownership } from "celld-edge";
 
 let own; // one instance per isolate, shared by its requests
-let leasing; // the lease acquisition in flight, which concurrent requests share (docs/r2.md, "Concurrent requests")
 export default {
   async fetch(request, env) {
     const path = new URL(request.url).pathname.match(/^\/cells\/([^/]+)$/); // /cells/<cell>; nothing else
@@ -11,7 +10,7 @@ export default {
     try {
       // No timers between requests in Workers: after an idle gap the lease has lapsed, and a fresh one
       // voids the claims made under the old one, though the records still name this node.
-      if (!own.leaseValid()) await (leasing ??= own.acquireLease().finally(() => (leasing = undefined)));
+      if (!own.leaseValid()) await own.acquireLease();
       const cell = decodeURIComponent(path[1]);
       const owner = await own.owner(cell);
       // Held by this isolate, or by another live node: route to owner.node / owner.addr.

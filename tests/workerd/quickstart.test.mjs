@@ -61,3 +61,25 @@ test("Workers quick start after an idle gap longer than the lease: the isolate c
   const routed = await ask(b);
   deepEqual([routed.node, routed.epoch, routed.live, routed.held], [nodeA, 2, true, false], "B routes to A at the new epoch");
 });
+
+// Concurrent first requests: each cold isolate gets several requests at once, which join one
+// acquireLease() (and one claim per cell) inside the wasm. workerd cancels a request that waits with no
+// I/O of its own as hung, so the loader holds a timer in each caller's request while its operation runs
+// (js/instance.js, holdEachRequest). Every request is answered, and each cell has one owner.
+test("Workers quick start, concurrent first requests to two cold isolates: none hangs, one owner per cell", async () => {
+  for (let round = 0; round < 2; round++) {
+    const { workers: [a, b], bucket } = await twoWorkers(`qs-worker-cold-${round}`);
+    const ask = async (mf, cell) => {
+      const res = await mf.dispatchFetch(`http://quickstart.example/cells/${cell}`);
+      return [res.status, await res.json()];
+    };
+    const answers = await Promise.all([ask(a, "x"), ask(a, "y"), ask(b, "x"), ask(b, "y"), ask(a, "x"), ask(b, "y")]);
+    deepEqual(answers.map(([status]) => status), [200, 200, 200, 200, 200, 200], JSON.stringify(answers));
+    for (const cell of ["x", "y"]) {
+      const rec = await ownerOf(bucket, cell);
+      equal(rec.epoch, 1, `${cell}: claimed once`);
+      const named = answers.filter((_, i) => ["x", "y", "x", "y", "x", "y"][i] === cell).map(([, body]) => body.node ?? body.owner?.node ?? (body.outcome === "applied" ? rec.node : undefined));
+      deepEqual([...new Set(named)], [rec.node], `${cell}: every answer names its one owner`);
+    }
+  }
+});
