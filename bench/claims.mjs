@@ -5,17 +5,10 @@
 // CELLD_TEST_ATOMIC_* set. Each node count runs `rounds` times, celld-edge and the baseline taking turns, so
 // a busy machine slows both alike; the summary is the median round.
 import { S3Ownership } from "celld-edge";
+import { storeFromEnv } from "./store-env.mjs";
 import { BaselineOwnership } from "./baseline-protocol.mjs";
 
-const env = process.env;
-const store = {
-  endpoint: env.CELLD_TEST_ATOMIC_ENDPOINT,
-  bucket: env.CELLD_TEST_ATOMIC_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_ATOMIC_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
-};
-if (!store.endpoint) throw new Error("set CELLD_TEST_ATOMIC_* (or run bench/claims)");
+const store = storeFromEnv("ATOMIC", "bench/claims");
 const seconds = Number(process.argv[2] ?? 4);
 const rounds = Number(process.argv[3] ?? 3);
 
