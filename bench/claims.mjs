@@ -125,16 +125,25 @@ globalThis.fetch = (url, init) => {
   requests++;
   return realFetch(url, init);
 };
+// A claim that lost every round of contention to claimers that released the cell each time throws
+// `transport` (nobody holds it to route to; docs/protocol.md, "Claims and routing"): an attempt that did not
+// apply, counted as `lost`. Only celld-edge retries a refused write; the baseline rejects at once.
+const lostToContention = (e) => {
+  if (e?.code === "transport" && e.message.includes("rounds of contention")) return { outcome: "lost" };
+  throw e;
+};
 async function throughput(make, nodes) {
   const p = `bench-tp-${Date.now()}-${nodes}/`;
   const owners = await Promise.all(Array.from({ length: nodes }, async (_, i) => {
-    const o = make({ ...store, prefix: p, node: `n${i}` });
+    // A lease that outlives the run: nobody renews it, and neither contender pays for renewals.
+    const o = make({ ...store, prefix: p, node: `n${i}`, leaseTtlMs: (seconds + 10) * 1000 });
     await o.acquireLease();
     return o;
   }));
   const cells = Array.from({ length: Math.max(4, nodes) }, (_, i) => `c${i}`);
   let applied = 0;
   let attempts = 0;
+  let lost = 0;
   requests = 0;
   const cpu0 = process.cpuUsage();
   const end = Date.now() + seconds * 1000;
@@ -142,7 +151,8 @@ async function throughput(make, nodes) {
     while (Date.now() < end) {
       const cell = cells[Math.floor(Math.random() * cells.length)];
       attempts++;
-      const r = await o.claim(cell);
+      const r = await o.claim(cell).catch(lostToContention);
+      if (r.outcome === "lost") lost++;
       if (r.outcome === "applied") {
         applied++;
         await o.release(cell);
@@ -151,14 +161,14 @@ async function throughput(make, nodes) {
   }));
   const cpu = process.cpuUsage(cpu0);
   const us = cpu.user + cpu.system;
-  return { claims: applied / seconds, attempts: attempts / seconds, perAttempt: requests / attempts, cpuPerClaim: us / applied, cpuPerRequest: us / requests };
+  return { claims: applied / seconds, attempts: attempts / seconds, lost, perAttempt: requests / attempts, cpuPerClaim: us / applied, cpuPerRequest: us / requests };
 }
 
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const f = (x, w = 5) => x.toFixed(0).padStart(w);
-const line = (r) => `${f(r.claims)} claims/s ${f(r.attempts)} attempts/s ${r.perAttempt.toFixed(2)} req/attempt ${f(r.cpuPerClaim)} µs CPU/claim ${f(r.cpuPerRequest, 4)} µs CPU/req`;
+const line = (r) => `${f(r.claims)} claims/s ${f(r.attempts)} attempts/s ${f(r.lost, 3)} lost ${r.perAttempt.toFixed(2)} req/attempt ${f(r.cpuPerClaim)} µs CPU/claim ${f(r.cpuPerRequest, 4)} µs CPU/req`;
 console.log(`\nclaims per second against ministack (${seconds} s each, ${rounds} rounds taking turns; a claim = a claim that applied, then its release;`);
-console.log("an attempt = a claim call, won or not):");
+console.log("an attempt = a claim call, won or not; lost = attempts that lost every round of contention, in the round):");
 const summary = [];
 for (const nodes of [1, 8, 32]) {
   const ours = [];
@@ -174,7 +184,7 @@ console.log("\nmedian round (min..max of claims/s):");
 for (const { nodes, ours, base } of summary) {
   const m = (rs, k) => median(rs.map((r) => r[k]));
   const span = (rs) => `${f(Math.min(...rs.map((r) => r.claims)), 0)}..${f(Math.max(...rs.map((r) => r.claims)), 0)}`;
-  const pick = (rs) => ({ claims: m(rs, "claims"), attempts: m(rs, "attempts"), perAttempt: m(rs, "perAttempt"), cpuPerClaim: m(rs, "cpuPerClaim"), cpuPerRequest: m(rs, "cpuPerRequest") });
+  const pick = (rs) => ({ claims: m(rs, "claims"), attempts: m(rs, "attempts"), lost: m(rs, "lost"), perAttempt: m(rs, "perAttempt"), cpuPerClaim: m(rs, "cpuPerClaim"), cpuPerRequest: m(rs, "cpuPerRequest") });
   const [o, b] = [pick(ours), pick(base)];
   console.log(
     `  ${String(nodes).padStart(2)} nodes: celld-edge ${line(o)} (${span(ours)}) | baseline ${line(b)} (${span(base)})` +
