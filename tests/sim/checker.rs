@@ -1061,9 +1061,12 @@ fn check_restores(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut im
     for (&(n, gen), installs) in &ledger.installs {
         let key = facts.lease_key(&facts.nodes[n]);
         let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        // An install is the last version of that expiry to land before it: a write whose answer was lost may
+        // land, be replaced (a restore of the held bytes), and land again as its resend over those bytes,
+        // which is what the node installed (the earlier landing gave it nothing).
         let landed: Vec<&Version> = installs
             .iter()
-            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)))
+            .filter_map(|&(e, at)| hist.iter().rev().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)))
             .collect();
         for restore in hist.iter().filter(|v| v.writer.node == r) {
             let latest = landed.iter().filter(|v| v.at < restore.at).max_by_key(|v| v.at);
@@ -1503,6 +1506,33 @@ mod tests {
             h.ledger.installs.insert((0, 1), installs.map(|(e, at)| (crate::exec::EPOCH_MS + e, at)).to_vec());
             assert_eq!(h.rules(), rules, "restored the body of op {restored_op}");
         }
+    }
+
+    /// Seed 2529: n0's renewal lands but its answer is lost; the backup tool puts back the bytes n0 holds (the
+    /// same ETag) before the readback, so the resend, conditional on that ETag, lands over them and is what n0
+    /// installs. That renewed over its own held version, not an older one: the restore adopted nothing.
+    #[test]
+    fn a_resend_over_a_restore_of_the_held_bytes_adopts_nothing() {
+        let mut h = clean();
+        h.nodes.push("backup".into());
+        h.clocks.push(Clock::default());
+        h.celld.push(false);
+        h.restorer = Some(2);
+        h.op(8, 0, 1, OpKind::Renew, (1_000, 1_310), OpResult::LeaseOk);
+        h.lease(8, 0, 4_000, 1_005);
+        let key = "nodes/n0.json";
+        let held = h.store.objects[key][0].body.clone().unwrap();
+        h.store.plant(key, &held, Tag { node: 2, incarnation: 0, op: 20, sent: 1_100 }, 1_102);
+        let terms = LeaseTerms { expires_ms: crate::exec::EPOCH_MS + 4_000, ttl_ms: Some(TTL), store_clock: true };
+        h.store.plant(key, &encode_lease("n0", terms, "", "l8-resent"), Tag { node: 0, incarnation: 0, op: 8, sent: 1_298 }, 1_300);
+        h.op(9, 0, 1, OpKind::Renew, (1_500, 1_510), OpResult::LeaseOk);
+        h.lease(9, 0, 4_500, 1_505);
+        let installs = [(TTL, 5), (4_000, 1_310), (4_500, 1_510)];
+        h.ledger.installs.insert((0, 1), installs.map(|(e, at)| (crate::exec::EPOCH_MS + e, at)).to_vec());
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        // Had n0 installed the first landing, the restore would have put back an older version under it.
+        h.ledger.installs.get_mut(&(0, 1)).unwrap()[1].1 = 1_010;
+        assert_eq!(h.rules(), vec!["restored-lease-adopted"]);
     }
 
     #[test]
