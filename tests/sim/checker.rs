@@ -1485,16 +1485,22 @@ mod tests {
         assert_eq!(h.rules(), Vec::<&str>::new());
     }
 
+    /// `clean()` with a backup tool (process 2) that puts old lease bodies back.
+    fn with_restorer() -> Hist {
+        let mut h = clean();
+        h.nodes.push("backup".into());
+        h.clocks.push(Clock::default());
+        h.celld.push(false);
+        h.restorer = Some(2);
+        h
+    }
+
     /// Issue 21 R: a renewal landing over a lease the backup tool put back to an older version is caught;
     /// over the bytes the holder wrote last (the same ETag, expires_ms and nonce) it is not.
     #[test]
     fn a_renewal_over_a_restored_lease_is_caught_only_when_the_restore_was_older() {
         for (restored_op, rules) in [(1, vec!["restored-lease-adopted"]), (8, vec![])] {
-            let mut h = clean();
-            h.nodes.push("backup".into());
-            h.clocks.push(Clock::default());
-            h.celld.push(false);
-            h.restorer = Some(2);
+            let mut h = with_restorer();
             h.op(8, 0, 1, OpKind::Renew, (1_000, 1_010), OpResult::LeaseOk);
             h.lease(8, 0, 4_000, 1_005);
             let key = "nodes/n0.json";
@@ -1513,11 +1519,7 @@ mod tests {
     /// installs. That renewed over its own held version, not an older one: the restore adopted nothing.
     #[test]
     fn a_resend_over_a_restore_of_the_held_bytes_adopts_nothing() {
-        let mut h = clean();
-        h.nodes.push("backup".into());
-        h.clocks.push(Clock::default());
-        h.celld.push(false);
-        h.restorer = Some(2);
+        let mut h = with_restorer();
         h.op(8, 0, 1, OpKind::Renew, (1_000, 1_310), OpResult::LeaseOk);
         h.lease(8, 0, 4_000, 1_005);
         let key = "nodes/n0.json";
