@@ -1,39 +1,53 @@
-// Benchmark (not a test): requests per ownership operation against the protocol's minimum, and claims per
-// second with 1, 8 and 32 concurrent nodes against a local atomic store (ministack), celld-edge vs the
-// same protocol in plain JS over aws4fetch (bench/baseline-protocol.mjs), with CPU per claim.
+// Benchmark (not a test): requests and round trips in sequence per ownership operation against the
+// protocol's minimum, and claims per second with 1, 8 and 32 concurrent nodes against a local atomic store
+// (ministack), celld-edge vs the same protocol in plain JS over aws4fetch (bench/baseline-protocol.mjs),
+// with CPU per claim.
 // Run: bench/claims [seconds] [rounds]   (starts ministack itself)   or   node bench/claims.mjs with
 // CELLD_TEST_ATOMIC_* set. Each node count runs `rounds` times, celld-edge and the baseline taking turns, so
 // a busy machine slows both alike; the summary is the median round.
 import { S3Ownership } from "celld-edge";
 import { storeFromEnv } from "./store-env.mjs";
 import { BaselineOwnership } from "./baseline-protocol.mjs";
+import { RoundTrips } from "../tests/common/round-trips.mjs";
 
 const store = storeFromEnv("ATOMIC", "bench/claims");
 const seconds = Number(process.argv[2] ?? 4);
 const rounds = Number(process.argv[3] ?? 3);
 
-// ---- round trips: count what goes over the wire for each operation ----
-let sent = [];
-const counting = (url, init) => {
-  const h = init?.headers ?? {};
-  sent.push(`${init?.method ?? "GET"}${h["if-none-match"] ? " if-none-match" : h["if-match"] ? " if-match" : ""}`);
-  return fetch(url, init);
-};
+// ---- round trips: what goes over the wire for each operation, and how much of it in sequence ----
+// tests/common/round-trips.mjs gives each request a depth (one more than the deepest request answered
+// before it was sent): "in sequence" is the depth of the operation, what a user waits for one round trip
+// after another; the minimum is what the protocol cannot do without (SPEC §8).
 const prefix = `bench-rt-${Date.now()}/`;
+const trips = new RoundTrips(prefix);
+const counting = trips.fetch();
 const a = new S3Ownership({ ...store, prefix, node: "a", fetch: counting, leaseTtlMs: 3000, maxClockSkewMs: 200 });
 const b = new S3Ownership({ ...store, prefix, node: "b", fetch: counting, probe: false, maxClockSkewMs: 200 });
 const measure = async (name, minimum, op, expect) => {
-  sent = [];
-  const result = await op();
+  const { result, requests, sequence, waves } = await trips.measure(op);
   if (expect && !expect(result)) throw new Error(`${name}: unexpected result ${JSON.stringify(result)}`);
-  const counts = Object.entries(sent.reduce((c, m) => ({ ...c, [m]: (c[m] ?? 0) + 1 }), {}));
-  const wire = sent.length > 8 ? counts.map(([m, n]) => `${n} ${m}`).join(", ") : sent.join(", ");
-  return { op: name, requests: sent.length, minimum, wire };
+  const counts = Object.entries(waves.flat().reduce((c, m) => ({ ...c, [m]: (c[m] ?? 0) + 1 }), {}));
+  const wire = requests > 8 ? counts.map(([m, n]) => `${n} ${m}`).join(", ") : RoundTrips.show(waves);
+  return { op: name, requests, sequence, minimum, wire };
 };
 const won = (r) => r.outcome === "applied";
 const lost = (r) => r.outcome === "rejected";
 const rows = [];
 rows.push(await measure("acquire lease (first write: includes the probe)", 2, () => a.acquireLease()));
+// A new instance (a cold Worker isolate) with a node id of its own, on the bucket `a` just qualified.
+const cold = new S3Ownership({ ...store, prefix, node: `cold-${Date.now().toString(36)}`, fetch: counting, maxClockSkewMs: 200 });
+rows.push(await measure("new instance: acquireLease + first claim (qualified)", 3, async () => {
+  await cold.acquireLease();
+  return cold.claim("cold");
+}, won));
+await cold.close();
+// Without a node id the instance makes one up and creates its lease without reading it first (SPEC §8).
+const madeUp = new S3Ownership({ ...store, prefix, fetch: counting, maxClockSkewMs: 200 });
+rows.push(await measure("new instance, made-up node id: acquireLease + claim (expectNew)", 3, async () => {
+  await madeUp.acquireLease();
+  return madeUp.claim("cold-new", { expectNew: true });
+}, won));
+await madeUp.close();
 await b.acquireLease();
 rows.push(await measure("claim a cell never seen", 1, () => a.claim("fresh"), won));
 rows.push(await measure("claim a new cell with { expectNew: true }", 1, () => a.claim("new", { expectNew: true }), won));
@@ -59,8 +73,31 @@ if (held.outcome !== "applied") throw new Error(`setup: a could not claim "held"
 // that clock and b judges by its lower bound, each known to the whole second of Date (up to 2 s between them).
 await new Promise((r) => setTimeout(r, 5300));
 rows.push(await measure("takeover from a dead node", 3, () => b.claim("held"), (r) => won(r) && r.tookOver));
-console.log("requests per operation (celld-edge; the minimum is what the protocol cannot do without):");
-for (const r of rows) console.log(`  ${r.op.padEnd(50)} ${String(r.requests).padStart(3)}  (minimum ${r.minimum})${r.requests > r.minimum ? `  [${r.wire}]` : ""}`);
+console.log("round trips per operation over the S3 API (celld-edge): requests sent, how many one after another, and the minimum");
+console.log("in sequence (what the protocol cannot do without); the requests in sequence order, → between round trips:");
+for (const r of rows) {
+  const over = r.sequence > r.minimum ? "  OVER" : "";
+  console.log(`  ${r.op.padEnd(52)} ${String(r.requests).padStart(3)} sent ${String(r.sequence).padStart(3)} in sequence (minimum ${r.minimum})${over}  [${r.wire}]`);
+}
+
+// ---- the same cold path through an R2 binding: Miniflare's local bucket, driven from Node through its proxy ----
+{
+  const { Miniflare } = await import("miniflare");
+  const mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null) } }", r2Buckets: ["CELLS"] });
+  const bucket = await mf.getR2Bucket("CELLS");
+  const r2Prefix = `bench-r2-${Date.now()}/`;
+  const r2Trips = new RoundTrips(r2Prefix);
+  await new S3Ownership({ r2: bucket, prefix: r2Prefix, node: "qualifier" }).probe();
+  const fresh = new S3Ownership({ r2: r2Trips.binding(bucket), prefix: r2Prefix });
+  const cold = await r2Trips.measure(async () => {
+    await fresh.acquireLease();
+    return fresh.claim("cold", { expectNew: true });
+  });
+  if (cold.result.outcome !== "applied") throw new Error(`r2 cold path: ${JSON.stringify(cold.result)}`);
+  console.log(`\nthrough an R2 binding (Miniflare's local bucket): new instance: acquireLease + first claim (qualified, expectNew) ${cold.requests} sent ${cold.sequence} in sequence (minimum 3)  [${RoundTrips.show(cold.waves)}]`);
+  await fresh.close();
+  await mf.dispose();
+}
 
 // ---- CPU of the contenders' own code: the same claim/release loop over an in-process store ----
 // Node's fetch (undici, sockets) costs ~500 µs of CPU per request here and is the same for both, so it

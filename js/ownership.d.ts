@@ -9,11 +9,27 @@ declare global {
   }
 }
 
+/** A Workers R2 bucket binding (`env.CELLS` with `[[r2_buckets]]` in wrangler.toml): what celld-edge calls
+ * on it. Workers' `R2Bucket` is one. */
+export interface R2BucketBinding {
+  get(key: string): Promise<unknown>;
+  put(key: string, value: Uint8Array, options?: unknown): Promise<unknown>;
+  delete(keys: string | string[]): Promise<void>;
+  list(options?: unknown): Promise<unknown>;
+}
+
 /** Options of `new S3Ownership(...)`. */
 export interface S3OwnershipOptions {
-  /** `https://<account>.r2.cloudflarestorage.com`, `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`, ... */
-  endpoint: string;
-  bucket: string;
+  /**
+   * A Workers R2 bucket binding, instead of the S3 API: no endpoint, bucket, region, keys or fetch (giving
+   * any of them with it is `invalid-input`). The same records, in a bucket S3-API clients can share.
+   */
+  r2?: R2BucketBinding;
+  /** `https://<account>.r2.cloudflarestorage.com`, `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`, ...
+   * (required without `r2`) */
+  endpoint?: string;
+  /** Required without `r2`. */
+  bucket?: string;
   /** `"auto"` for R2; default `"us-east-1"`. */
   region?: string;
   /** Static keys; or give `credentials` instead (not both). */
@@ -30,8 +46,10 @@ export interface S3OwnershipOptions {
    * AWS SDK credential providers can be passed as they are.
    */
   credentials?: () => Promise<ProvidedCredentials> | ProvidedCredentials;
-  /** This node's id: 1..=256 bytes, no `/`, `\`, control characters, not `.`/`..`; unique per running instance. */
-  node: string;
+  /** This node's id: 1..=256 bytes, no `/`, `\`, control characters, not `.`/`..`; unique per running
+   * instance. Without it the instance makes one up (`edge-<16 hex>`, read it as `own.node`), and its first
+   * lease is written without reading first: a new instance's first claim costs one round trip less. */
+  node?: string;
   /** Advertised in the node lease for routing (celld treats an empty addr as dead). Default `""`. */
   addr?: string;
   /** Key prefix: empty or `[A-Za-z0-9._/-]+` ending in `/`. Default `""`. */
@@ -281,6 +299,8 @@ export interface ProbeReport {
  */
 export declare class S3Ownership {
   constructor(options: S3OwnershipOptions);
+  /** This node's id: the `node` option, or the one this instance made up without it. */
+  readonly node: string;
   /** Low level: the owner record, or `null` when absent. */
   readOwner(cell: string): Promise<OwnerRecord | null>;
   /** Low level: writes `{node: this node, epoch}` under `guard`. */
@@ -367,7 +387,7 @@ export declare class S3Ownership {
 export type S3InspectorOptions = Pick<
   S3OwnershipOptions,
   "endpoint" | "bucket" | "region" | "accessKeyId" | "secretAccessKey" | "sessionToken" | "prefix" | "maxClockSkewMs"
-  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent" | "credentials"
+  | "requestTimeoutMs" | "pathStyle" | "fetch" | "onEvent" | "credentials" | "r2"
 >;
 
 /** What a peer would conclude from one look at a node's lease now (SPEC §5), by the store's clock (the `Date`

@@ -32,8 +32,16 @@ export class S3Ownership {
   constructor(options) {
     this.#options = options;
     this.#core = sync(() => new WasmOwnership(options, hooks));
+    // A node id the instance made up stays its id when the core is made again after a trap (which then
+    // reads its lease first, as for any id given).
+    if (options.node === undefined) this.#options = { ...options, node: this.#core.node };
     this.#instance = currentInstance();
     this.#authority = new Authority(this.#core);
+  }
+
+  /** This node's id: the `node` option, or the one this instance made up (`edge-<16 hex>`) without it. */
+  get node() {
+    return this.#options.node;
   }
 
   /** The core, re-created (no lease, no claims) when a trap replaced the instance it lived in. */

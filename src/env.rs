@@ -77,8 +77,11 @@ pub struct Credentials {
     pub expires_ms: Option<u64>,
 }
 
-/// What happened, for logs and graphs (`onEvent` in JS). Names keys and node ids, never credentials.
-#[derive(Debug, Clone, PartialEq)]
+/// What happened, for logs and graphs (`onEvent` in JS, which receives this as serialized: `type` in
+/// kebab-case, fields in camelCase; js/ownership.d.ts `OwnershipEvent`). Names keys and node ids, never
+/// credentials.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum Event<'a> {
     /// A fresh lease was installed; `ms` is how long acquiring took.
     LeaseAcquired { node: &'a str, expires_ms: u64, ms: f64 },
@@ -90,7 +93,10 @@ pub enum Event<'a> {
     /// `close()` retired this node's lease (an expired copy, written over its own token): peers may take
     /// over its cells at once. `deleted`: the retired record was then deleted too (nothing left in `nodes/`).
     LeaseRetired { node: &'a str, deleted: bool, ms: f64 },
-    ClaimApplied { cell: &'a str, epoch: u64, took_over: bool, ms: f64 },
+    /// A claim's write landed on a released or absent record.
+    ClaimApplied { cell: &'a str, epoch: u64, ms: f64 },
+    /// A claim's write landed over a dead holder's record.
+    ClaimTookOver { cell: &'a str, epoch: u64, ms: f64 },
     /// A live owner holds the cell.
     ClaimRejected { cell: &'a str, owner: &'a str, epoch: u64, ms: f64 },
     /// An ambiguous conditional write was settled by reading back (`outcome`: applied / rejected /
@@ -100,7 +106,13 @@ pub enum Event<'a> {
     ReadRetried { key: &'a str, attempt: u32, backoff_ms: u32, detail: &'a str },
     /// This instance may no longer act for `cell` at `epoch` (its claim there is gone). Emitted once per
     /// claim, the moment the core knows, before the operation that learnt it returns.
-    AuthorityLost { cell: &'a str, epoch: u64, lost: Lost, detail: &'a str },
+    AuthorityLost {
+        cell: &'a str,
+        epoch: u64,
+        #[serde(rename = "reason")]
+        lost: Lost,
+        detail: &'a str,
+    },
     /// One request to the store was answered (or failed to be): `op` is read / write / delete, `record`
     /// what the key holds (owner, lease, fleet, probe, other), `outcome` how the answer was classified
     /// (found, missing, applied, rejected, conflict, ambiguous, retryable, refused), `status` the HTTP
@@ -113,7 +125,8 @@ pub enum Event<'a> {
 }
 
 /// Why a claim's authority ended (`Event::AuthorityLost`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Lost {
     /// The lease it was made under lapsed (by either clock), was replaced, or was renewed too late.
     LeaseLost,

@@ -89,9 +89,10 @@ impl Metrics {
                     }
                 }
             }
-            Event::ClaimApplied { took_over, .. } => {
+            Event::ClaimApplied { .. } => self.claims_applied += 1,
+            Event::ClaimTookOver { .. } => {
                 self.claims_applied += 1;
-                self.takeovers += u64::from(took_over);
+                self.takeovers += 1;
             }
             Event::ClaimRejected { .. } => self.claims_rejected += 1,
             Event::Fenced { .. } => self.fences += 1,
@@ -128,8 +129,8 @@ mod tests {
             req("write", "owner", "applied", 200, 6.0),
             req("write", "owner", "rejected", 412, 1.0),
             req("read", "lease", "retryable", 0, 0.0),
-            Event::ClaimApplied { cell: "c", epoch: 2, took_over: true, ms: 1.0 },
-            Event::ClaimApplied { cell: "d", epoch: 1, took_over: false, ms: 1.0 },
+            Event::ClaimTookOver { cell: "c", epoch: 2, ms: 1.0 },
+            Event::ClaimApplied { cell: "d", epoch: 1, ms: 1.0 },
             Event::ClaimRejected { cell: "e", owner: "b", epoch: 1, ms: 1.0 },
             Event::Fenced { node: "a", reason: "r" },
             Event::AuthorityLost { cell: "c", epoch: 2, lost: Lost::Released, detail: "" },

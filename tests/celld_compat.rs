@@ -99,11 +99,12 @@ fn celld_fleet_bodies(now: u64) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// What celld v0.6 must conclude from one of our live leases, read at `view` (celld's wall clock): a live
-/// node (so it takes none of our cells and routes none of its requests to us), never a placement,
-/// hand-off or rebalance target, and nothing that halts its planner, readiness or paging.
-fn judged_as_celld_needs(name: &str, lease: &v06::Lease, view: u64) {
-    assert!(lease.live_to_celld("edge-7", view), "{name}: celld must see a live owner");
+/// What celld v0.6 must conclude from one of our live leases, at `nodes/<key_node>.json`, read at `view`
+/// (celld's wall clock): a live node (so it takes none of our cells and routes none of its requests to
+/// us), never a placement, hand-off or rebalance target, and nothing that halts its planner, readiness or
+/// paging.
+fn judged_as_celld_needs(name: &str, key_node: &str, lease: &v06::Lease, view: u64) {
+    assert!(lease.live_to_celld(key_node, view), "{name}: celld must see a live owner");
     assert!(!lease.placement_target(view) && !lease.handoff_target(view), "{name}: never a target");
     assert!(!lease.receives_cells(), "{name}: never a rebalance receiver");
     assert!(lease.keeps_planner_running(view, 0), "{name}: the planner must go on");
@@ -128,7 +129,7 @@ fn every_lease_this_library_writes_in_a_celld_fleet_decodes_as_celld_v06_reads_i
         }
         // Throughout the lease's life, whenever celld reads it.
         for view in [lease.load.sampled_ms, lease.load.sampled_ms + TTL / 2, lease.expires_ms - 1] {
-            judged_as_celld_needs(name, &lease, view);
+            judged_as_celld_needs(name, "edge-7", &lease, view);
         }
         assert!(!lease.live_to_celld("edge-7", lease.expires_ms), "{name}: dead to celld at its expiry");
     }
@@ -497,10 +498,28 @@ fn every_lease_written_in_a_celld_fleet_is_one_celld_v06_reads_as_a_live_node_ne
             // Sampled at the instant the expiry counts from (the store's clock): fresh through the lease's life.
             assert_eq!(lease.expires_ms - lease.load.sampled_ms, TTL, "write {i}");
             for view in [lease.load.sampled_ms, lease.expires_ms - 1] {
-                judged_as_celld_needs(&format!("write {i}"), &lease, view);
+                judged_as_celld_needs(&format!("write {i}"), "edge-7", &lease, view);
             }
         }
     }
+}
+
+#[test]
+fn a_made_up_node_ids_lease_is_created_unread_and_celld_shaped_in_a_celld_fleet() {
+    let env = celld_fleet();
+    let mut c = config("");
+    c.made_up_node = true;
+    c.addr = String::new();
+    let a = S3Ownership::new(c, env.clone()).unwrap();
+    let key = format!("nodes/{}.json", a.config().node);
+    block_on(a.acquire_lease()).unwrap();
+    // Found a celld fleet by the first reads, then created the lease without reading it (SPEC §8).
+    assert_eq!(env.wire_since(0), ["GET fleet/control.json", "GET wake/format.json", format!("PUT {key} if-none-match").as_str()]);
+    let written = bodies(&env, &key);
+    let lease = v06::decode(&written[0]).unwrap_or_else(|e| panic!("celld v0.6 cannot read it: {e}"));
+    assert_eq!((lease.peer_protocol, lease.log.is_none(), lease.addr.as_str()), (0, true, UNDIALABLE_ADDR));
+    assert_eq!(lease.expires_ms - lease.load.sampled_ms, TTL);
+    judged_as_celld_needs("the created lease", &a.config().node, &lease, lease.load.sampled_ms);
 }
 
 #[test]

@@ -1293,7 +1293,8 @@ mod lifecycle {
         // b's own lease outlives the wait (a real waiter renews meanwhile).
         let (gate, b) = gated(&env, "b", 10 * TTL);
         block_on(b.acquire_lease()).unwrap();
-        env.advance(1_234);
+        // a's lease was written 4 s ago: its expiry on the store's clock comes before a ttl of watching.
+        env.advance(4_000);
         let sent = env.sent_count();
         let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), std::future::pending()));
         assert!(poll(&mut wait).is_none());
@@ -1302,6 +1303,7 @@ mod lifecycle {
         // second a `Date` can lag, later than the store's clock itself.
         let (now, target) = (env.0.borrow().wall, lease_of(&env, "a")["expires_ms"].as_u64().unwrap() + rate_margin_ms(TTL));
         let first = u64::from(gate.sleeps()[0]);
+        assert!(target - now < TTL, "a's expiry is {} ms away", target - now);
         assert!((target - now..=target - now + 1_000).contains(&first), "slept {first} ms for {} ms", target - now);
         // The holder renews while b sleeps: b wakes, reads the new version, sleeps again until its expiry.
         env.advance(2_000);

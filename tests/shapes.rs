@@ -3,6 +3,7 @@
 //! type (serde_json: the same names serde-wasm-bindgen gives) and compares its keys with the members the
 //! .d.ts declares, so that a field added on one side only fails here. (Option names: tests/node/shapes.test.mjs.)
 
+use celld_edge::env::{Event, Lost};
 use celld_edge::ownership::records::Recovery;
 use celld_edge::ownership::{ClaimOutcome, Closed, LeaseRemoval, NodeLeaseRecord, OwnerInfo, OwnerRecord, ProbeReport};
 use serde::Serialize;
@@ -113,4 +114,39 @@ fn released_records_name_no_node_and_outcomes_are_tagged() {
     let applied = ClaimOutcome::Applied { epoch: 4, took_over: false, prior: None };
     assert_eq!(serde_json::to_string(&applied).unwrap(), r#"{"outcome":"applied","epoch":4,"tookOver":false,"prior":null}"#);
     assert_eq!(serde_json::to_string(&LeaseRemoval::Needed { cell: None }).unwrap(), r#"{"outcome":"needed"}"#);
+}
+
+/// One of each event, as the core emits it.
+fn every_event() -> Vec<Event<'static>> {
+    vec![
+        Event::LeaseAcquired { node: "n", expires_ms: 1, ms: 1.0 },
+        Event::LeaseRenewed { node: "n", expires_ms: 1, ms: 1.0 },
+        Event::Fenced { node: "n", reason: "r" },
+        Event::Closed { node: "n" },
+        Event::LeaseRetired { node: "n", deleted: true, ms: 1.0 },
+        Event::ClaimApplied { cell: "c", epoch: 1, ms: 1.0 },
+        Event::ClaimTookOver { cell: "c", epoch: 2, ms: 1.0 },
+        Event::ClaimRejected { cell: "c", owner: "o", epoch: 1, ms: 1.0 },
+        Event::AmbiguousSettled { key: "k", outcome: "applied", readbacks: 1 },
+        Event::ReadRetried { key: "k", attempt: 1, backoff_ms: 5, detail: "d" },
+        Event::AuthorityLost { cell: "c", epoch: 1, lost: Lost::TakenOver, detail: "d" },
+        Event::Request { key: "k", op: "read", record: "owner", outcome: "found", status: 200, ms: 1.0 },
+        Event::CredentialsRefreshed { expires_ms: 1, ms: 1.0 },
+        Event::CredentialsFailed { detail: "d" },
+    ]
+}
+
+#[test]
+fn events_have_the_type_and_members_of_their_dts_arm() {
+    let d = dts();
+    for event in every_event() {
+        let kind = serde_json::to_value(&event).unwrap()["type"].as_str().expect("a type").to_owned();
+        assert_eq!(keys(&event), arm(&d, "OwnershipEvent", &kind), "{kind}");
+    }
+    let lost = serde_json::to_value(Event::AuthorityLost { cell: "c", epoch: 1, lost: Lost::LeaseLost, detail: "" }).unwrap();
+    assert_eq!(lost["reason"], "lease-lost", "the reason is named as the AuthorityLost type says");
+    for reason in [Lost::LeaseLost, Lost::TakenOver, Lost::Reclaimed, Lost::Released, Lost::Closed] {
+        assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
+        assert!(d.contains(&format!("\"{}\"", reason.as_str())), "{reason:?} in js/ownership.d.ts");
+    }
 }

@@ -1,23 +1,21 @@
 import { S3Ownership } from "celld-edge";
 
-let own, node; // one node per isolate, shared by its requests
+let own; // one instance per isolate, shared by its requests
+let leasing; // the lease acquisition in flight, which concurrent requests share (docs/r2.md, "Concurrent requests")
 export default {
   async fetch(request, env) {
     const path = new URL(request.url).pathname.match(/^\/cells\/([^/]+)$/); // /cells/<cell>; nothing else
     if (!path) return new Response("not found: ask for /cells/<cell>", { status: 404 });
-    node ??= `worker-${crypto.randomUUID()}`;
-    own ??= new S3Ownership({
-      endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, region: env.S3_REGION, node,
-      accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY, // wrangler secret put
-    });
+    // The R2 bucket bound in wrangler.toml: no keys, no endpoint. No node id: the isolate makes one up.
+    own ??= new S3Ownership({ r2: env.CELLS });
     try {
       // No timers between requests in Workers: after an idle gap the lease has lapsed, and a fresh one
       // voids the claims made under the old one, though the records still name this node.
-      if (!own.leaseValid()) await own.acquireLease();
+      if (!own.leaseValid()) await (leasing ??= own.acquireLease().finally(() => (leasing = undefined)));
       const cell = decodeURIComponent(path[1]);
       const owner = await own.owner(cell);
       // Held by this isolate, or by another live node: route to owner.node / owner.addr.
-      if (owner?.held || (owner?.live && owner.node !== node)) return Response.json(owner);
+      if (owner?.held || (owner?.live && owner.node !== own.node)) return Response.json(owner);
       return Response.json(await own.claim(cell)); // free, its owner dead, or our void claim: (re)claim it
     } catch (e) {
       const status = e.code === "invalid-input" || e instanceof URIError ? 400 : 503; // a bad cell id, or the store

@@ -4,10 +4,13 @@
 //   200 { cell, owner, epoch, addr, self, live }             someone (maybe this node) owns it
 //   200 { cell, owner, epoch, self: true, tookOver }         this node has just claimed it
 //   4xx/5xx { cell, code, message }                          a celld-edge error (codes in the README)
-// Credentials come from Worker secrets (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY), never from source.
+// The bucket is the R2 binding CELLS (wrangler.toml's [[r2_buckets]]): no keys, no endpoint. Without the
+// binding it uses the S3 API with S3_ENDPOINT / S3_BUCKET / S3_REGION and the keys as Worker secrets
+// (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY), never in source: for a bucket elsewhere.
 //
-// One S3Ownership per isolate: its node id is NODE_ID when set (one Worker = one node) or a random id per
-// isolate, because two isolates sharing an id would be one node in two places. Workers cannot run timers
+// One S3Ownership per isolate: its node id is NODE_ID when set (one Worker = one node), else one the
+// instance makes up (a new one per isolate, whose first lease needs no read: the first request is one
+// round trip faster), because two isolates sharing an id would be one node in two places. Workers cannot run timers
 // between requests, so the lease is renewed by the requests themselves (once a third of the ttl has
 // passed); an isolate that gets no requests lets its lease lapse, and its cells are taken over by others.
 import { S3Ownership } from "celld-edge";
@@ -20,15 +23,19 @@ let leasing = null; // the lease upkeep in flight, shared by concurrent requests
 
 function ownership(env) {
   if (own) return own;
-  nodeId = env.NODE_ID || `worker-${crypto.randomUUID()}`;
   ttlMs = Number(env.LEASE_TTL_MS || 10000);
+  const store = env.CELLS
+    ? { r2: env.CELLS }
+    : {
+        endpoint: env.S3_ENDPOINT,
+        bucket: env.S3_BUCKET,
+        region: env.S3_REGION || "auto",
+        accessKeyId: env.S3_ACCESS_KEY_ID,
+        secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+      };
   own = new S3Ownership({
-    endpoint: env.S3_ENDPOINT,
-    bucket: env.S3_BUCKET,
-    region: env.S3_REGION || "auto",
-    accessKeyId: env.S3_ACCESS_KEY_ID,
-    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-    node: nodeId,
+    ...store,
+    node: env.NODE_ID || undefined,
     addr: env.NODE_ADDR || "",
     prefix: env.S3_PREFIX || "",
     leaseTtlMs: ttlMs,
@@ -38,6 +45,7 @@ function ownership(env) {
     // 7 days). PROBE = "false" skips even that read, once the store is known to pass.
     probe: env.PROBE !== "false",
   });
+  nodeId = own.node;
   return own;
 }
 

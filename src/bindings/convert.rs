@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::env::Event;
 use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
@@ -15,6 +14,11 @@ use crate::ownership::{
 
 /// `null` for absent values, plain objects: what the JSON results of earlier versions gave.
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
+
+/// What `onEvent` receives: the core's `Event`, serialized as it derives.
+pub(crate) fn event(event: &crate::env::Event<'_>) -> Result<JsValue, Error> {
+    to_js(event)
+}
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, Error> {
     value.serialize(&OUT).map_err(|e| Error::invalid(format!("result not representable in JS: {e}")))
@@ -54,13 +58,16 @@ struct OptionsIn {
     /// the static keys.
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     credentials: JsValue,
+    /// A Workers R2 bucket binding (`env.CELLS`), instead of an endpoint, keys and fetch.
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    r2: JsValue,
 }
 
 /// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 20] = [
+const OPTION_NAMES: [&str; 21] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
     "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "celld", "fetch",
-    "onEvent", "credentials",
+    "onEvent", "credentials", "r2",
 ];
 
 /// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
@@ -78,9 +85,9 @@ pub fn inspector_option_names() -> Vec<String> {
 
 /// The options `new S3Inspector(...)` takes (src/bindings/listing.rs): the connection's, no node, lease or
 /// probe policy (an inspector holds none).
-pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 13] = [
+pub(crate) const INSPECTOR_OPTION_NAMES: [&str; 14] = [
     "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "prefix", "maxClockSkewMs",
-    "requestTimeoutMs", "pathStyle", "fetch", "onEvent", "credentials",
+    "requestTimeoutMs", "pathStyle", "fetch", "onEvent", "credentials", "r2",
 ];
 
 /// Which class the options are for: its name (for messages) and the options it takes.
@@ -99,7 +106,13 @@ pub(crate) struct Options {
     pub(crate) fetch: js_sys::Function,
     pub(crate) on_event: Option<js_sys::Function>,
     pub(crate) credentials: Option<js_sys::Function>,
+    /// The `r2` option: requests go through this binding instead of `fetch`.
+    pub(crate) r2: Option<super::r2::R2Binding>,
 }
+
+/// The options that name the store over the S3 API: none of them goes with `r2`.
+const S3_ONLY: [&str; 10] =
+    ["endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "pathStyle", "fetch", "credentials", "r2"];
 
 fn invalid_option(class: Class, why: impl std::fmt::Display) -> Error {
     Error::invalid(format!("{} options: {why}", class.name))
@@ -210,11 +223,14 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     if let Some(why) = mistyped_secret(&js) {
         return Err(invalid_option(why));
     }
-    let o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(class, &js, e))?;
+    let mut o: OptionsIn = serde_wasm_bindgen::from_value(js.clone()).map_err(|e| name_mistyped(class, &js, e))?;
+    if !o.r2.is_undefined() {
+        return r2_options(class, &js, o);
+    }
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| invalid_option(format!("{name} is required")));
-    let endpoint = required(o.endpoint, "endpoint")?;
-    let bucket = required(o.bucket, "bucket")?;
-    let credentials = match o.credentials {
+    let endpoint = required(o.endpoint.take(), "endpoint")?;
+    let bucket = required(o.bucket.take(), "bucket")?;
+    let credentials = match std::mem::replace(&mut o.credentials, JsValue::UNDEFINED) {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(v.dyn_into::<js_sys::Function>().map_err(|_| {
             invalid_option("credentials must be an async function returning { accessKeyId, secretAccessKey, sessionToken, expiration }".into())
@@ -230,20 +246,48 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
             let keys = |v: Option<String>, name: &str| {
                 v.ok_or_else(|| invalid_option(format!("{name} is required (or give credentials: an async function returning short-lived keys)")))
             };
-            (keys(o.access_key_id, "accessKeyId")?, keys(o.secret_access_key, "secretAccessKey")?)
+            (keys(o.access_key_id.take(), "accessKeyId")?, keys(o.secret_access_key.take(), "secretAccessKey")?)
         }
     };
-    let node = if class.options.contains(&"node") { required(o.node, "node")? } else { String::new() };
-    let mut config = Config::new(&endpoint, &bucket, &node, &access_key_id, &secret_access_key);
+    let mut config = Config::new(&endpoint, &bucket, "", &access_key_id, &secret_access_key);
     config.credentials_provider = credentials.is_some();
-    config.session_token = o.session_token.filter(|t| !t.is_empty());
-    config.region = o.region.unwrap_or(config.region);
+    config.session_token = o.session_token.take().filter(|t| !t.is_empty());
+    config.region = o.region.take().unwrap_or(config.region);
+    config.path_style = o.path_style.unwrap_or(config.path_style);
+    let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch.clone() };
+    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
+    finish(class, config, o, fetch, credentials, None)
+}
+
+/// The options with `r2`: the binding is the store, so nothing that names a store over the S3 API goes
+/// with it (an endpoint or keys beside it would be ignored, which would hide a mistake).
+fn r2_options(class: Class, js: &JsValue, o: OptionsIn) -> Result<Options, Error> {
+    let given = |name: &str| js_sys::Reflect::get(js, &JsValue::from_str(name)).is_ok_and(|v| !v.is_undefined());
+    if let Some(name) = S3_ONLY.iter().copied().find(|&n| n != "r2" && given(n)) {
+        return Err(invalid_option(class, format!("{name} does not go with r2 (an R2 binding needs no endpoint, keys or fetch)")));
+    }
+    let binding = super::r2::R2Binding::new(o.r2.clone()).map_err(|why| invalid_option(class, why))?;
+    let mut config = Config::new("", "", "", "", "");
+    config.r2_binding = true;
+    let fetch = binding.unused_fetch();
+    finish(class, config, o, fetch, None, Some(binding))
+}
+
+/// The options both stores share.
+fn finish(class: Class, mut config: Config, o: OptionsIn, fetch: js_sys::Function, credentials: Option<js_sys::Function>, r2: Option<super::r2::R2Binding>) -> Result<Options, Error> {
+    let invalid_option = |why: String| invalid_option(class, why);
+    if class.options.contains(&"node") {
+        match o.node {
+            Some(node) => config.node = node,
+            // None given: the instance makes one up (S3Ownership::new), and says which (`own.node`).
+            None => config.made_up_node = true,
+        }
+    }
     config.addr = o.addr.unwrap_or_default();
     config.prefix = o.prefix.unwrap_or_default();
     config.lease_ttl_ms = o.lease_ttl_ms.unwrap_or(config.lease_ttl_ms);
     config.max_clock_skew_ms = o.max_clock_skew_ms.unwrap_or(config.max_clock_skew_ms);
     config.request_timeout_ms = o.request_timeout_ms.unwrap_or(config.request_timeout_ms);
-    config.path_style = o.path_style.unwrap_or(config.path_style);
     config.probe = match (o.probe.as_bool(), o.probe.as_string().as_deref()) {
         _ if o.probe.is_undefined() => config.probe,
         (Some(true), _) => ProbePolicy::Recorded,
@@ -258,13 +302,11 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
         Some(other) => return Err(invalid_option(format!(r#"ids must be "celld" or "utf8", got {}"#, Quoted(other)))),
     };
     config.celld = o.celld.unwrap_or(config.celld);
-    let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch };
-    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
     let on_event = match o.on_event {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(v.dyn_into().map_err(|_| invalid_option("onEvent must be a function".into()))?),
     };
-    Ok(Options { config, fetch, on_event, credentials })
+    Ok(Options { config, fetch, on_event, credentials, r2 })
 }
 
 /// What a credentials function resolved to (SPEC 4.2). `expiration` is a `Date`, an ISO-8601 string or
@@ -552,116 +594,3 @@ pub(crate) fn probe(r: ProbeReport) -> Result<JsValue, Error> {
     to_js(&r)
 }
 
-/// What `onEvent` receives (js/ownership.d.ts, `OwnershipEvent`): fields an event does not have are left out.
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EventOut<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    node: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    owner: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    epoch: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expires_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    readbacks: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempt: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    backoff_ms: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    deleted: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    op: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    record: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ms: Option<f64>,
-}
-
-impl<'a> From<&'a Event<'a>> for EventOut<'a> {
-    fn from(event: &'a Event<'a>) -> Self {
-        let none = EventOut::default();
-        match *event {
-            Event::LeaseAcquired { node, expires_ms, ms } => {
-                EventOut { kind: "lease-acquired", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::LeaseRenewed { node, expires_ms, ms } => {
-                EventOut { kind: "lease-renewed", node: Some(node), expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::Fenced { node, reason } => EventOut { kind: "fenced", node: Some(node), reason: Some(reason), ..none },
-            Event::Closed { node } => EventOut { kind: "closed", node: Some(node), ..none },
-            Event::LeaseRetired { node, deleted, ms } => EventOut {
-                kind: "lease-retired",
-                node: Some(node),
-                deleted: Some(deleted),
-                ms: Some(ms),
-                ..none
-            },
-            Event::ClaimApplied { cell, epoch, took_over, ms } => EventOut {
-                kind: if took_over { "claim-took-over" } else { "claim-applied" },
-                cell: Some(cell),
-                epoch: Some(epoch),
-                ms: Some(ms),
-                ..none
-            },
-            Event::ClaimRejected { cell, owner, epoch, ms } => {
-                EventOut { kind: "claim-rejected", cell: Some(cell), owner: Some(owner), epoch: Some(epoch), ms: Some(ms), ..none }
-            }
-            Event::AmbiguousSettled { key, outcome, readbacks } => {
-                EventOut { kind: "ambiguous-settled", key: Some(key), outcome: Some(outcome), readbacks: Some(readbacks), ..none }
-            }
-            Event::AuthorityLost { cell, epoch, lost, detail } => EventOut {
-                kind: "authority-lost",
-                cell: Some(cell),
-                epoch: Some(epoch),
-                reason: Some(lost.as_str()),
-                detail: Some(detail),
-                ..none
-            },
-            Event::Request { key, op, record, outcome, status, ms } => EventOut {
-                kind: "request",
-                key: Some(key),
-                op: Some(op),
-                record: Some(record),
-                outcome: Some(outcome),
-                status: Some(status),
-                ms: Some(ms),
-                ..none
-            },
-            Event::CredentialsRefreshed { expires_ms, ms } => {
-                EventOut { kind: "credentials-refreshed", expires_ms: Some(expires_ms), ms: Some(ms), ..none }
-            }
-            Event::CredentialsFailed { detail } => EventOut { kind: "credentials-failed", detail: Some(detail), ..none },
-            Event::ReadRetried { key, attempt, backoff_ms, detail } => EventOut {
-                kind: "read-retried",
-                key: Some(key),
-                attempt: Some(attempt),
-                backoff_ms: Some(backoff_ms),
-                detail: Some(detail),
-                ..none
-            },
-        }
-    }
-}
-
-impl EventOut<'_> {
-    pub(crate) fn to_js(&self) -> Result<JsValue, Error> {
-        to_js(self)
-    }
-}

@@ -19,7 +19,6 @@ use js_sys::Function;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
-use super::convert::EventOut;
 use crate::env::{Event, Observer};
 use crate::metrics::Metrics;
 
@@ -53,7 +52,7 @@ impl Observer for WebObserver {
         }
         let Some(f) = &self.on_event else { return };
         // Converted now: the event borrows from the operation under way.
-        let Ok(value) = EventOut::from(&event).to_js() else { return };
+        let Ok(value) = super::convert::event(&event) else { return };
         let first = {
             let mut pending = self.pending.borrow_mut();
             pending.push(value);

@@ -35,6 +35,7 @@ impl WasmInspector {
         let o = convert::options_for(INSPECTOR, options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, hooks.clone());
         env.provider = o.credentials;
+        env.r2 = o.r2;
         let inspector = Inspector::new(&o.config, env).map_err(js_error)?.observed_by(WebObserver::new(o.on_event));
         Ok(WasmInspector { inspector: Rc::new(inspector), hooks })
     }

@@ -3,8 +3,9 @@
 //! `S3Ownership`: async methods, each a Promise), `inspector` is `WasmInspector` (js/inspector.js's
 //! `S3Inspector`), `sign` is `SignerIo` (the signer's fast path, js/sign.js). Beside them: `convert` (the
 //! options and arguments in, results and events out, through serde-wasm-bindgen), `listing` and `metrics`
-//! (their results' shapes), `web` (the [`crate::env::Env`] over the injected `fetch`), `events` (the [`crate::env::Observer`] beside
-//! it: metrics, the authority watcher, `onEvent`), `error` (every JS
+//! (their results' shapes), `web` (the [`crate::env::Env`] over the injected `fetch`), `r2` (its requests
+//! through an R2 binding instead), `events` (the [`crate::env::Observer`] beside it: metrics, the
+//! authority watcher, `onEvent`), `error` (every JS
 //! error), `trap` (what keeps a wasm trap from hanging callers). This layer converts and checks inputs and
 //! turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on anything JS
 //! hands it.
@@ -16,6 +17,7 @@ mod inspector;
 mod listing;
 mod metrics;
 mod ownership;
+mod r2;
 mod sign;
 mod trap;
 mod web;

@@ -54,6 +54,7 @@ impl WasmOwnership {
         let o = convert::options(options).map_err(js_error)?;
         let mut env = WebEnv::new(o.fetch, hooks.clone());
         env.provider = o.credentials;
+        env.r2 = o.r2;
         let events = Rc::new(WebObserver::new(o.on_event));
         let ownership = S3Ownership::new(o.config, env).map_err(js_error)?.observed_by(events.clone());
         Ok(WasmOwnership { core: Rc::new(Core { ownership, events, renewing: Cell::new(0), last_loop: Cell::new(0), inspector: RefCell::default() }), hooks })
@@ -186,6 +187,12 @@ impl WasmOwnership {
         self.run(|c| async move { convert::probe(c.ownership.probe().await?) })
     }
 
+    /// This node's id: the `node` option, or the one the instance made up without it.
+    #[wasm_bindgen(getter)]
+    pub fn node(&self) -> String {
+        self.core.ownership.config().node.clone()
+    }
+
     #[wasm_bindgen(js_name = leaseValid)]
     pub fn lease_valid(&self) -> bool {
         self.core.ownership.lease_valid()
@@ -276,6 +283,7 @@ fn inspector_of(c: &Core) -> Result<Rc<Inspector<WebEnv>>, Error> {
     let env = c.ownership.env();
     let mut own = WebEnv::new(env.fetch.clone(), env.hooks.clone());
     own.provider = env.provider.clone();
+    own.r2 = env.r2.clone();
     // Its requests go to `onEvent`, not to this instance's metrics.
     let events = WebObserver::new(c.events.on_event.clone());
     let inspector = Rc::new(Inspector::new(c.ownership.config(), own)?.observed_by(events));

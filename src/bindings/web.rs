@@ -49,6 +49,8 @@ pub(crate) struct WebEnv {
     pub(crate) sleeping: RefCell<Vec<(JsValue, Function)>>,
     /// The `credentials` option: called for fresh keys (`Env::credentials`).
     pub(crate) provider: Option<Function>,
+    /// The `r2` option: every request goes through this binding instead of `fetch`.
+    pub(crate) r2: Option<super::r2::R2Binding>,
 }
 
 /// Forgets a sleep's timer once the sleep is over or dropped.
@@ -69,7 +71,7 @@ impl Drop for Asleep<'_> {
 }
 
 /// What a thrown JS value says (an Error's message, else its string form).
-fn describe(e: &JsValue) -> String {
+pub(crate) fn describe(e: &JsValue) -> String {
     let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
     message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
 }
@@ -129,7 +131,7 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
 
 impl WebEnv {
     pub(crate) fn new(fetch: Function, hooks: Hooks) -> Self {
-        WebEnv { fetch, hooks, sleeping: RefCell::default(), provider: None }
+        WebEnv { fetch, hooks, sleeping: RefCell::default(), provider: None, r2: None }
     }
 
     /// Ends every sleep of this instance now: the renewal loop wakes and sees it was stopped; a read's
@@ -196,6 +198,9 @@ impl WebEnv {
 
 impl Env for WebEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        if let Some(r2) = &self.r2 {
+            return r2.send(self, &req, timeout_ms).await;
+        }
         let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
         let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
             let abort: Function = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort"))

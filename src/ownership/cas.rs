@@ -13,7 +13,7 @@ use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Fault, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::Config;
-use crate::ownership::clock::{authority_left_ms, Learnt, Read, Reading, Stamp, StoreClock};
+use crate::ownership::clock::{authority_left_ms, Learnt, Read, Reading, Stamp, StoreClock, DATE_SECOND_MS, DATE_SPAN_MS};
 use crate::ownership::lease::renewal_timeout_ms;
 use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
 use crate::ownership::rules::Rules;
@@ -188,7 +188,8 @@ impl<E: Env> Store<E> {
         let arrived = self.reading();
         let date = answer.as_ref().ok().and_then(|r| r.date.as_deref()).and_then(parse_http_date);
         if let Some(date_ms) = date {
-            if self.clock.borrow_mut().learn(Stamp { date_ms, sent, arrived }) == Learnt::Overran {
+            let span_ms = if self.rules.date_may_lag { DATE_SPAN_MS } else { DATE_SECOND_MS };
+            if self.clock.borrow_mut().learn(Stamp { date_ms, sent, arrived, span_ms }) == Learnt::Overran {
                 self.overruns.set(self.overruns.get() + 1);
             }
         }
@@ -227,6 +228,7 @@ impl<E: Env> Store<E> {
     pub fn for_config(config: &Config, env: E) -> Result<Self> {
         let (endpoint, name, region, path_style) = (&config.endpoint, &config.bucket, &config.region, config.path_style);
         let bucket = match config.credentials_provider {
+            _ if config.r2_binding => Bucket::binding(),
             true => Bucket::awaiting_credentials(endpoint, name, region, path_style)?,
             false => Bucket::new(
                 endpoint,

@@ -49,10 +49,18 @@ pub struct Stamp {
     pub date_ms: u64,
     pub sent: Reading,
     pub arrived: Reading,
+    /// How far the store's clock may have been past `date_ms` when it answered ([`DATE_SPAN_MS`]).
+    pub span_ms: f64,
 }
 
-/// The `Date` header has whole seconds: the store's clock was in `[date, date + 1000)` when it wrote it.
-const DATE_RESOLUTION_MS: f64 = 1000.0;
+/// A `Date` names a whole second the store's clock had reached when it answered, and not always the latest
+/// one: servers that keep a cached `Date` and refresh it once a second (fasthttp's, which versitygw is built
+/// on) send one up to a second older. So the store's clock was in `[date, date + 2 s)` when it answered; a
+/// `Date` staler than that eats into `maxClockSkewMs` (docs/protocol.md, "`Date`").
+pub const DATE_SPAN_MS: f64 = 2_000.0;
+
+/// The span of a `Date` that is always the store's current second (the tooth `TrustFreshDate`).
+pub const DATE_SECOND_MS: f64 = 1_000.0;
 
 /// At least as much true time as passed between two readings: the larger advance of the two clocks (the
 /// monotonic clock stops while the machine sleeps; the wall clock may be stepped back), stretched by
@@ -113,12 +121,12 @@ pub struct StoreClock {
 
 impl StoreClock {
     /// Learns from one answer's `Date`. The store wrote it between the send and the arrival, so at the
-    /// arrival its clock was at least `date` and at most `date + 1 s` plus the round trip. Bounds already
+    /// arrival its clock was at least `date` and at most `date + span` plus the round trip. Bounds already
     /// known are carried to the later of the two readings and intersected with it; when they do not meet
     /// (a clock was stepped, or this machine slept while its wall clock went back), the answer alone stands.
     pub fn learn(&mut self, stamp: Stamp) -> Learnt {
         let date = stamp.date_ms as f64;
-        let fresh = Bounds { lo: date, hi: date + DATE_RESOLUTION_MS + elapsed_at_most(stamp.sent, stamp.arrived), at: stamp.arrived };
+        let fresh = Bounds { lo: date, hi: date + stamp.span_ms + elapsed_at_most(stamp.sent, stamp.arrived), at: stamp.arrived };
         let Some(old) = self.known else {
             self.known = Some(fresh);
             return Learnt::First;
@@ -359,8 +367,30 @@ mod tests {
         Reading { mono, wall }
     }
 
+    /// An answer from a store whose `Date` is always its current second: the arithmetic below in round
+    /// figures (the span is an input; `cached_dates_widen_the_upper_bound_by_a_second` checks the default).
     fn stamp(date_ms: u64, sent: Reading, arrived: Reading) -> Stamp {
-        Stamp { date_ms, sent, arrived }
+        Stamp { date_ms, sent, arrived, span_ms: DATE_SECOND_MS }
+    }
+
+    #[test]
+    fn cached_dates_widen_the_upper_bound_by_a_second() {
+        // A store that refreshes its cached `Date` once a second: at true 1_001_900 it still says 1_000_000.
+        let (sent, arrived) = (at(0.0, 0), at(20.0, 20));
+        let mut c = StoreClock::default();
+        c.learn(Stamp { date_ms: 1_000_000, sent, arrived, span_ms: DATE_SPAN_MS });
+        let (lo, hi) = (c.lower(arrived).unwrap(), c.upper(arrived).unwrap());
+        assert!(lo <= 1_001_900 && 1_001_900 + 20 <= hi, "[{lo}, {hi}]");
+        // Trusting the second alone puts the upper bound before the store's clock: a holder's `expires_ms`
+        // would come a second too early, and its peers would take over while it still acts.
+        let mut fresh = StoreClock::default();
+        fresh.learn(stamp(1_000_000, sent, arrived));
+        assert!(fresh.upper(arrived).unwrap() < 1_001_900);
+        // 1.08 s later a freshly refreshed `Date` (true 1_003_000) agrees with the cached one; trusting the
+        // second alone calls it an overrun, which fences a holder for nothing.
+        let (sent, arrived) = (at(1_070.0, 1_070), at(1_080.0, 1_080));
+        assert_eq!(c.learn(Stamp { date_ms: 1_003_000, sent, arrived, span_ms: DATE_SPAN_MS }), Learnt::Agrees);
+        assert_eq!(fresh.learn(stamp(1_003_000, sent, arrived)), Learnt::Overran);
     }
 
     #[test]

@@ -200,10 +200,11 @@ impl<E: Env> Inspector<E> {
         if config.request_timeout_ms == 0 {
             return Err(Error::invalid("requestTimeoutMs must be positive"));
         }
+        let here = crate::ownership::node::here(config);
         Ok(Inspector {
             store: Store::for_config(config, env)?,
-            endpoint: config.endpoint.trim_end_matches('/').to_owned(),
-            bucket: config.bucket.clone(),
+            endpoint: here.endpoint.to_owned(),
+            bucket: here.bucket.to_owned(),
             prefix: config.prefix.clone(),
             max_clock_skew_ms: config.max_clock_skew_ms,
             timeout_ms: config.request_timeout_ms,
@@ -401,7 +402,7 @@ impl<E: Env> Inspector<E> {
         }
         let here = Here { endpoint: &self.endpoint, bucket: &self.bucket, prefix: &self.prefix };
         // Mode::Explicit ignores what is recorded, so the trust period only dates this instance's copy.
-        let report = match qualify::qualify(&self.store, &here, Mode::Explicit, 0, self.max_clock_skew_ms, self.budget()).await {
+        let report = match qualify::qualify(&self.store, &here, Mode::Explicit, 0, self.max_clock_skew_ms, self.budget(), None).await {
             Outcome::Qualified { report, .. } => report,
             Outcome::Refused { error, .. } | Outcome::Failed(error) => return Err(error),
         };

@@ -219,12 +219,18 @@ pub enum Mode {
     Explicit,
 }
 
-/// Reads the record, then, unless a trusted record settles it (`Mode::Trust`), probes and records the
-/// verdict. Every request is under `budget`. Requests: 1 when a trusted record is read; else 1 + the
-/// probe + 1 (2 more when a refusal must replace a pass recorded meanwhile).
-pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trust_ms: u64, skew_ms: u64, budget: Budget) -> Outcome {
+/// Reads the record (unless `read` is the record as read already, beside an instance's other first reads),
+/// then, unless a trusted record settles it (`Mode::Trust`), probes and records the verdict. Every request
+/// is under `budget`. Requests: 1 when a trusted record is read; else 1 + the probe + 1 (2 more when a
+/// refusal must replace a pass recorded meanwhile).
+#[allow(clippy::too_many_arguments)]
+pub async fn qualify<E: Env>(store: &Store<E>, here: &Here<'_>, mode: Mode, trust_ms: u64, skew_ms: u64, budget: Budget, read: Option<RecordRead>) -> Outcome {
     let key = record_key(here.prefix);
-    let read = match read_record(store, &key, budget).await {
+    let read = match read {
+        Some(read) => read,
+        None => read_record(store, &key, budget).await,
+    };
+    let read = match read {
         Ok(read) => read,
         Err(e) => return Outcome::Failed(e),
     };
@@ -267,8 +273,11 @@ fn kept(verdict: Verdict, until_ms: u64, key: &str) -> Outcome {
     }
 }
 
-/// GET of the record: `None` when absent, else what it decodes to and its ETag.
-async fn read_record<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> Result<Option<(Result<QualifiedRecord>, String)>> {
+/// A GET of the record: `None` when absent, else what it decodes to and its ETag.
+pub type RecordRead = Result<Option<(Result<QualifiedRecord>, String)>>;
+
+/// GET of the record at `key` (`record_key`).
+pub async fn read_record<E: Env>(store: &Store<E>, key: &str, budget: Budget) -> RecordRead {
     Ok(store.get(key, budget).await?.map(|(body, etag)| (decode_record(key, &body, &etag), etag)))
 }
 

@@ -59,6 +59,8 @@ pub struct Rules {
     pub(crate) judge_by_store_clock: bool,
     /// A lease version is seen unchanged from the arrival of the answer that first showed it, not its send.
     pub(crate) count_from_arrival: bool,
+    /// A `Date` may be a second older than the second it names (a store that caches it): `DATE_SPAN_MS`.
+    pub(crate) date_may_lag: bool,
 }
 
 impl Rules {
@@ -90,6 +92,7 @@ impl Rules {
         refresh_beside_renewal: true,
         judge_by_store_clock: true,
         count_from_arrival: true,
+        date_may_lag: true,
     };
 }
 
@@ -132,6 +135,7 @@ impl Rules {
             Tooth::RenewalWaitsOnCredentials => rules.refresh_beside_renewal = false,
             Tooth::JudgeByWallClock => rules.judge_by_store_clock = false,
             Tooth::CountFromSend => rules.count_from_arrival = false,
+            Tooth::TrustFreshDate => rules.date_may_lag = false,
         }
         rules
     }

@@ -69,10 +69,13 @@ pub enum Tooth {
     /// Count how long a lease version was seen unchanged from when the read that first showed it was sent,
     /// not from when its answer arrived (the holder may have written it after the send).
     CountFromSend,
+    /// Take an answer's `Date` for the store's current second, never an older one a store cached: the upper
+    /// bound of the store's clock, and with it a holder's `expires_ms`, comes up to a second early.
+    TrustFreshDate,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 26] = [
+    pub const ALL: [Tooth; 27] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -99,5 +102,6 @@ impl Tooth {
         Tooth::RenewalWaitsOnCredentials,
         Tooth::JudgeByWallClock,
         Tooth::CountFromSend,
+        Tooth::TrustFreshDate,
     ];
 }

@@ -24,6 +24,8 @@ pub struct Bucket {
     /// bucket is otherwise only eventually consistent across regions, and a conditional write checked
     /// against another region's stale copy could let two owners win.
     tigris: bool,
+    /// A Workers R2 binding's bucket (`Bucket::binding`): requests go unsigned to `s3::r2::ORIGIN`.
+    binding: bool,
 }
 
 /// Tigris's endpoints (`t3.storage.dev`, formerly `fly.storage.tigris.dev`), bucket subdomains included.
@@ -113,7 +115,25 @@ impl Bucket {
             session_token: session_token.map(str::to_owned),
             signer: Signer::new(),
             tigris: is_tigris(host),
+            binding: false,
         })
+    }
+
+    /// The bucket of a Workers R2 binding: the same requests as data, unsigned (the binding needs no
+    /// keys), addressed to `s3::r2::ORIGIN` for the binding transport to map (`s3::r2::call`).
+    pub fn binding() -> Self {
+        Bucket {
+            origin: crate::s3::r2::ORIGIN.to_owned(),
+            key_base: "/".to_owned(),
+            list_path: "/".to_owned(),
+            region: String::new(),
+            access_key_id: String::new(),
+            secret_access_key: String::new(),
+            session_token: None,
+            signer: Signer::new(),
+            tigris: false,
+            binding: true,
+        }
     }
 
     /// Signs from now on with these keys (a credentials provider's fresh ones).
@@ -142,6 +162,9 @@ impl Bucket {
     }
 
     fn sign(&mut self, method: &'static str, url: String, mut headers: Vec<(String, String)>, body: Vec<u8>, now_ms: u64) -> Result<HttpRequest> {
+        if self.binding {
+            return Ok(HttpRequest { method, url, headers, body });
+        }
         if self.tigris {
             headers.push(("x-tigris-consistent".to_owned(), "true".to_owned()));
         }

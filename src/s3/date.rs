@@ -48,7 +48,7 @@ pub fn parse_http_date(value: &str) -> Option<u64> {
 }
 
 /// The IMF-fixdate of Unix ms (whole seconds, as stores write their `Date`): what `parse_http_date` reads
-/// back, for stores simulated in tests.
+/// back, for stores simulated in tests and the R2 binding's writes (`s3::r2::answer_put`).
 pub fn format_http_date(ms: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];

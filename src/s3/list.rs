@@ -173,7 +173,7 @@ fn parse_page(body: &[u8]) -> Result<ListPage, Parsed> {
 
 /// A key as `encoding-type=url` sent it, decoded: `%XX` escapes and `+` for a space (S3's form
 /// encoding); `None` for a stray `%` or bytes that are not UTF-8.
-fn url_decoded(key: &str) -> Option<String> {
+pub(crate) fn url_decoded(key: &str) -> Option<String> {
     if !key.contains(['%', '+']) {
         return Some(key.to_owned());
     }

@@ -235,7 +235,7 @@ export function authorityChecks({ api, env, runtime }) {
     eq(reason.lost, "lease-lost", "a lapsed");
     const b = await leased("b", SHORT);
     // a's lease is dead by the peer rule once the store's clock is past its expiry (written at the upper
-    // bound of the store's clock, read through whole-second Dates): b waits for that, renewing meanwhile.
+    // bound of the store's clock, read through Dates): b waits for that, renewing meanwhile.
     b.startRenewing();
     const taken = await b.claim(cell, { wait: true }).finally(() => b.stopRenewing());
     eq([taken.outcome, taken.tookOver], ["applied", true], "b took the cell over");

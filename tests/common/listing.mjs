@@ -75,12 +75,13 @@ export function listingChecks({ api, server, runtime }) {
     for (const cell of ["alpha", "beta", "gamma"]) eq((await a.claim(cell)).outcome, "applied", `claim ${cell}`);
     eq((await a.claim("beta")).epoch, 2, "re-claim beta");
     eq(await a.release("gamma"), "applied", "release gamma");
-    // b stops renewing: dead to one look once the store's clock (its answers' whole-second Date) is surely
-    // past b's expiry, which b wrote on the store's clock at its upper bound (up to a second late).
+    // b stops renewing: dead to one look once the store's clock (its answers' Date, which may lag it by up
+    // to 2 s) is surely past b's expiry, which b wrote on the store's clock at its upper bound (up to 2 s
+    // late): ttl, margin and two spans.
     const b = new S3Ownership({ ...store, prefix, node: bId, leaseTtlMs: 600, maxClockSkewMs: 100, probe: false });
     await b.acquireLease();
     eq((await b.claim("delta")).outcome, "applied", "claim delta");
-    await sleep(3000);
+    await sleep(5000);
 
     // Liveness is the peer rule by the store's clock, as the inspector's own answers bound it.
     const inspector = new S3Inspector({ ...store, prefix, maxClockSkewMs: 100 });

@@ -14,6 +14,24 @@ async function rejection(promise, what) {
   fail(`${what}: expected a rejection, but it resolved`);
 }
 
+/**
+ * Acquires `own`'s lease once the trapped core's lease of the same node id is dead by the peer rule: a ttl
+ * after the fresh core first saw it unchanged, or its expiry on the store's clock (written at the upper
+ * bound of that clock, up to a `Date`'s 2 s span late, and judged by the lower bound). Until then the
+ * fresh core refuses with not-leased; it is asked again every half second, for at most `patienceMs`.
+ */
+async function acquireOnceDead(own, patienceMs) {
+  const until = Date.now() + patienceMs;
+  for (;;) {
+    try {
+      return await own.acquireLease();
+    } catch (e) {
+      if (e?.code !== "not-leased" || Date.now() > until) throw e;
+      await sleep(500);
+    }
+  }
+}
+
 /** The checks, as [name, async fn] pairs, against the atomic server (ministack). */
 export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
   const { S3Ownership, signRequest } = api;
@@ -51,9 +69,8 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
       // The next calls run in a fresh instance: no lease, working protocol and signer.
       const e = await rejection(a.claim("z"), "claim after the trap");
       if (e?.code !== "not-leased") fail(`claim after the trap: expected not-leased, got ${e?.code} (${e?.message})`);
-      // The old instance's lease is not known to be ours any more: it must expire first (ttl + skew).
-      await sleep(2700);
-      await a.acquireLease(); // it also releases the cell of the claim that was in flight (one read, one write)
+      // The old instance's lease is not known to be ours any more: it must be dead first.
+      await acquireOnceDead(a, 10_000); // it also releases the cell of the claim that was in flight (one read, one write)
       const c = `after-${unique()}`;
       const won = await a.claim(c);
       if (won.outcome !== "applied" || !(await a.verify(c, won.epoch))) fail(`claim after the trap: ${JSON.stringify(won)}`);
@@ -99,12 +116,9 @@ export function trapChecks({ api, testTrap, server, runtime, uncaught }) {
     eq(trapped.code, "internal", "the trapping operation");
     eq([heard.filter((c) => c === "internal").length, listened], [1, 1], "callbacks heard of the trap once each, and registered nothing on the dying instance");
     eq(during, [false, 0, undefined, "internal"], "what the instance answers while it is being replaced");
-    // The old lease must be dead by the peer rule before the fresh cores may take the node ids' leases: a
-    // fresh core's first look goes by the store's clock, past the expiry the old core wrote at the upper
-    // bound of that clock (up to a second late), read through whole-second Dates.
-    await sleep(4500);
-    await a.acquireLease(); // a closed instance would refuse this forever
-    await peer.acquireLease();
+    // The old lease must be dead by the peer rule before the fresh cores may take the node ids' leases.
+    await acquireOnceDead(a, 10_000); // a closed instance would refuse this forever
+    await acquireOnceDead(peer, 10_000);
     eq((await peer.readOwner(cell)).node, null, "the trapped core's cell, released by the fresh core's acquireLease()");
     const taken = await peer.claim(cell);
     eq([taken.outcome, taken.epoch], ["applied", 2], "a peer claims it at once, without waiting on a lease the fresh core renews");

@@ -150,6 +150,7 @@ test("inspect escapes control characters from the store in every field and error
 test("inspect says who is recovering a dead celld node's log, and how long ago it beat", async (t) => {
   const log = (state, claimant, ago) => ({ state, epoch: 6, ensemble: ["celld-c"], tiered: 1, active: false, claimant, claimed_ms: ago === null ? null : Date.now() - ago });
   const lease = (node, l) => JSON.stringify({ node, expires_ms: 1000, addr: "10.0.0.8:9000", peer_protocol: 5, log: l });
+  const planted = Date.now();
   const store = await forgedStore({
     "cells/c1/own.json": JSON.stringify({ node: "celld-b", epoch: 41 }),
     "nodes/celld-b.json": lease("celld-b", log("recovering", "celld-c", 4_000)),
@@ -161,14 +162,24 @@ test("inspect says who is recovering a dead celld node's log, and how long ago i
   const text = await run(args, CREDS);
   assert.equal(text.code, 0, text.stderr);
   const row = (name) => text.stdout.split("\n").find((l) => l.startsWith(`${name} `)) ?? "";
-  assert.match(row("c1"), /awaiting-recovery.*awaiting recovery: celld-c recovering, heartbeat 4\.\ds ago$/);
-  assert.match(row("celld-b"), /awaiting recovery: celld-c recovering, heartbeat 4\.\ds ago$/);
-  assert.match(row("celld-d"), /awaiting recovery: celld-e recovering, heartbeat 45\.\ds ago \(stale\)$/);
+  // Ages on the store's clock, estimated as the middle of the 2 s span its Dates leave (a second either
+  // way), from heartbeats 4 s and 45 s before the store was planted, however long the CLI took since.
+  const aged = (text, ago) => {
+    const s = Number(/heartbeat (\d+\.\d)s ago/.exec(text)?.[1]) * 1000;
+    assert.ok(s >= ago - 1_100 && s <= ago + (Date.now() - planted) + 1_000, `${text}: not ${ago} ms ago`);
+  };
+  assert.match(row("c1"), /awaiting-recovery.*awaiting recovery: celld-c recovering, heartbeat \d+\.\ds ago$/);
+  aged(row("c1"), 4_000);
+  assert.match(row("celld-b"), /awaiting recovery: celld-c recovering, heartbeat \d+\.\ds ago$/);
+  aged(row("celld-b"), 4_000);
+  assert.match(row("celld-d"), /awaiting recovery: celld-e recovering, heartbeat \d+\.\ds ago \(stale\)$/);
+  aged(row("celld-d"), 45_000);
   assert.match(row("celld-f"), /awaiting recovery: no celld node recovering$/);
   const json = await run([...args, "--json"], CREDS);
   const { cells, nodes } = JSON.parse(json.stdout);
   assert.equal(cells[0].recovery.claimant, "celld-c");
-  assert.ok(cells[0].recovery.heartbeatAgeMs >= 4_000 && !cells[0].recovery.stale, JSON.stringify(cells[0]));
+  const age = cells[0].recovery.heartbeatAgeMs;
+  assert.ok(age >= 3_000 && age <= 4_000 + (Date.now() - planted) + 1_000 && !cells[0].recovery.stale, JSON.stringify(cells[0]));
   assert.deepEqual(nodes.map((n) => [n.node, n.recovery?.claimant ?? null, n.recovery?.stale]), [["celld-b", "celld-c", false], ["celld-d", "celld-e", true], ["celld-f", null, true]]);
 });
 

@@ -195,8 +195,22 @@ own.scope("c", 5);
 // @ts-expect-error key() needs a name (an empty one is refused)
 own.scope("c", ({ key }) => key());
 
-// @ts-expect-error node is required
-new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" });
+// Without a node id the instance makes one up, and says which.
+const madeUpNode: string = new S3Ownership({ endpoint: "https://h", bucket: "b", accessKeyId: "a", secretAccessKey: "s" }).node;
+console.log(madeUpNode);
+// A Worker's R2 bucket binding instead of the S3 API: Workers' R2Bucket has these methods (and more).
+const binding = {
+  get: async (key: string) => (key ? null : null),
+  put: async (_key: string, _value: Uint8Array, _options?: unknown) => null,
+  delete: async (_keys: string | string[]) => {},
+  list: async (_options?: unknown) => ({ objects: [], truncated: false }),
+  head: async (_key: string) => null,
+};
+new S3Ownership({ r2: binding, prefix: "cells/", celld: true });
+// @ts-expect-error node is a string
+new S3Ownership({ r2: binding, node: 7 });
+// @ts-expect-error r2 is a binding with get, put, delete and list
+new S3Ownership({ r2: { get: async () => null } });
 // @ts-expect-error leaseTtlMs is a number
 new S3Ownership({ ...options, leaseTtlMs: "10s" });
 // @ts-expect-error unknown options are refused (the runtime refuses them too)

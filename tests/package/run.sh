@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The package as users get it: `npm pack` the repo root (after scripts/build), check the tarball holds what
 # users need and nothing else, install it into a fresh temporary project, and use it there from Node,
-# Deno and TypeScript, each through its own export condition. Prints "N passed, N failed".
+# Deno, TypeScript and workerd (Workers through an R2 binding), each through its own export condition.
+# Prints "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/tests/package
@@ -83,6 +84,17 @@ check "TypeScript in a CommonJS project (--module node16) type-checks against th
   "$root/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
 check "TypeScript in a CommonJS project with a Node-only lib (no DOM) type-checks against pkg/index.d.cts" \
   "$root/node_modules/.bin/tsc" "${node_lib[@]}" --module node16 --moduleResolution node16 "$tmp/cjs-app/app-cjs.ts"
+
+# Workers with an R2 binding and no keys, from the installed tarball: the README's quick start (worker.js
+# and its wrangler.toml, equal to the README's blocks) and a Worker beside the same wrangler.toml that runs a
+# node's whole life, each bundled by wrangler in the project and run as two isolates in workerd.
+workers() {
+  mkdir -p "$tmp/app/quickstart" "$tmp/app/lifecycle" &&
+    cp "$root/examples/quickstart/worker.js" "$root/examples/quickstart/wrangler.toml" "$tmp/app/quickstart/" &&
+    cp "$here/worker-lifecycle.js" "$tmp/app/lifecycle/worker.js" && cp "$root/examples/quickstart/wrangler.toml" "$tmp/app/lifecycle/" &&
+    node "$here/workers.mjs" "$tmp/app" "$root"
+}
+check "Workers through an R2 binding, no keys, from the installed tarball and the README's wrangler.toml: the quick start and a node's life (acquire, racing claims, renew, release, close) in two isolates" workers
 
 # The command line as a user runs it from the project: `npx celld-edge` (the package's "bin").
 cli() {

@@ -94,6 +94,15 @@ pub fn store_ms(at: u64) -> u64 {
     EPOCH_MS + at
 }
 
+/// The true instant whose store clock an answer's `Date` shows when it is stamped at `at`: `at` itself, or
+/// the store's last refresh of its cached `Date` (every second at `refresh` ms into it).
+fn date_stamped_at(refresh: Option<u64>, at: u64) -> u64 {
+    match refresh {
+        Some(phase) if at >= phase => at - (at - phase) % 1_000,
+        _ => at,
+    }
+}
+
 /// Draws clocks whose pairwise wall difference stays within `max_skew_ms` for the whole run: offsets
 /// within ±(skew/2 - drift budget), half of them pushed to the edges, where skew bugs show. The store's
 /// clock ([`store_ms`]) is true time, so each is also within the skew of the store's.
@@ -220,6 +229,8 @@ struct Inner {
     mix: FaultMix,
     brownout_until: u64,
     store: SimStore,
+    /// The true instant (mod 1 s) at which the store refreshes the `Date` it caches, if it caches one.
+    date_refresh: Option<u64>,
     /// Requests already delivered twice.
     resent: std::collections::BTreeSet<u64>,
     /// A line per request event, when tracing (replaying one seed).
@@ -255,6 +266,7 @@ impl World {
                 mix,
                 brownout_until: 0,
                 store,
+                date_refresh: None,
                 resent: Default::default(),
                 trace: None,
             }),
@@ -318,6 +330,12 @@ impl World {
 
     pub fn schedule_chaos(&self, at: u64, chaos: Chaos) {
         self.inner.borrow_mut().schedule(at, Event::Chaos(chaos));
+    }
+
+    /// Makes the store answer with a `Date` it caches and refreshes once a second, at `phase` ms into each
+    /// second of true time (fasthttp's servers, versitygw among them): up to a second older than its clock.
+    pub fn cache_dates(&self, phase: u64) {
+        self.inner.borrow_mut().date_refresh = Some(phase % 1_000);
     }
 
     /// Hides the `Date` header of every answer from `node` (a browser whose bucket's CORS rule does not
@@ -454,7 +472,8 @@ impl World {
                     let (answer, latency) = inner.store.serve(&req, tag, at, &mut inner.net, &inner.mix);
                     // Every answer carries the store's clock, in whole seconds, as real stores send it.
                     let dated = !inner.nodes[tag.node].no_dates;
-                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| format_http_date(store_ms(at))), ..r });
+                    let stamped = date_stamped_at(inner.date_refresh, at);
+                    let answer = answer.map(|r| HttpResponse { date: dated.then(|| format_http_date(store_ms(stamped))), ..r });
                     // Delivered twice: this answer dies with its connection, and the request is sent again.
                     // Not the store probe's scratch writes: its verdict on a store that sees a request twice is
                     // not modelled (docs/simulation.md, Limits).

@@ -252,6 +252,11 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     for &p in &dateless {
         world.hide_dates(p);
     }
+    // Half the stores cache their `Date` (drawn apart, so the seed's other draws keep their histories).
+    let mut dates = Rng::new(seed ^ 0xda7e_cac4e);
+    if dates.range(0, 1) == 0 {
+        world.cache_dates(dates.range(0, 999));
+    }
     let prefix = ["", "p/", "tenant.x/"][rng.range(0, 2) as usize];
     // A fork fleet of celld's DynamoDB backend marks the bucket before the edge nodes start (the library
     // reads the marker and never creates it: a fleet marked later is the operator's mistake, SPEC §2).

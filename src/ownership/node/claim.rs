@@ -196,7 +196,7 @@ impl<E: Env> S3Ownership<E> {
         self.answered_under(generation, "write")?;
         self.record_claim(cell, epoch, etag);
         let ms = self.store.env.mono_ms() - started;
-        self.emit(Event::ClaimApplied { cell, epoch, took_over, ms });
+        self.emit(if took_over { Event::ClaimTookOver { cell, epoch, ms } } else { Event::ClaimApplied { cell, epoch, ms } });
         Ok((ClaimOutcome::Applied { epoch, took_over, prior }, self.soon()))
     }
 

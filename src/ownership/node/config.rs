@@ -18,6 +18,12 @@ pub struct Config {
     /// request and again before they expire; the static keys above are then unused.
     pub credentials_provider: bool,
     pub node: String,
+    /// The caller gave no node id: the instance makes one up (`S3Ownership::new`). No predecessor can
+    /// have used it, so its first lease is created without reading first (SPEC §8).
+    pub made_up_node: bool,
+    /// The store is a Workers R2 binding (the `r2` option): requests go through it unsigned
+    /// (`Bucket::binding`), and endpoint, bucket, region and keys are unused.
+    pub r2_binding: bool,
     pub addr: String,
     pub prefix: String,
     pub lease_ttl_ms: u64,
@@ -65,6 +71,8 @@ impl Config {
             session_token: None,
             credentials_provider: false,
             node: node.to_owned(),
+            made_up_node: false,
+            r2_binding: false,
             addr: String::new(),
             prefix: String::new(),
             lease_ttl_ms: 10_000,

@@ -42,7 +42,7 @@ use crate::ownership::cas::{Budget, Settled, Store};
 use crate::ownership::control::{read_fleet, Fleet, FleetMarker};
 use crate::ownership::ids::check_set_for_fleet;
 use crate::ownership::flight::{Flight, PerKey, Single};
-use crate::ownership::join::first;
+use crate::ownership::join::{beside, first, Side};
 use crate::ownership::probe::ProbeReport;
 use crate::ownership::qualify::{self, Here, Mode, Qualification};
 use crate::ownership::rules::Rules;
@@ -79,8 +79,11 @@ pub struct S3Ownership<E: Env> {
 }
 
 impl<E: Env> S3Ownership<E> {
-    /// Validates the configuration; sends nothing.
-    pub fn new(config: Config, env: E) -> Result<Self> {
+    /// Validates the configuration; sends nothing. Without a node id (`made_up_node`), makes one up.
+    pub fn new(mut config: Config, env: E) -> Result<Self> {
+        if config.made_up_node {
+            config.node = format!("edge-{:016x}", env.random_u64());
+        }
         config.check()?;
         let store = Store::for_config(&config, env)?;
         Ok(S3Ownership {
@@ -166,8 +169,7 @@ impl<E: Env> S3Ownership<E> {
     // ---- the store probe (SPEC §6) ----
 
     fn here(&self) -> Here<'_> {
-        let endpoint = self.config.endpoint.trim_end_matches('/');
-        Here { endpoint, bucket: &self.config.bucket, prefix: &self.config.prefix }
+        here(&self.config)
     }
 
     /// Qualifies the store now, whatever is recorded or kept (after any qualification in progress), and
@@ -176,46 +178,92 @@ impl<E: Env> S3Ownership<E> {
         self.refuse_if_closed()?;
         // The probe writes (its scratch keys, the verdict): a fleet of another backend gets none of them.
         self.fleet_checked(true).await?;
-        self.qualified(true).await
+        self.qualified(true, None).await
     }
 
     /// Before the first write: the verdict this instance keeps, the bucket's recorded one, or a probe now
     /// (unless the caller opted out). Concurrent callers share one qualification.
     async fn ensure_probed(&self) -> Result<()> {
-        self.fleet_checked(false).await?;
         if self.config.probe == ProbePolicy::Off {
-            return Ok(());
+            return self.fleet_checked(false).await.map(drop);
         }
-        self.qualified(false).await.map(|_| ())
+        let mode = if self.config.probe == ProbePolicy::Always { Mode::Always } else { Mode::Trust };
+        let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
+        // In the one qualification concurrent callers share, the qualification record is read with the
+        // fleet's first reads (SPEC §8); the probe's writes come only once the fleet is judged.
+        let run = || async move {
+            let record = RefCell::new(None);
+            let judged = self.fleet_judged(Some(&record)).await;
+            let read = record.into_inner();
+            let here = self.here();
+            let qualify = |read| qualify::qualify(&self.store, &here, mode, trust, skew, self.budget(), read);
+            match judged {
+                Ok(_) => qualify(read).await,
+                // A marker that does not decode may be a wrong endpoint's page: the qualification tells the
+                // two apart ("not an S3 API" is its error), else the marker really is corrupt.
+                Err(e) if e.code() == "corrupt-record" => match qualify(read).await {
+                    qualify::Outcome::Failed(not_s3) => qualify::Outcome::Failed(not_s3),
+                    _ => qualify::Outcome::Failed(e),
+                },
+                Err(e) => qualify::Outcome::Failed(e),
+            }
+        };
+        self.qualification.share(|| self.store.env.wall_ms(), false, run).await?;
+        // A verdict kept from earlier skips the run: the fleet is judged here then (kept once read).
+        self.fleet_checked(false).await.map(drop)
     }
 
     /// Who shares the bucket, before anything is written: a fleet of another backend is refused, and so
     /// is (with `celld: true`) a bucket no celld node has initialised, and `ids: "utf8"` in a celld fleet.
     async fn fleet_checked(&self, fresh: bool) -> Result<Fleet> {
+        let judged = self.fleet_judged(None).await;
+        if let Err(e) = &judged {
+            // A marker that does not decode may be a wrong endpoint's page: the qualification tells the
+            // two apart ("not an S3 API" is its error), else the marker really is corrupt.
+            if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
+                self.qualified(fresh, None).await?;
+            }
+        }
+        judged
+    }
+
+    /// The fleet as judged (kept for the instance's life once read; read now if nobody is), unless the
+    /// rule is off. `record`: where the qualification record goes when it was read with the fleet's.
+    async fn fleet_judged(&self, record: Option<&RefCell<Option<qualify::RecordRead>>>) -> Result<Fleet> {
         if !self.rules().check_fleet_marker {
             return Ok(Fleet::default());
         }
-        match self.fleet.ensure(|| self.first_reads()).await {
-            Ok(fleet) => {
-                check_set_for_fleet(self.config.ids, fleet.celld)?;
-                Ok(fleet)
+        let read = || async {
+            let (fleet, read) = self.first_reads(record.is_some()).await;
+            if let (Some(record), Some(read)) = (record, read) {
+                *record.borrow_mut() = Some(read);
             }
-            Err(e) => {
-                // A marker that does not decode may be a wrong endpoint's page: the qualification tells
-                // the two apart ("not an S3 API" is its error), else the marker really is corrupt.
-                if e.code() == "corrupt-record" && (fresh || self.config.probe != ProbePolicy::Off) {
-                    self.qualified(fresh).await?;
-                }
-                Err(e)
-            }
-        }
+            fleet
+        };
+        let fleet = self.fleet.ensure(read).await?;
+        check_set_for_fleet(self.config.ids, fleet.celld)?;
+        Ok(fleet)
     }
 
     /// What an instance reads before its first write, sent together (one round trip): the fork's backend
-    /// marker and celld's `wake/format.json`, judged (`control::read_fleet`). Keep every such read in
-    /// this one batch: a read added after it costs every cold instance a round trip.
-    async fn first_reads(&self) -> Result<Fleet> {
-        read_fleet(&self.store, &self.config.prefix, self.config.celld, self.budget()).await
+    /// marker and celld's `wake/format.json`, judged (`control::read_fleet`), and (`with_record`) the
+    /// store's qualification record. Keep every such read in this one batch: a read added after it costs
+    /// every cold instance a round trip.
+    async fn first_reads(&self, with_record: bool) -> (Result<Fleet>, Option<qualify::RecordRead>) {
+        let fleet = read_fleet(&self.store, &self.config.prefix, self.config.celld, self.budget());
+        if !with_record {
+            return (fleet.await, None);
+        }
+        // The fleet's reads go out first (a side job is polled first), the record's beside them.
+        let key = qualify::record_key(&self.config.prefix);
+        let mut fleet: Side<'_, Result<Fleet>> = Some(Box::pin(fleet));
+        let (read, judged) = beside(qualify::read_record(&self.store, &key, self.budget()), &mut fleet).await;
+        let fleet = match (judged, fleet.take()) {
+            (Some(judged), _) => judged,
+            (None, Some(judging)) => judging.await,
+            (None, None) => unreachable!("a side job is emptied only with its output"),
+        };
+        (fleet, Some(read))
     }
 
     /// Whether this instance's records follow celld's v0.6 shapes: the fleet was found to be a celld one
@@ -224,21 +272,32 @@ impl<E: Env> S3Ownership<E> {
         self.config.celld || self.fleet.known().is_some_and(|f| f.celld)
     }
 
-    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded.
-    async fn qualified(&self, fresh: bool) -> Result<ProbeReport> {
+    /// Joins or leads this instance's qualification; `fresh` ignores what is kept and recorded. `read`:
+    /// the record, read already.
+    async fn qualified(&self, fresh: bool, read: Option<qualify::RecordRead>) -> Result<ProbeReport> {
         let mode = match self.config.probe {
             _ if fresh => Mode::Explicit,
             ProbePolicy::Always => Mode::Always,
             ProbePolicy::Recorded | ProbePolicy::Off => Mode::Trust,
         };
         let (trust, skew) = (self.config.probe_trust_ms, self.config.max_clock_skew_ms);
-        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget()).await };
+        let run = || async move { qualify::qualify(&self.store, &self.here(), mode, trust, skew, self.budget(), read).await };
         self.qualification.share(|| self.store.env.wall_ms(), fresh, run).await
     }
 
     /// Whether the kept qualification showed the store honours a conditional DELETE.
     fn deletes_conditionally(&self) -> bool {
         self.qualification.kept(self.store.env.wall_ms()).is_some_and(|r| r.conditional_delete)
+    }
+}
+
+/// Where a verdict about `config`'s store holds. An R2 binding has no endpoint and does not know its
+/// bucket's name: its verdicts are its own (`r2-binding`), apart from those of S3-API clients of the same
+/// bucket, whose answers differ (conditional DELETE, `If-Match` on a missing key).
+pub fn here(config: &Config) -> Here<'_> {
+    match config.r2_binding {
+        true => Here { endpoint: "r2-binding", bucket: "", prefix: &config.prefix },
+        false => Here { endpoint: config.endpoint.trim_end_matches('/'), bucket: &config.bucket, prefix: &config.prefix },
     }
 }
 
