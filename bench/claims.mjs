@@ -6,18 +6,11 @@
 // CELLD_TEST_ATOMIC_* set. Each node count runs `rounds` times, celld-edge and the baseline taking turns, so
 // a busy machine slows both alike; the summary is the median round.
 import { S3Ownership } from "celld-edge";
+import { storeFromEnv } from "./store-env.mjs";
 import { BaselineOwnership } from "./baseline-protocol.mjs";
 import { RoundTrips } from "../tests/common/round-trips.mjs";
 
-const env = process.env;
-const store = {
-  endpoint: env.CELLD_TEST_ATOMIC_ENDPOINT,
-  bucket: env.CELLD_TEST_ATOMIC_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_ATOMIC_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_ATOMIC_SECRET,
-};
-if (!store.endpoint) throw new Error("set CELLD_TEST_ATOMIC_* (or run bench/claims)");
+const store = storeFromEnv("ATOMIC", "bench/claims");
 const seconds = Number(process.argv[2] ?? 4);
 const rounds = Number(process.argv[3] ?? 3);
 
@@ -76,7 +69,9 @@ rows.push(await measure("claim over a stale remembered version (+1)", 2, () => a
 await a.renewLease();
 const held = await a.claim("held");
 if (held.outcome !== "applied") throw new Error(`setup: a could not claim "held": ${JSON.stringify(held)}`);
-await new Promise((r) => setTimeout(r, 3300)); // a stops renewing; its lease (3000 ms) and the skew margin pass
+// a stops renewing; its lease (3000 ms) passes on the store's clock: a wrote its expiry by its upper bound of
+// that clock and b judges by its lower bound, each known to the whole second of Date (up to 2 s between them).
+await new Promise((r) => setTimeout(r, 5300));
 rows.push(await measure("takeover from a dead node", 3, () => b.claim("held"), (r) => won(r) && r.tookOver));
 console.log("round trips per operation over the S3 API (celld-edge): requests sent, how many one after another, and the minimum");
 console.log("in sequence (what the protocol cannot do without); the requests in sequence order, → between round trips:");
@@ -167,16 +162,25 @@ globalThis.fetch = (url, init) => {
   requests++;
   return realFetch(url, init);
 };
+// A claim that lost every round of contention to claimers that released the cell each time throws
+// `transport` (nobody holds it to route to; docs/protocol.md, "Claims and routing"): an attempt that did not
+// apply, counted as `lost`. Only celld-edge retries a refused write; the baseline rejects at once.
+const lostToContention = (e) => {
+  if (e?.code === "transport" && e.message.includes("rounds of contention")) return { outcome: "lost" };
+  throw e;
+};
 async function throughput(make, nodes) {
   const p = `bench-tp-${Date.now()}-${nodes}/`;
   const owners = await Promise.all(Array.from({ length: nodes }, async (_, i) => {
-    const o = make({ ...store, prefix: p, node: `n${i}` });
+    // A lease that outlives the run: nobody renews it, and neither contender pays for renewals.
+    const o = make({ ...store, prefix: p, node: `n${i}`, leaseTtlMs: (seconds + 10) * 1000 });
     await o.acquireLease();
     return o;
   }));
   const cells = Array.from({ length: Math.max(4, nodes) }, (_, i) => `c${i}`);
   let applied = 0;
   let attempts = 0;
+  let lost = 0;
   requests = 0;
   const cpu0 = process.cpuUsage();
   const end = Date.now() + seconds * 1000;
@@ -184,7 +188,8 @@ async function throughput(make, nodes) {
     while (Date.now() < end) {
       const cell = cells[Math.floor(Math.random() * cells.length)];
       attempts++;
-      const r = await o.claim(cell);
+      const r = await o.claim(cell).catch(lostToContention);
+      if (r.outcome === "lost") lost++;
       if (r.outcome === "applied") {
         applied++;
         await o.release(cell);
@@ -193,14 +198,14 @@ async function throughput(make, nodes) {
   }));
   const cpu = process.cpuUsage(cpu0);
   const us = cpu.user + cpu.system;
-  return { claims: applied / seconds, attempts: attempts / seconds, perAttempt: requests / attempts, cpuPerClaim: us / applied, cpuPerRequest: us / requests };
+  return { claims: applied / seconds, attempts: attempts / seconds, lost, perAttempt: requests / attempts, cpuPerClaim: us / applied, cpuPerRequest: us / requests };
 }
 
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const f = (x, w = 5) => x.toFixed(0).padStart(w);
-const line = (r) => `${f(r.claims)} claims/s ${f(r.attempts)} attempts/s ${r.perAttempt.toFixed(2)} req/attempt ${f(r.cpuPerClaim)} µs CPU/claim ${f(r.cpuPerRequest, 4)} µs CPU/req`;
+const line = (r) => `${f(r.claims)} claims/s ${f(r.attempts)} attempts/s ${f(r.lost, 3)} lost ${r.perAttempt.toFixed(2)} req/attempt ${f(r.cpuPerClaim)} µs CPU/claim ${f(r.cpuPerRequest, 4)} µs CPU/req`;
 console.log(`\nclaims per second against ministack (${seconds} s each, ${rounds} rounds taking turns; a claim = a claim that applied, then its release;`);
-console.log("an attempt = a claim call, won or not):");
+console.log("an attempt = a claim call, won or not; lost = attempts that lost every round of contention, in the round):");
 const summary = [];
 for (const nodes of [1, 8, 32]) {
   const ours = [];
@@ -216,7 +221,7 @@ console.log("\nmedian round (min..max of claims/s):");
 for (const { nodes, ours, base } of summary) {
   const m = (rs, k) => median(rs.map((r) => r[k]));
   const span = (rs) => `${f(Math.min(...rs.map((r) => r.claims)), 0)}..${f(Math.max(...rs.map((r) => r.claims)), 0)}`;
-  const pick = (rs) => ({ claims: m(rs, "claims"), attempts: m(rs, "attempts"), perAttempt: m(rs, "perAttempt"), cpuPerClaim: m(rs, "cpuPerClaim"), cpuPerRequest: m(rs, "cpuPerRequest") });
+  const pick = (rs) => ({ claims: m(rs, "claims"), attempts: m(rs, "attempts"), lost: m(rs, "lost"), perAttempt: m(rs, "perAttempt"), cpuPerClaim: m(rs, "cpuPerClaim"), cpuPerRequest: m(rs, "cpuPerRequest") });
   const [o, b] = [pick(ours), pick(base)];
   console.log(
     `  ${String(nodes).padStart(2)} nodes: celld-edge ${line(o)} (${span(ours)}) | baseline ${line(b)} (${span(base)})` +

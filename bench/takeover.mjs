@@ -11,18 +11,11 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
+import { storeFromEnv } from "./store-env.mjs";
 import { withoutDate } from "./without-date.mjs";
 
 const here = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
-const env = process.env;
-const store = {
-  endpoint: env.CELLD_TEST_REAL_ENDPOINT,
-  bucket: env.CELLD_TEST_REAL_BUCKET,
-  region: "us-east-1",
-  accessKeyId: env.CELLD_TEST_REAL_KEY_ID,
-  secretAccessKey: env.CELLD_TEST_REAL_SECRET,
-};
-if (!store.endpoint) throw new Error("set CELLD_TEST_REAL_* (or run bench/takeover)");
+const store = storeFromEnv("REAL", "bench/takeover");
 const rounds = Number(process.argv[2] ?? 5);
 const roots = [here, ...process.argv.slice(3)];
 const lease = { leaseTtlMs: 3000, maxClockSkewMs: 500 };

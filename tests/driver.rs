@@ -1745,6 +1745,30 @@ fn a_lease_restored_to_an_older_version_of_ours_fences_instead_of_being_adopted(
     }
 }
 
+/// Seed 7015 of scripts/soak: without `Date` a lease's `expires_ms` is on the wall clock, never below the
+/// expiry it renews; with the wall clock stepped back every renewal writes the same `expires_ms`. An older
+/// body of ours put back then carries the held expiry: still older (peers may hold a sighting of its ETag
+/// from its first life), so it fences, as with an earlier expiry, instead of being adopted.
+#[test]
+fn a_restored_older_lease_with_the_held_expiry_fences_too() {
+    let env = MemEnv::new();
+    env.0.borrow_mut().no_dates = true;
+    let a = leased(&env, "a");
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    let older = env.body("nodes/a.json").unwrap();
+    env.0.borrow_mut().wall -= 3_600_000;
+    pass(&env, &a, 3_000);
+    let held = env.body("nodes/a.json").unwrap();
+    assert_ne!(held, older);
+    let expiry = |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["expires_ms"].as_u64();
+    assert_eq!(expiry(&held), expiry(&older), "the renewal kept the held expiry: the wall clock is behind");
+    env.put_raw("nodes/a.json", &older);
+    let err = block_on(a.renew_lease()).unwrap_err();
+    assert_eq!(err.code(), "fenced", "{err}");
+    assert!(err.message().contains("older version"), "{err}");
+    assert!(!a.lease_valid() && a.claimed().is_empty());
+}
+
 /// Issue 21 E: a conditional write that reaches the store twice (a connection that died after the request
 /// was in, resent by a runtime or proxy) applies once and is answered 412 the second time. The first
 /// attempt's 412 is read back once: this write's nonce there means it landed.

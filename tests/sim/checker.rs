@@ -381,7 +381,7 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
                 let over = i.checked_sub(1).and_then(|j| lease_expiry(&key, &hist[j]));
                 let wall = facts.clocks[v.writer.node].wall_ms(v.at);
                 let live = if facts.clock_proof {
-                    i.checked_sub(1).is_none_or(|j| !spent(facts, &key, &hist[j], v.at))
+                    i.checked_sub(1).is_none_or(|j| !spent(store, facts, &key, &hist[j], v.at))
                 } else {
                     over.is_none_or(|e| e + facts.max_clock_skew_ms > wall)
                 };
@@ -833,7 +833,7 @@ fn lease_dead_during(store: &SimStore, facts: &Facts, node: &str, op: &OpRecord)
             let until = hist.get(i + 1).map_or(u64::MAX, |n| n.at).min(op.end);
             let expires = v.body.as_deref().and_then(|b| decode_lease(&key, b, "").ok()).map(|r| r.expires_ms);
             let dead = if facts.clock_proof {
-                spent(facts, &key, v, until)
+                spent(store, facts, &key, v, until)
             } else {
                 expires.is_some_and(|e| e + facts.max_clock_skew_ms <= clock.wall_ms(until))
             };
@@ -943,23 +943,32 @@ fn lease_expiry(key: &str, v: &Version) -> Option<u64> {
     v.body.as_deref().and_then(|b| decode_lease(key, b, &v.etag).ok()).map(|r| r.expires_ms)
 }
 
+/// When the write that landed as lease version `v` was first sent. Its writer read its anchor (both clocks)
+/// before that, and a resend of an ambiguous or turned-away attempt keeps that anchor and expiry
+/// (`anchored_lease_write` in node/lease.rs): its authority counts from there, not from the attempt that
+/// landed, whose wall clock may have been stepped since (docs/simulation.md, seeds 4150 and 5914).
+fn first_sent(store: &SimStore, v: &Version) -> u64 {
+    store.lease_first_sent.get(&v.writer).copied().unwrap_or(v.writer.sent)
+}
+
 /// Whether lease version `v` (at `key`) gave its writer no authority any more at true time `t`, by the
 /// writer's own rule: `ttl - skew` had passed since it sent the write, by the larger advance of its
 /// monotonic and wall clocks (a celld-like node: also by its wall clock against `expires_ms - skew`, which
 /// celld's rule keeps). A retired or tombstoned version (`expires_ms: 0`) and a deletion give none, and a
 /// version the backup tool put back is not held against anyone (its writer cannot know of it).
-fn spent(facts: &Facts, key: &str, v: &Version, t: u64) -> bool {
+fn spent(store: &SimStore, facts: &Facts, key: &str, v: &Version, t: u64) -> bool {
     let Some(lease) = v.body.as_deref().and_then(|b| decode_lease(key, b, "").ok()) else { return true };
     let (w, expires) = (v.writer.node, lease.expires_ms);
     if expires == 0 || Some(w) == facts.restorer || Some(w) == facts.gc {
         return true;
     }
-    // The writer anchored its authority before this request was sent, and before any earlier attempt of the
-    // same write (a resend keeps the first attempt's anchor and expiry): an expiry on the store's clock says
-    // the anchor was at most `expires_ms - ttl` (it is the store's clock at the anchor, at its upper bound).
+    // The writer anchored its authority before the first attempt of this write was sent (`first_sent`): an
+    // expiry on the store's clock says the anchor was at most `expires_ms - ttl` too (it is the store's clock
+    // at the anchor, at its upper bound).
+    let sent = first_sent(store, v);
     let anchor = match lease.store_clock {
-        true => v.writer.sent.min(expires.saturating_sub(facts.lease_ttl_ms + crate::exec::EPOCH_MS)),
-        false => v.writer.sent,
+        true => sent.min(expires.saturating_sub(facts.lease_ttl_ms + crate::exec::EPOCH_MS)),
+        false => sent,
     };
     let clock = &facts.clocks[w];
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
@@ -970,7 +979,7 @@ fn spent(facts: &Facts, key: &str, v: &Version, t: u64) -> bool {
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
 /// generation that was *sent* less than `ttl - skew` earlier on the node's monotonic clock (the anchor
-/// is sampled before sending, so no correct anchor is later than the send).
+/// is sampled before sending, so no correct anchor is later than the first attempt's send, `first_sent`).
 #[allow(clippy::too_many_arguments)]
 fn check_authority(
     store: &SimStore,
@@ -989,7 +998,7 @@ fn check_authority(
         return;
     };
     let clock = &facts.clocks[n];
-    let held = clock.mono_ms(at) - clock.mono_ms(last.writer.sent);
+    let held = clock.mono_ms(at) - clock.mono_ms(first_sent(store, last));
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
     if held >= authority {
         bad(
@@ -999,9 +1008,10 @@ fn check_authority(
     }
     if facts.clock_proof && !facts.celld[n] {
         // A monotonic clock that stopped (machine sleep) must not stretch authority: the wall clock's
-        // advance since the send counts too (its value means nothing). Judged against the lease in force
-        // then: the last one the node had installed by `at` (a write sent before `at` but installed after it
-        // does not count yet: its wall clock may have stepped since the older anchor, either way).
+        // advance since the write's first send counts too (its value means nothing). Judged against the
+        // lease in force then: the last one the node had installed by `at` (a write sent before `at` but
+        // installed after it does not count yet: its wall clock may have stepped since the older anchor,
+        // either way).
         let key = facts.lease_key(&facts.nodes[n]);
         let reported = ledger.installs.get(&(n, ledger.ops.get(&claim_op).map_or(0, |o| o.gen))).map(Vec::as_slice).unwrap_or(&[]);
         let installed_at = |v: &Version| {
@@ -1009,7 +1019,7 @@ fn check_authority(
             reported.iter().filter(|&&(x, t)| Some(x) == e && t >= v.at).map(|&(_, t)| t).min().unwrap_or(v.at)
         };
         let in_force = installed.iter().filter(|v| installed_at(v) <= at).max_by_key(|v| v.writer.sent).unwrap_or(last);
-        let advanced = clock.wall_ms(at) as f64 - clock.wall_ms(in_force.writer.sent) as f64;
+        let advanced = clock.wall_ms(at) as f64 - clock.wall_ms(first_sent(store, in_force)) as f64;
         if advanced >= authority {
             bad(
                 "act-beyond-authority",
@@ -1051,9 +1061,12 @@ fn check_restores(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &mut im
     for (&(n, gen), installs) in &ledger.installs {
         let key = facts.lease_key(&facts.nodes[n]);
         let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        // An install is the last version of that expiry to land before it: a write whose answer was lost may
+        // land, be replaced (a restore of the held bytes), and land again as its resend over those bytes,
+        // which is what the node installed (the earlier landing gave it nothing).
         let landed: Vec<&Version> = installs
             .iter()
-            .filter_map(|&(e, at)| hist.iter().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)))
+            .filter_map(|&(e, at)| hist.iter().rev().find(|v| v.writer.node == n && v.at <= at && lease_expiry(&key, v) == Some(e)))
             .collect();
         for restore in hist.iter().filter(|v| v.writer.node == r) {
             let latest = landed.iter().filter(|v| v.at < restore.at).max_by_key(|v| v.at);
@@ -1120,7 +1133,7 @@ fn check_takeover(
         // authority from every lease write it installed in that generation, by its own rule, had ended when
         // the takeover landed.
         if let Some(last) = installed.iter().filter(|v| v.at <= ov.v.at).max_by_key(|v| v.writer.sent) {
-            if !spent(facts, &key, last, ov.v.at) {
+            if !spent(store, facts, &key, last, ov.v.at) {
                 bad(
                     "takeover-of-live-lease",
                     format!(
@@ -1338,6 +1351,43 @@ mod tests {
         assert_eq!(h.rules(), vec!["act-beyond-authority"]);
     }
 
+    /// Seeds 4150 and 5914: n0's renewal loses its first attempt (t=1_000); its wall clock is stepped back an
+    /// hour before the resend (1_198) that lands, and maybe forward 43 s after. n0 anchored before the first
+    /// attempt and the resend kept that anchor: its authority runs 2_600 ms of its monotonic clock from
+    /// 1_000 (its wall clock's advance since is negative, and no machine slept), whatever the later steps.
+    #[test]
+    fn a_resent_lease_write_gives_authority_from_its_first_attempt() {
+        let resent = |forward: bool| {
+            let mut h = Hist::new();
+            h.clock_proof = true;
+            h.op(1, 0, 1, OpKind::Acquire, (0, 5), OpResult::LeaseOk);
+            h.lease(1, 0, TTL, 2);
+            let claimed = OpResult::Claimed { epoch: 1, took_over: false, prior: None };
+            h.op(2, 0, 1, OpKind::Claim("c".into()), (6, 12), claimed);
+            h.own(2, 0, "n0", 1, 10);
+            h.ledger.act(0, 0, "c", 1, 12);
+            h.op(8, 0, 1, OpKind::Renew, (1_000, 1_210), OpResult::LeaseOk);
+            h.lease(8, 0, 4_000, 1_200);
+            let body = h.store.objects["nodes/n0.json"][1].body.clone().unwrap();
+            for sent in [1_000, 1_198] {
+                h.store.note_lease_send(Tag { node: 0, incarnation: 0, op: 8, sent }, "\"e1\"", &body);
+            }
+            h.clocks[0].steps.push((1_100, -3_600_000.0));
+            if forward {
+                h.clocks[0].steps.push((1_500, 43_000.0));
+            }
+            h
+        };
+        for forward in [false, true] {
+            let mut h = resent(forward);
+            h.ledger.act(0, 0, "c", 1, 3_500);
+            assert_eq!(h.rules(), Vec::<&str>::new(), "forward step: {forward}");
+            // 2_650 ms after the first attempt: past the anchor's authority, though 2_452 after the resend.
+            h.ledger.act(0, 0, "c", 1, 3_650);
+            assert_eq!(h.rules(), vec!["act-beyond-authority"], "forward step: {forward}");
+        }
+    }
+
     /// n0's lease, as a celld node writes it, with its log in `state` for generation 1, written by `by`.
     fn plant_log(h: &mut Hist, by: usize, state: &str, at: u64) {
         let body = format!(
@@ -1435,16 +1485,22 @@ mod tests {
         assert_eq!(h.rules(), Vec::<&str>::new());
     }
 
+    /// `clean()` with a backup tool (process 2) that puts old lease bodies back.
+    fn with_restorer() -> Hist {
+        let mut h = clean();
+        h.nodes.push("backup".into());
+        h.clocks.push(Clock::default());
+        h.celld.push(false);
+        h.restorer = Some(2);
+        h
+    }
+
     /// Issue 21 R: a renewal landing over a lease the backup tool put back to an older version is caught;
     /// over the bytes the holder wrote last (the same ETag, expires_ms and nonce) it is not.
     #[test]
     fn a_renewal_over_a_restored_lease_is_caught_only_when_the_restore_was_older() {
         for (restored_op, rules) in [(1, vec!["restored-lease-adopted"]), (8, vec![])] {
-            let mut h = clean();
-            h.nodes.push("backup".into());
-            h.clocks.push(Clock::default());
-            h.celld.push(false);
-            h.restorer = Some(2);
+            let mut h = with_restorer();
             h.op(8, 0, 1, OpKind::Renew, (1_000, 1_010), OpResult::LeaseOk);
             h.lease(8, 0, 4_000, 1_005);
             let key = "nodes/n0.json";
@@ -1456,6 +1512,29 @@ mod tests {
             h.ledger.installs.insert((0, 1), installs.map(|(e, at)| (crate::exec::EPOCH_MS + e, at)).to_vec());
             assert_eq!(h.rules(), rules, "restored the body of op {restored_op}");
         }
+    }
+
+    /// Seed 2529: n0's renewal lands but its answer is lost; the backup tool puts back the bytes n0 holds (the
+    /// same ETag) before the readback, so the resend, conditional on that ETag, lands over them and is what n0
+    /// installs. That renewed over its own held version, not an older one: the restore adopted nothing.
+    #[test]
+    fn a_resend_over_a_restore_of_the_held_bytes_adopts_nothing() {
+        let mut h = with_restorer();
+        h.op(8, 0, 1, OpKind::Renew, (1_000, 1_310), OpResult::LeaseOk);
+        h.lease(8, 0, 4_000, 1_005);
+        let key = "nodes/n0.json";
+        let held = h.store.objects[key][0].body.clone().unwrap();
+        h.store.plant(key, &held, Tag { node: 2, incarnation: 0, op: 20, sent: 1_100 }, 1_102);
+        let terms = LeaseTerms { expires_ms: crate::exec::EPOCH_MS + 4_000, ttl_ms: Some(TTL), store_clock: true };
+        h.store.plant(key, &encode_lease("n0", terms, "", "l8-resent"), Tag { node: 0, incarnation: 0, op: 8, sent: 1_298 }, 1_300);
+        h.op(9, 0, 1, OpKind::Renew, (1_500, 1_510), OpResult::LeaseOk);
+        h.lease(9, 0, 4_500, 1_505);
+        let installs = [(TTL, 5), (4_000, 1_310), (4_500, 1_510)];
+        h.ledger.installs.insert((0, 1), installs.map(|(e, at)| (crate::exec::EPOCH_MS + e, at)).to_vec());
+        assert_eq!(h.rules(), Vec::<&str>::new());
+        // Had n0 installed the first landing, the restore would have put back an older version under it.
+        h.ledger.installs.get_mut(&(0, 1)).unwrap()[1].1 = 1_010;
+        assert_eq!(h.rules(), vec!["restored-lease-adopted"]);
     }
 
     #[test]

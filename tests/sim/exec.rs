@@ -380,7 +380,8 @@ impl World {
         }
         inner.store.note_sent(tag.op, req.method);
         if req.method == "PUT" && req.url.contains("/nodes/") {
-            inner.store.lease_sends.push(tag);
+            let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
+            inner.store.note_lease_send(tag, cond, &req.body);
         }
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use celld_edge::env::{HttpRequest, HttpResponse};
+use celld_edge::ownership::records::decode_lease;
 
 use crate::exec::Rng;
 
@@ -136,6 +137,11 @@ pub struct SimStore {
     pub sent_by_op: BTreeMap<u64, (&'static str, u32)>,
     /// Every lease write (PUT to a `nodes/` key) as sent, lost ones included: who sent it and when.
     pub lease_sends: Vec<Tag>,
+    /// For every lease write attempt as sent: when the first attempt of its write went out (`note_lease_send`).
+    pub lease_first_sent: BTreeMap<Tag, u64>,
+    /// Per (node, life, operation): the condition and `expires_ms` of its last lease write attempt, and
+    /// when that write was first sent.
+    lease_writing: BTreeMap<(usize, u32, u64), (String, Option<u64>, u64)>,
     /// When each node could not run (paused, asleep, crashed until its restart): (node, from, until).
     pub downtime: Vec<(usize, u64, u64)>,
     /// Credentials provider calls (`Env::credentials`) and how many of them were slow.
@@ -201,6 +207,21 @@ impl SimStore {
     /// Notes a request sent on behalf of operation `op`.
     pub fn note_sent(&mut self, op: u64, method: &'static str) {
         self.sent_by_op.entry(op).or_insert((method, 0)).1 += 1;
+    }
+
+    /// Notes a lease write attempt sent (`lease_sends`), and when its write was first sent: its own send,
+    /// unless the operation's previous lease write attempt had the same condition and `expires_ms` (a resend
+    /// of an ambiguous or turned-away attempt: only its nonce differs).
+    pub fn note_lease_send(&mut self, tag: Tag, cond: &str, body: &[u8]) {
+        let expires = decode_lease("", body, "").ok().map(|r| r.expires_ms);
+        let last = self.lease_writing.get(&(tag.node, tag.incarnation, tag.op));
+        let first = match last {
+            Some((c, e, first)) if c == cond && *e == expires => *first,
+            _ => tag.sent,
+        };
+        self.lease_writing.insert((tag.node, tag.incarnation, tag.op), (cond.to_owned(), expires, first));
+        self.lease_first_sent.insert(tag, first);
+        self.lease_sends.push(tag);
     }
 
     pub fn count(&mut self, fault: Fault) {

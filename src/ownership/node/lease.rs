@@ -30,6 +30,8 @@ pub(super) struct Lease {
     overruns: u64,
     /// `expires_ms` of the record its authority comes from (on the store's clock when it was known).
     expires_ms: u64,
+    /// This instance's lease write attempts sent before the write it comes from: later ones are newer writes.
+    since: u64,
     /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
     pub(super) generation: u64,
 }
@@ -58,8 +60,11 @@ pub(super) struct LeaseSlice {
     state: LeaseState,
     /// Lease generations so far.
     generations: u64,
-    /// (nonce, expires_ms) of this instance's recent lease writes: a lease record carrying both is ours.
-    nonces: VecDeque<(String, u64)>,
+    /// (nonce, expires_ms, attempt number) of this instance's recent lease write attempts: a lease record
+    /// carrying the first two is ours; the number says which of our writes came later.
+    nonces: VecDeque<(String, u64, u64)>,
+    /// Lease write attempts sent so far.
+    attempts: u64,
     /// The current renewal loop (`renew_until_stopped`); a newer loop retires an older one.
     renewer: u64,
     /// Until this monotonic instant, records naming this node that this instance did not write are not
@@ -100,7 +105,9 @@ impl<E: Env> S3Ownership<E> {
             if lease.nonces.len() == LEASE_NONCES {
                 lease.nonces.pop_front();
             }
-            lease.nonces.push_back((nonce.to_owned(), terms.expires_ms));
+            lease.attempts += 1;
+            let attempt = lease.attempts;
+            lease.nonces.push_back((nonce.to_owned(), terms.expires_ms, attempt));
             if celld {
                 // Sampled as this attempt goes out, on the store's clock when known (celld judges the
                 // sample's freshness by its own wall clock, near the store's): a fresh sample on a live lease.
@@ -128,16 +135,25 @@ impl<E: Env> S3Ownership<E> {
     pub(super) fn is_ours(&self, rec: &NodeLeaseRecord) -> bool {
         let lease = self.lease.borrow();
         matches!(&lease.state, LeaseState::Held(l) | LeaseState::Closed { kept: Some(l), .. } if l.etag == rec.etag)
-            || rec.nonce.as_ref().is_some_and(|n| lease.nonces.iter().any(|(m, e)| m == n && *e == rec.expires_ms))
+            || self.our_attempt(rec).is_some()
+    }
+
+    /// The number of our lease write attempt whose nonce and `expires_ms` `rec` carries, if any.
+    fn our_attempt(&self, rec: &NodeLeaseRecord) -> Option<u64> {
+        let lease = self.lease.borrow();
+        let n = rec.nonce.as_ref()?;
+        lease.nonces.iter().find(|(m, e, _)| m == n && *e == rec.expires_ms).map(|&(_, _, a)| a)
     }
 
     /// A lease record of ours (`is_ours`) that may stand for the authority of `held`: the held version
-    /// itself, or one that gives peers no earlier death (`expires_ms` no earlier than the held one's). An
-    /// older body of ours put back by another tool (a versioned bucket's restore, a backup) lets peers
-    /// judge this node dead before its authority ends: never adopted.
+    /// itself, or a write of ours sent since `held`'s began (an ambiguous renewal that landed late) that gives
+    /// peers no earlier death (`expires_ms` no earlier than the held one's). An older body of ours put back by
+    /// another tool (a versioned bucket's restore, a backup) lets peers judge this node dead before its
+    /// authority ends: never adopted. Its `expires_ms` alone does not tell it from a newer one: a wall-clock
+    /// expiry stays at its floor, the held one's, while the wall clock is behind (stepped back).
     pub(super) fn adoptable(&self, rec: &NodeLeaseRecord, held: &Lease) -> bool {
-        rec.etag == held.etag
-            || (self.is_ours(rec) && (rec.expires_ms >= held.expires_ms || !self.rules().refuse_restored_lease))
+        let newer = || self.our_attempt(rec).is_some_and(|a| a > held.since) && rec.expires_ms >= held.expires_ms;
+        rec.etag == held.etag || (self.is_ours(rec) && (!self.rules().refuse_restored_lease || newer()))
     }
 
     /// Until when records naming this node that this instance did not write are not its own.
@@ -244,13 +260,13 @@ impl<E: Env> S3Ownership<E> {
     async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
         let key = self.lease_key(&self.config.node);
         let started = self.store.env.mono_ms();
-        let (settled, anchor, expires_ms) =
+        let (settled, anchor, expires_ms, since) =
             self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.
                 self.lose_all("a fresh lease replaced the one the claim was made under");
-                let lease = self.new_lease(etag, anchor, expires_ms, None);
+                let lease = self.new_lease(etag, anchor, expires_ms, since, None);
                 let within = self.within(&lease);
                 let mut slice = self.lease.borrow_mut();
                 if let LeaseState::Closed { retiring, .. } = &mut slice.state {
@@ -276,9 +292,9 @@ impl<E: Env> S3Ownership<E> {
         }
     }
 
-    /// The lease a write anchored at `anchor` with `expires_ms` gives: a new generation unless it renews
-    /// `generation`.
-    fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, generation: Option<u64>) -> Lease {
+    /// The lease a write anchored at `anchor` with `expires_ms`, sent after `since` lease write attempts,
+    /// gives: a new generation unless it renews `generation`.
+    fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, since: u64, generation: Option<u64>) -> Lease {
         let generation = generation.unwrap_or_else(|| {
             let mut slice = self.lease.borrow_mut();
             slice.generations += 1;
@@ -287,21 +303,23 @@ impl<E: Env> S3Ownership<E> {
         // Authority that outlasts an answer from the store that showed this machine's clocks undercounting
         // is void: counted from the anchor, it cannot have seen that answer yet.
         let overruns = self.store.overruns();
-        Lease { etag, anchor, overruns, expires_ms, generation }
+        Lease { etag, anchor, overruns, expires_ms, since, generation }
     }
 
     /// Writes this node's lease with `expires_ms` = the store's clock (its upper bound, from `Date`
     /// headers; the wall clock while none was seen) plus the ttl, never before `floor` (a renewal's is the
     /// expiry it extends: the upper bound narrows as answers come, and a later write of ours must never
-    /// read as an older one, `adoptable`). Returns both clocks' anchor, read before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Reading, u64)> {
+    /// read as an older one, `adoptable`). Returns both clocks' anchor, read before the write is sent, and
+    /// the lease write attempts sent before it.
+    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Reading, u64, u64)> {
+        let since = self.lease.borrow().attempts;
         let anchor = self.store.reading();
         let ttl = self.config.lease_ttl_ms;
         let on_store = expires_on_store_clock(&self.store.store_clock(), anchor, ttl);
         let expires_ms = on_store.unwrap_or(anchor.wall.saturating_add(ttl)).max(floor);
         let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc).await?;
         let anchor = if self.rules().anchor_before_write { anchor } else { self.store.reading() };
-        Ok((settled, anchor, expires_ms))
+        Ok((settled, anchor, expires_ms, since))
     }
 
     async fn renew_once(&self) -> Result<()> {
@@ -311,7 +329,7 @@ impl<E: Env> S3Ownership<E> {
             let started = self.store.env.mono_ms();
             let (ttl_ms, skew_ms) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
             let budget = Budget::Authority { anchor: held.anchor, ttl_ms, skew_ms };
-            let (settled, anchor, expires_ms) =
+            let (settled, anchor, expires_ms, since) =
                 self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles).await?;
             let late = !self.within(&held) && self.rules().refuse_late_renewal;
             match settled {
@@ -319,7 +337,7 @@ impl<E: Env> S3Ownership<E> {
                     return Err(self.fence("the renewal was answered only after the lease had lapsed"))
                 }
                 Settled::Applied { etag } => {
-                    let lease = self.new_lease(etag, anchor, expires_ms, Some(held.generation));
+                    let lease = self.new_lease(etag, anchor, expires_ms, since, Some(held.generation));
                     let mut slice = self.lease.borrow_mut();
                     match &mut slice.state {
                         LeaseState::Closed { retiring, .. } => {
