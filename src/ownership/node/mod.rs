@@ -59,7 +59,7 @@ pub struct S3Ownership<E: Env> {
     /// The store's qualification (SPEC §6): kept verdict, or the one flight in progress.
     qualification: Qualification,
     fleet: FleetMarker,
-    /// This node's lease (`lease.rs`).
+    /// This node's lease (`lease/`).
     lease: RefCell<LeaseSlice>,
     /// The claims held (`book.rs`).
     book: RefCell<Book>,

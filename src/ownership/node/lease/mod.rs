@@ -1,22 +1,23 @@
-//! Whether this instance may act, and under which lease generation (SPEC §5): acquiring and renewing
-//! this node's lease record (one write at a time, shared by every caller), the renewal loop, fencing, and
-//! the checks every write on this node's behalf makes (`held_lease`, `require_generation`,
-//! `answered_under`). The lease is an explicit state (`LeaseState`); only this file changes it. It must
-//! never adopt a lease record it did not write, and never count a claim's answer under a lease other than
-//! the one the claim was sent under.
+//! Whether this instance may act, and under which lease generation (SPEC §5): this node's lease record
+//! (one write at a time, shared by every caller; acquiring it in `acquire.rs`, renewing it and the renewal
+//! loop in `renew.rs`), fencing, and the checks every write on this node's behalf makes (`held_lease`,
+//! `require_generation`, `answered_under`). The lease is an explicit state (`LeaseState`); only this module
+//! and its two children change it. It must never adopt a lease record it did not write, and never count a
+//! claim's answer under a lease other than the one the claim was sent under.
 
 use std::collections::VecDeque;
 
 use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
 use crate::ownership::cas::{Budget, Reconciles, Settled};
-use crate::ownership::clock::{authority_left_ms, expires_on_store_clock, Judgement, LeaseTerms, Reading};
+use crate::ownership::clock::{authority_left_ms, expires_on_store_clock, LeaseTerms, Reading};
 use crate::ownership::flight::{Joined, Share};
-use crate::ownership::join::{beside, Side};
-use crate::ownership::lease::{renew_interval_ms, renew_retry_ms};
-use crate::ownership::records::{decode_lease, encode_celld_lease, encode_lease, CasGuard, NodeLeaseRecord};
+use crate::ownership::records::{encode_celld_lease, encode_lease, CasGuard, NodeLeaseRecord};
 
 use super::{closed_error, S3Ownership};
+
+mod acquire;
+mod renew;
 
 /// This node's lease while it holds one.
 #[derive(Clone)]
@@ -71,13 +72,6 @@ pub(super) struct LeaseSlice {
     /// its own: it acquired over a *missing* lease, and the process whose lease went missing (a late
     /// delete by celld's clean-up) may still act for them until its authority runs out.
     inherited_until: f64,
-}
-
-/// How an acquisition's write went, when it did not fail.
-enum Acquired {
-    Yes,
-    /// The create of a made-up node id's lease was refused: read the record, then decide.
-    Refused,
 }
 
 /// Lease-write nonces remembered.
@@ -195,103 +189,6 @@ impl<E: Env> S3Ownership<E> {
         self.lease_writes.share(acquire, how, once).await
     }
 
-    async fn acquire_once(&self) -> Result<()> {
-        self.refuse_if_closed()?;
-        if self.lease_valid() {
-            return self.renew_once().await;
-        }
-        self.ensure_probed().await?;
-        // A node id this instance made up, never written yet: no predecessor can hold it, so its lease is
-        // created without reading first (SPEC §8). A refusal (someone has that key after all) falls back
-        // to reading it, as for a node id the caller gave.
-        let mut created_unread = self.config.made_up_node && self.lease.borrow().nonces.is_empty();
-        loop {
-            let guard = if created_unread { CasGuard::Absent } else { self.acquisition_guard().await? };
-            match self.acquire_with(guard, created_unread).await? {
-                Acquired::Yes => {
-                    if created_unread {
-                        // The lease was missing when the create landed, as the careful path's read found it:
-                        // counted from the answer, which came after.
-                        self.inherit_until_dead();
-                    }
-                    return Ok(());
-                }
-                Acquired::Refused => created_unread = false,
-            }
-        }
-    }
-
-    /// Records naming this node that this instance did not write are not its own until a missing lease's
-    /// holder could no longer act (`inherited_until`).
-    fn inherit_until_dead(&self) {
-        let ttl_skew = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
-        self.lease.borrow_mut().inherited_until = self.store.env.mono_ms() + ttl_skew;
-    }
-
-    /// The guard of an acquisition that read this node's lease record first: absent, ours, or another
-    /// process's that is dead by the peer rule (a live one is refused).
-    async fn acquisition_guard(&self) -> Result<CasGuard> {
-        let key = self.lease_key(&self.config.node);
-        let once = !self.rules().reread_undecodable;
-        let (current, seen) = self.store.get_decoded_seen(&key, self.budget(), |b, t| decode_lease(&key, b, t), once).await?;
-        Ok(match current {
-            None => {
-                self.inherit_until_dead();
-                CasGuard::Absent
-            }
-            Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
-            Some(rec) => {
-                // Another process's records may name this node id: a close must not delete this lease.
-                self.unaccounted();
-                if let Judgement::Live { observe_after_ms, .. } = self.judge_lease(&self.config.node, &rec, seen) {
-                    let wait = observe_after_ms.map_or_else(|| "unknown".to_owned(), |ms| format!("at most {ms:.0} ms"));
-                    return Err(Error::not_leased(format!(
-                        "{key} holds a live lease from another process using node id {} (dead in {wait}); node ids must be unique per running instance",
-                        Quoted(&self.config.node)
-                    )));
-                }
-                CasGuard::Match(rec.etag)
-            }
-        })
-    }
-
-    /// Writes a fresh lease under `guard` and installs it. A refused write is `not-leased`, or `Refused`
-    /// when it was `created_unread` (then the caller reads the record).
-    async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
-        let key = self.lease_key(&self.config.node);
-        let started = self.store.env.mono_ms();
-        let (settled, anchor, expires_ms, since) =
-            self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
-        match settled {
-            Settled::Applied { etag } => {
-                // Claims made under an earlier lease died with it.
-                self.lose_all("a fresh lease replaced the one the claim was made under");
-                let lease = self.new_lease(etag, anchor, expires_ms, since, None);
-                let within = self.within(&lease);
-                let mut slice = self.lease.borrow_mut();
-                if let LeaseState::Closed { retiring, .. } = &mut slice.state {
-                    // Landed after close(): the retirement retires this record.
-                    *retiring = Some(lease);
-                    return Err(closed_error());
-                }
-                if !within {
-                    slice.state = LeaseState::None;
-                    return Err(Error::not_leased(format!("writing {key} took longer than the lease's authority")));
-                }
-                slice.state = LeaseState::Held(lease);
-                drop(slice);
-                let ms = self.store.env.mono_ms() - started;
-                self.emit(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
-                Ok(Acquired::Yes)
-            }
-            Settled::Rejected | Settled::Superseded if created_unread => Ok(Acquired::Refused),
-            Settled::Rejected | Settled::Superseded => Err(Error::not_leased(format!(
-                "{key} changed while acquiring it: another process is using node id {}",
-                Quoted(&self.config.node)
-            ))),
-        }
-    }
-
     /// The lease a write anchored at `anchor` with `expires_ms`, sent after `since` lease write attempts,
     /// gives: a new generation unless it renews `generation`.
     fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, since: u64, generation: Option<u64>) -> Lease {
@@ -320,123 +217,6 @@ impl<E: Env> S3Ownership<E> {
         let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc).await?;
         let anchor = if self.rules().anchor_before_write { anchor } else { self.store.reading() };
         Ok((settled, anchor, expires_ms, since))
-    }
-
-    async fn renew_once(&self) -> Result<()> {
-        let reconciles = Reconciles::default();
-        for _ in 0..2 {
-            let held = self.held_lease()?;
-            let started = self.store.env.mono_ms();
-            let (ttl_ms, skew_ms) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
-            let budget = Budget::Authority { anchor: held.anchor, ttl_ms, skew_ms };
-            let (settled, anchor, expires_ms, since) =
-                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles).await?;
-            let late = !self.within(&held) && self.rules().refuse_late_renewal;
-            match settled {
-                Settled::Applied { .. } if late => {
-                    return Err(self.fence("the renewal was answered only after the lease had lapsed"))
-                }
-                Settled::Applied { etag } => {
-                    let lease = self.new_lease(etag, anchor, expires_ms, since, Some(held.generation));
-                    let mut slice = self.lease.borrow_mut();
-                    match &mut slice.state {
-                        LeaseState::Closed { retiring, .. } => {
-                            // Landed after close(): the retirement must go over this token, not the old one.
-                            if let Some(r) = retiring.as_mut().filter(|r| r.generation == held.generation) {
-                                r.etag = lease.etag;
-                            }
-                            return Err(closed_error());
-                        }
-                        LeaseState::Held(l) if l.generation == held.generation => *l = lease,
-                        LeaseState::None | LeaseState::Held(_) | LeaseState::Fenced(_) => {
-                            return Err(Error::fenced(
-                                "the lease was lost while its renewal was in flight; acquire a new one".into(),
-                            ))
-                        }
-                    }
-                    drop(slice);
-                    let ms = self.store.env.mono_ms() - started;
-                    self.emit(Event::LeaseRenewed { node: &self.config.node, expires_ms, ms });
-                    return Ok(());
-                }
-                Settled::Superseded if !self.rules().one_lease_write => {
-                    return Err(self.fence("the lease record was replaced by another writer"))
-                }
-                // An earlier lease write of ours that ended ambiguous may have landed after all (this one's
-                // readback then shows a nonce of another of our writes): then the record is ours under a
-                // token we never saw. Adopt it (authority unchanged) and retry.
-                Settled::Rejected | Settled::Superseded => {
-                    let key = self.lease_key(&self.config.node);
-                    match self.read_decoded(&key, decode_lease).await? {
-                        Some(_) if late => {
-                            return Err(self.fence("the renewal was answered only after the lease had lapsed"))
-                        }
-                        Some(rec) if self.adoptable(&rec, &held) => {
-                            if let LeaseState::Held(l) = &mut self.lease.borrow_mut().state {
-                                l.etag = rec.etag;
-                            }
-                        }
-                        Some(rec) if self.is_ours(&rec) => return Err(self.fence(RESTORED)),
-                        Some(_) => return Err(self.fence("the lease record was replaced by another writer")),
-                        None => return Err(self.fence("the lease record was deleted")),
-                    }
-                }
-            }
-        }
-        Err(self.fence("the lease record kept changing under renewal"))
-    }
-
-    /// The renewal loop of long-lived runtimes (JS `startRenewing`): renews every ttl/3, and promptly
-    /// (100..200 ms) after a failed attempt while authority remains, until `stop()` answers true or a
-    /// newer loop starts on this instance (a newer loop retires this one at its next wake, so two never
-    /// both run). Transient failures go to `on_error`; losing the lease (`fenced`, `not-leased`) ends the
-    /// loop with that error. Renewals share the instance's single lease write with every other caller.
-    pub async fn renew_until_stopped(&self, stop: &dyn Fn() -> bool, on_error: &mut dyn FnMut(&Error)) -> Result<()> {
-        let me = {
-            let mut slice = self.lease.borrow_mut();
-            slice.renewer += 1;
-            slice.renewer
-        };
-        let ttl = self.config.lease_ttl_ms;
-        let mut wait = renew_interval_ms(ttl);
-        // A due credentials refresh runs beside the loop (started after a renewal, bounded by the request
-        // timeout), never in its way: a slow provider delays no renewal while the keys held still work.
-        let mut refreshing: Side<'_, Result<()>> = None;
-        loop {
-            let (_, refreshed) = beside(self.sleep_unless_closed(wait as u32), &mut refreshing).await;
-            if let Some(Err(e)) = refreshed {
-                on_error(&e);
-            }
-            if stop() || self.lease.borrow().renewer != me || self.is_closed() {
-                return Ok(());
-            }
-            let (renewed, refreshed) = beside(self.renew_lease(), &mut refreshing).await;
-            if let Some(Err(e)) = refreshed {
-                on_error(&e);
-            }
-            match renewed {
-                Ok(()) => {
-                    wait = renew_interval_ms(ttl);
-                    if !self.rules().refresh_beside_renewal {
-                        if let Err(e) = self.store.refresh_due_credentials(self.budget()).await {
-                            on_error(&e);
-                        }
-                    } else if refreshing.is_none() {
-                        refreshing = Some(Box::pin(self.store.refresh_due_credentials(self.budget())));
-                    }
-                }
-                Err(e @ (Error::Fenced(_) | Error::NotLeased(_))) => return Err(e),
-                Err(e) => {
-                    on_error(&e);
-                    wait = renew_retry_ms(ttl, self.store.env.random_u64());
-                }
-            }
-        }
-    }
-
-    /// Retires the running renewal loop (it returns at its next wake, without renewing again).
-    pub fn stop_renewing(&self) {
-        self.lease.borrow_mut().renewer += 1;
     }
 
     /// Whether `lease` still gives authority now (`authority_left`).

@@ -1,0 +1,117 @@
+//! Acquiring this node's lease: a record read first (absent, ours, or another process's that is dead by
+//! the peer rule), or, for a node id this instance made up, created without reading (SPEC §8).
+
+use crate::env::{Env, Event};
+use crate::error::{Error, Quoted, Result};
+use crate::ownership::cas::{Reconciles, Settled};
+use crate::ownership::clock::Judgement;
+use crate::ownership::records::{decode_lease, CasGuard};
+
+use super::{LeaseState, S3Ownership};
+use crate::ownership::node::closed_error;
+
+/// How an acquisition's write went, when it did not fail.
+enum Acquired {
+    Yes,
+    /// The create of a made-up node id's lease was refused: read the record, then decide.
+    Refused,
+}
+
+impl<E: Env> S3Ownership<E> {
+    pub(super) async fn acquire_once(&self) -> Result<()> {
+        self.refuse_if_closed()?;
+        if self.lease_valid() {
+            return self.renew_once().await;
+        }
+        self.ensure_probed().await?;
+        // A node id this instance made up, never written yet: no predecessor can hold it, so its lease is
+        // created without reading first (SPEC §8). A refusal (someone has that key after all) falls back
+        // to reading it, as for a node id the caller gave.
+        let mut created_unread = self.config.made_up_node && self.lease.borrow().nonces.is_empty();
+        loop {
+            let guard = if created_unread { CasGuard::Absent } else { self.acquisition_guard().await? };
+            match self.acquire_with(guard, created_unread).await? {
+                Acquired::Yes => {
+                    if created_unread {
+                        // The lease was missing when the create landed, as the careful path's read found it:
+                        // counted from the answer, which came after.
+                        self.inherit_until_dead();
+                    }
+                    return Ok(());
+                }
+                Acquired::Refused => created_unread = false,
+            }
+        }
+    }
+
+    /// Records naming this node that this instance did not write are not its own until a missing lease's
+    /// holder could no longer act (`inherited_until`).
+    fn inherit_until_dead(&self) {
+        let ttl_skew = self.config.lease_ttl_ms.saturating_add(self.config.max_clock_skew_ms) as f64;
+        self.lease.borrow_mut().inherited_until = self.store.env.mono_ms() + ttl_skew;
+    }
+
+    /// The guard of an acquisition that read this node's lease record first: absent, ours, or another
+    /// process's that is dead by the peer rule (a live one is refused).
+    async fn acquisition_guard(&self) -> Result<CasGuard> {
+        let key = self.lease_key(&self.config.node);
+        let once = !self.rules().reread_undecodable;
+        let (current, seen) = self.store.get_decoded_seen(&key, self.budget(), |b, t| decode_lease(&key, b, t), once).await?;
+        Ok(match current {
+            None => {
+                self.inherit_until_dead();
+                CasGuard::Absent
+            }
+            Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
+            Some(rec) => {
+                // Another process's records may name this node id: a close must not delete this lease.
+                self.unaccounted();
+                if let Judgement::Live { observe_after_ms, .. } = self.judge_lease(&self.config.node, &rec, seen) {
+                    let wait = observe_after_ms.map_or_else(|| "unknown".to_owned(), |ms| format!("at most {ms:.0} ms"));
+                    return Err(Error::not_leased(format!(
+                        "{key} holds a live lease from another process using node id {} (dead in {wait}); node ids must be unique per running instance",
+                        Quoted(&self.config.node)
+                    )));
+                }
+                CasGuard::Match(rec.etag)
+            }
+        })
+    }
+
+    /// Writes a fresh lease under `guard` and installs it. A refused write is `not-leased`, or `Refused`
+    /// when it was `created_unread` (then the caller reads the record).
+    async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
+        let key = self.lease_key(&self.config.node);
+        let started = self.store.env.mono_ms();
+        let (settled, anchor, expires_ms, since) =
+            self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
+        match settled {
+            Settled::Applied { etag } => {
+                // Claims made under an earlier lease died with it.
+                self.lose_all("a fresh lease replaced the one the claim was made under");
+                let lease = self.new_lease(etag, anchor, expires_ms, since, None);
+                let within = self.within(&lease);
+                let mut slice = self.lease.borrow_mut();
+                if let LeaseState::Closed { retiring, .. } = &mut slice.state {
+                    // Landed after close(): the retirement retires this record.
+                    *retiring = Some(lease);
+                    return Err(closed_error());
+                }
+                if !within {
+                    slice.state = LeaseState::None;
+                    return Err(Error::not_leased(format!("writing {key} took longer than the lease's authority")));
+                }
+                slice.state = LeaseState::Held(lease);
+                drop(slice);
+                let ms = self.store.env.mono_ms() - started;
+                self.emit(Event::LeaseAcquired { node: &self.config.node, expires_ms, ms });
+                Ok(Acquired::Yes)
+            }
+            Settled::Rejected | Settled::Superseded if created_unread => Ok(Acquired::Refused),
+            Settled::Rejected | Settled::Superseded => Err(Error::not_leased(format!(
+                "{key} changed while acquiring it: another process is using node id {}",
+                Quoted(&self.config.node)
+            ))),
+        }
+    }
+}
