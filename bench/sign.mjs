@@ -1,6 +1,6 @@
 // Benchmark (not a test): signatures per CPU-second for a conditional PUT (200-byte JSON body, If-Match,
 // content-type) and a GET, celld-edge vs aws4fetch (one AwsClient, .sign()) in Node, Deno and workerd
-// (Miniflare), and vs aws4 (sync, Node's crypto) in Node; same inputs (bench/sign-cases.mjs), each
+// (Miniflare) and Bun, and vs aws4 (sync, the runtime's node:crypto) in Node and Bun; same inputs (bench/sign-cases.mjs), each
 // runtime's contenders in the same process, in interleaved rounds. Prints the rates, the ratios against
 // the goals of issue 7, and the gzip size of what the package ships. Linux only (workerd's CPU time is
 // read from /proc). Run after scripts/build:  node bench/sign.mjs [rounds, default 9]   (about a minute)
@@ -34,6 +34,12 @@ const deno = JSON.parse(
   }),
 );
 results.push({ runtime: `deno ${deno.version}`, rates: deno.rates });
+
+// Bun: a child process likewise (bench/bun/sign.mjs), aws4 included (Bun's node:crypto).
+const bun = JSON.parse(
+  execFileSync(join(root, "node_modules/.bin/bun"), ["bench/bun/sign.mjs", String(rounds), String(roundMs)], { cwd: root, encoding: "utf8" }),
+);
+results.push({ runtime: `bun ${bun.version}`, rates: bun.rates });
 
 // workerd: a Worker bundled by wrangler (bench/worker), in Miniflare. Clocks are frozen inside a Worker
 // between I/O, so each round is measured from here, as the CPU time the workerd process spent (all its

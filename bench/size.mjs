@@ -53,5 +53,13 @@ for (const minify of [false, true]) {
   const { report } = bundleWorker(join(root, "wrangler.toml"), minify ? ["--minify"] : []);
   console.log(`  wrangler deploy --dry-run${minify ? " --minify" : "         "}          ${report.replace(/^Total Upload: /, "") || "(no figure printed)"}`);
 }
+console.log("signing only (celld-edge/sign, SPEC §4.5; budget: a Worker that only signs <= 40 KiB gzip):");
+const signWasm = file("pkg/celld_edge_sign_bg.wasm");
+row("pkg/celld_edge_sign_bg.wasm", signWasm.length, gz(signWasm));
+const signBundle = await bundle(`export { AwsClient, signRequest, presignUrl } from "celld-edge/sign";`);
+row("celld-edge/sign JS + wasm (minified bundle)", signBundle.length + signWasm.length, gz(signBundle) + gz(signWasm));
+const signWorker = bundleWorker(join(root, "bench/sign-worker/wrangler.toml"));
+const kib = (signWorker.gzipBytes / 1024).toFixed(2);
+row("bench/sign-worker, wrangler --dry-run --outdir", signWorker.bytes, signWorker.gzipBytes, `(${kib} KiB: ${signWorker.gzipBytes <= 40 * 1024 ? "within" : "OVER"} 40 KiB; wrangler: ${signWorker.report.replace(/^Total Upload: /, "")})`);
 console.log(`celld-edge / (aws4fetch + baseline protocol) = ${(ourTotal / gz(theirBundle)).toFixed(1)}x`);
 await disposeAll();

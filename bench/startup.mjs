@@ -1,6 +1,6 @@
 // Benchmark (not a test): time from import to the first signed request, in a fresh Node process (wasm
 // compile + instantiate included) and in a fresh workerd isolate (Miniflare, the bundle wrangler makes),
-// against aws4fetch in the same setting. Run after scripts/build: node bench/startup.mjs [runs, default 7]
+// for the main entry and the signing-only one (celld-edge/sign), against aws4fetch in the same setting. Run after scripts/build: node bench/startup.mjs [runs, default 7]
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +12,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const sign = {
   "celld-edge": `const { signRequest } = await import("celld-edge");
+    signRequest({ method: "PUT", url: "https://b.example.com/cells/c/own.json", body: "{}", region: "auto", accessKeyId: "AK", secretAccessKey: "SK" });`,
+  "celld-edge/sign": `const { signRequest } = await import("celld-edge/sign");
     signRequest({ method: "PUT", url: "https://b.example.com/cells/c/own.json", body: "{}", region: "auto", accessKeyId: "AK", secretAccessKey: "SK" });`,
   aws4fetch: `const { AwsClient } = await import("aws4fetch");
     await new AwsClient({ accessKeyId: "AK", secretAccessKey: "SK", service: "s3", region: "auto" }).sign("https://b.example.com/cells/c/own.json", { method: "PUT", body: "{}" });`,
@@ -30,7 +32,7 @@ for (const [name, code] of Object.entries(sign)) {
   } finally {
     rmSync(file);
   }
-  console.log(`  node     ${name.padEnd(11)} ${median(samples.map((s) => s.wall)).toFixed(1).padStart(6)} ms wall ${median(samples.map((s) => s.cpu)).toFixed(1).padStart(6)} ms CPU`);
+  console.log(`  node     ${name.padEnd(15)} ${median(samples.map((s) => s.wall)).toFixed(1).padStart(6)} ms wall ${median(samples.map((s) => s.cpu)).toFixed(1).padStart(6)} ms CPU`);
 }
 
 // workerd: the same code in a Worker bundled by wrangler; each run is a new Miniflare (a new workerd
@@ -69,7 +71,7 @@ for (const [name, code] of Object.entries(workers)) {
     base.first = first;
     console.log(`  workerd  empty Worker ${first.toFixed(1).padStart(6)} ms CPU on the first request (subtracted below) ${median(walls).toFixed(1).padStart(6)} ms wall`);
   } else {
-    console.log(`  workerd  ${name.padEnd(11)} ${(first - base.first).toFixed(1).padStart(6)} ms CPU on the first request     ${median(walls).toFixed(1).padStart(6)} ms wall (dispatch to answer)`);
+    console.log(`  workerd  ${name.padEnd(15)} ${(first - base.first).toFixed(1).padStart(6)} ms CPU on the first request     ${median(walls).toFixed(1).padStart(6)} ms wall (dispatch to answer)`);
   }
 }
 await disposeAll();

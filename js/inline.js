@@ -4,14 +4,7 @@
 // bundles work). No init call for users.
 import { initSync } from "../pkg/celld_edge.js";
 import wasmBase64 from "../pkg/wasm-inline.js";
-
-function decodeBase64(text) {
-  if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(text);
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
+import { decodeBase64 } from "./base64.js";
 
 initSync({ module: decodeBase64(wasmBase64) });
 

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
+use super::option_names::OPTION_NAMES;
 use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
@@ -61,20 +62,6 @@ struct OptionsIn {
     /// A Workers R2 bucket binding (`env.CELLS`), instead of an endpoint, keys and fetch.
     #[serde(default, with = "serde_wasm_bindgen::preserve")]
     r2: JsValue,
-}
-
-/// The options' names, for naming the one whose value has the wrong type.
-const OPTION_NAMES: [&str; 21] = [
-    "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "sessionToken", "node", "addr", "prefix",
-    "leaseTtlMs", "maxClockSkewMs", "requestTimeoutMs", "pathStyle", "probe", "probeTrustMs", "ids", "celld", "fetch",
-    "onEvent", "credentials", "r2",
-];
-
-/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
-/// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
-#[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
-pub fn ownership_option_names() -> Vec<String> {
-    OWNERSHIP.options.iter().map(|&n| n.to_owned()).collect()
 }
 
 /// `inspectorOptionNames()`: the options `new S3Inspector(...)` takes, for the check of js/ownership.d.ts.

@@ -6,18 +6,34 @@
 //! (their results' shapes), `web` (the [`crate::env::Env`] over the injected `fetch`), `r2` (its requests
 //! through an R2 binding instead), `events` (the [`crate::env::Observer`] beside it: metrics, the
 //! authority watcher, `onEvent`), `error` (every JS
-//! error), `trap` (what keeps a wasm trap from hanging callers). This layer converts and checks inputs and
+//! error), `trap` (what keeps a wasm trap from hanging callers), `option_names` (S3Ownership's option names,
+//! which the signers name too). This layer converts and checks inputs and
 //! turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on anything JS
 //! hands it.
 
-mod convert;
+// What every wasm holds, the signing-only one (`celld-edge/sign`: feature `ownership` off) included. Parts of
+// `error` and `trap` serve only the ownership classes, hence the allowance without them.
+#[cfg_attr(not(feature = "ownership"), allow(dead_code))]
 mod error;
-mod events;
-mod inspector;
-mod listing;
-mod metrics;
-mod ownership;
-mod r2;
+mod option_names;
 mod sign;
+#[cfg_attr(not(feature = "ownership"), allow(dead_code))]
 mod trap;
+
+// The ownership classes and their `Env`: only in the full wasm (feature `ownership`, on by default).
+#[cfg(feature = "ownership")]
+mod convert;
+#[cfg(feature = "ownership")]
+mod events;
+#[cfg(feature = "ownership")]
+mod inspector;
+#[cfg(feature = "ownership")]
+mod listing;
+#[cfg(feature = "ownership")]
+mod metrics;
+#[cfg(feature = "ownership")]
+mod ownership;
+#[cfg(feature = "ownership")]
+mod r2;
+#[cfg(feature = "ownership")]
 mod web;

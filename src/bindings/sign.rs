@@ -22,11 +22,10 @@
 //! `invalid-input` error. Never panics, and never signs something other than what it was given: a stray
 //! NUL in any field shows up as a field-count mismatch and is refused.
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
-use super::error::{js_error, use_error_class};
+use super::error::{coded_error, use_error_class};
 use crate::error::{Error, Result};
 use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
 
@@ -141,6 +140,16 @@ impl<'a> Fields<'a> {
             return Err(Error::invalid("datetime is not a valid Date between 1970 and 9999"));
         }
         Ok(AmzDate::from_unix_ms(unix_ms as u64))
+    }
+}
+
+/// The signer's JS error. Everything src/sigv4 and this file refuse is `invalid-input` (signing has no
+/// other way to fail), so the message is made here instead of by `Error::message()`, whose texts for
+/// every other kind would otherwise weigh in the signing-only wasm (bench/README.md, its size).
+fn js_error(e: Error) -> JsValue {
+    match e {
+        Error::InvalidInput(m) => coded_error("invalid-input", &format!("invalid input: {m}")),
+        other => coded_error(other.code(), "internal error: the signer failed in a way it never does"),
     }
 }
 
@@ -340,7 +349,7 @@ fn presign(
     unix_ms: f64,
 ) -> Result<String> {
     if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
-        let got = super::convert::describe(&JsValue::from_f64(expires_in));
+        let got = js_sys::Number::from(expires_in).to_string_with_radix(10).map(String::from).unwrap_or_default();
         return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
     }
     let datetime = fields.datetime(unix_ms)?;
@@ -358,8 +367,10 @@ fn presign(
     signer.presign(&input)
 }
 
-/// The format's constants as JS sees them, for the test that js/sign.js agrees (not used by sign.js).
-#[derive(Serialize)]
+/// The format's constants as JS sees them, for the test that js/sign.js agrees (not used by sign.js); only
+/// in the full wasm (the signing-only one, built from this same file, carries no serde-wasm-bindgen).
+#[cfg(feature = "ownership")]
+#[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Format {
     sep: char,
@@ -375,6 +386,7 @@ struct Format {
     payload_hashed: u32,
 }
 
+#[cfg(feature = "ownership")]
 #[wasm_bindgen(js_name = signBufferFormat)]
 pub fn sign_buffer_format() -> JsValue {
     let format = Format {

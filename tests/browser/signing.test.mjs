@@ -1,5 +1,5 @@
 // Signing in headless Chromium through the package's browser entry (js/inline.js: no top-level await, the
-// wasm inlined in the JS): the shared signing checks, with the vectors embedded in the page and
+// wasm inlined in the JS) and the signing-only one (pkg/sign.js): the shared signing checks, with the vectors embedded in the page and
 // the strict servers reached through their CORS pass-throughs.
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -23,13 +23,15 @@ for (const [prefix, server] of [["CELLD_TEST_REAL", realServer(process.env)], ["
 }
 const vectors = loadVectors((p) => readFileSync(p, "utf8"), process.env);
 
-test("signing checks inside Chromium (browser entry)", async (t) => {
-  const results = await resultsFromChromium(`
-    import * as api from "/js/inline.js";
-    import { runChecks } from "/tests/common/checks.mjs";
-    import { signingChecks } from "/tests/common/signing.mjs";
-    const vectors = ${JSON.stringify(vectors)};
-    window.results = await runChecks(signingChecks({ api, vectors, env: ${JSON.stringify(env)}, runtime: "chromium" }));
-  `);
-  await asSubtests(t, results, "the page");
-});
+for (const [what, entry] of [["browser entry", "/js/inline.js"], ["signing-only entry, celld-edge/sign", "/pkg/sign.js"]]) {
+  test(`signing checks inside Chromium (${what})`, async (t) => {
+    const results = await resultsFromChromium(`
+      import * as api from "${entry}";
+      import { runChecks } from "/tests/common/checks.mjs";
+      import { signingChecks } from "/tests/common/signing.mjs";
+      const vectors = ${JSON.stringify(vectors)};
+      window.results = await runChecks(signingChecks({ api, vectors, env: ${JSON.stringify(env)}, runtime: "chromium" }));
+    `);
+    await asSubtests(t, results, "the page");
+  });
+}

@@ -1,8 +1,10 @@
 // Node suite for signing: imports the package by its name (self-reference through package.json
-// "exports", so the "node" condition is the one tested) and runs the shared checks under node:test.
+// "exports", so the "node" condition is the one tested) and runs the shared checks under node:test, for
+// the main entry and for the signing-only one (`celld-edge/sign`, its checks' names prefixed with it).
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import * as api from "celld-edge";
+import * as signOnly from "celld-edge/sign";
 import { signingChecks } from "../common/signing.mjs";
 import { loadVectors } from "../common/vectors-fs.mjs";
 
@@ -10,6 +12,9 @@ const vectors = loadVectors((p) => readFileSync(p, "utf8"), process.env);
 
 for (const [name, fn] of signingChecks({ api, vectors, env: process.env, runtime: "node" })) {
   test(name, fn);
+}
+for (const [name, fn] of signingChecks({ api: signOnly, vectors, env: process.env, runtime: "node" })) {
+  test(`celld-edge/sign: ${name}`, fn);
 }
 
 test("errors thrown by wasm are Errors with a stable code", () => {
