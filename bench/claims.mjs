@@ -9,6 +9,12 @@ import { S3Ownership } from "celld-edge";
 import { storeFromEnv } from "./store-env.mjs";
 import { BaselineOwnership } from "./baseline-protocol.mjs";
 import { RoundTrips } from "../tests/common/round-trips.mjs";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { claimCpu, claimCpuLine } from "./claims-cpu.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
 
 const store = storeFromEnv("ATOMIC", "bench/claims");
 const seconds = Number(process.argv[2] ?? 4);
@@ -99,58 +105,21 @@ for (const r of rows) {
   await mf.dispose();
 }
 
-// ---- CPU of the contenders' own code: the same claim/release loop over an in-process store ----
-// Node's fetch (undici, sockets) costs ~500 µs of CPU per request here and is the same for both, so it
-// hides what each contender adds. This store answers at once, with S3's conditional semantics.
-function memoryStore() {
-  const objects = new Map();
-  let version = 0;
-  const xml = (status, code) => new Response(`<Error><Code>${code}</Code></Error>`, { status });
-  return async (input, init = {}) => {
-    // aws4fetch passes a Request; celld-edge a URL and a plain init (headers in lower case).
-    const isRequest = input instanceof Request;
-    const header = (name) => (isRequest ? input.headers.get(name) : init.headers?.[name] ?? null);
-    const key = new URL(isRequest ? input.url : input).pathname;
-    const cur = objects.get(key);
-    if ((isRequest ? input.method : init.method ?? "GET") === "GET") {
-      return cur ? new Response(cur.body, { headers: { etag: cur.etag } }) : xml(404, "NoSuchKey");
-    }
-    const [none, match] = [header("if-none-match"), header("if-match")];
-    if ((none === "*" && cur) || (match !== null && cur?.etag !== match)) return xml(412, "PreconditionFailed");
-    const etag = `"v${++version}"`;
-    objects.set(key, { body: isRequest ? await input.arrayBuffer() : init.body, etag });
-    return new Response(null, { headers: { etag } });
-  };
-}
-async function ownCpu(make, ms) {
-  const realFetch = globalThis.fetch;
-  globalThis.fetch = memoryStore(); // aws4fetch calls the global; celld-edge binds it at construction
-  const o = make({ ...store, endpoint: "http://memory.test", prefix: "", node: "solo" });
-  await o.acquireLease();
-  let claims = 0;
-  let attempts = 0;
-  const cpu0 = process.cpuUsage();
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const cell = `c${attempts++ % 4}`;
-    if ((await o.claim(cell)).outcome === "applied") {
-      claims++;
-      await o.release(cell);
-    }
-  }
-  const cpu = process.cpuUsage(cpu0);
-  globalThis.fetch = realFetch;
-  return (cpu.user + cpu.system) / claims;
-}
+// ---- CPU per claim + release against its floor (SPEC §8): an in-process store, in Node and Deno ----
+// bench/claims-cpu.mjs says what the floor is. Node's fetch (undici, sockets) costs ~500 µs of CPU per
+// request here and is the same for every contender, so the store answers in-process.
 {
-  const ours = [];
-  const base = [];
-  for (let i = 0; i < 3; i++) {
-    ours.push(await ownCpu((o) => new S3Ownership({ ...o, probe: false }), 1000));
-    base.push(await ownCpu((o) => new BaselineOwnership(o), 1000));
-  }
-  const best = (xs) => Math.min(...xs).toFixed(0);
-  console.log(`\nCPU per claim + release over an in-process store (no network; best of three 1-s runs): celld-edge ${best(ours)} µs, baseline ${best(base)} µs`);
+  const cpuMicros = () => {
+    const c = process.cpuUsage();
+    return c.user + c.system;
+  };
+  const node = await claimCpu({ S3Ownership, BaselineOwnership, cpuMicros });
+  console.log(`\nCPU per claim + release over an in-process store, against the floor (the runtime building and answering the same requests: ${node.requests.join(", ")}); best of three 1-s rounds:`);
+  console.log(claimCpuLine(`node ${process.version}`, node));
+  const deno = JSON.parse(execFileSync(join(root, "node_modules/.bin/deno"), ["run", "-A", "--config", "bench/deno/deno.json", "bench/deno/claims-cpu.mjs"], {
+    cwd: root, env: { ...process.env, DENO_NO_UPDATE_CHECK: "1" }, encoding: "utf8",
+  }));
+  console.log(claimCpuLine(`deno ${deno.version}`, deno));
 }
 
 // ---- throughput: N nodes claim and release random cells of a small set for `seconds` ----

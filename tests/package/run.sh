@@ -63,6 +63,13 @@ check "Deno imports the installed package (deno condition, no permissions) and s
   bash -c "cd '$tmp/app' && DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' run app.mjs js/inline.js"
 check "CommonJS require() of the installed package (require condition) signs" \
   bash -c "cd '$tmp/app' && node app.cjs"
+sign_only='const want = "AWS4-HMAC-SHA256 Credential=a/20150830/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=";
+  const got = m.signRequest({ url: "https://h.test/b/k", region: "us-east-1", accessKeyId: "a", secretAccessKey: "s", datetime: "20150830T123600Z" }).headers.authorization;
+  if (!got.startsWith(want) || m.S3Ownership !== undefined) throw new Error(got);'
+check "celld-edge/sign from the installed package: import (node condition), require() and Deno sign, with no ownership API" \
+  bash -c "cd '$tmp/app' && node --input-type=module -e 'import * as m from \"celld-edge/sign\"; $sign_only' &&
+    node -e 'const m = require(\"celld-edge/sign\"); $sign_only' &&
+    DENO_NO_UPDATE_CHECK=1 '$root/node_modules/.bin/deno' eval 'const m = await import(\"celld-edge/sign\"); $sign_only'"
 check "esbuild --platform=node --bundle output runs from another folder (no wasm file beside it)" \
   bash -c "cd '$tmp/app' && '$root/node_modules/.bin/esbuild' --bundle --platform=node --format=esm --log-level=error node-app.mjs --outfile='$tmp/elsewhere/app.mjs' && cd '$tmp/elsewhere' && node app.mjs"
 for bundler in esbuild-iife esbuild-esm vite webpack; do
