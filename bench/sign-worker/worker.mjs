@@ -1,12 +1,13 @@
-// A Worker that only signs (bench/size.mjs bundles it with wrangler): a GET forwarded to S3 through
-// AwsClient, and a presigned URL, from celld-edge/sign alone.
-import { AwsClient, presignUrl } from "celld-edge/sign";
+// A Worker that only signs (bench/size.mjs bundles it with wrangler): signRequest and presignUrl from
+// celld-edge/sign alone, the request then sent with the runtime's fetch.
+import { presignUrl, signRequest } from "celld-edge/sign";
 
 export default {
   async fetch(request, env) {
-    const keys = { accessKeyId: env.ACCESS_KEY_ID, secretAccessKey: env.SECRET_ACCESS_KEY };
-    const url = new URL(request.url);
-    if (url.pathname === "/presign") return new Response(presignUrl({ ...keys, region: "auto", url: `${env.ENDPOINT}/bucket/key` }));
-    return new AwsClient({ ...keys, service: "s3", region: "auto" }).fetch(`${env.ENDPOINT}${url.pathname}`);
+    const keys = { region: "auto", accessKeyId: env.ACCESS_KEY_ID, secretAccessKey: env.SECRET_ACCESS_KEY };
+    const url = `${env.ENDPOINT}${new URL(request.url).pathname}`;
+    if (request.method === "HEAD") return new Response(presignUrl({ ...keys, url }));
+    const signed = signRequest({ ...keys, url });
+    return fetch(signed.url, { headers: signed.headers });
   },
 };
