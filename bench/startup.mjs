@@ -24,7 +24,7 @@ console.log(`import -> first signed request, median of ${runs} fresh processes /
 for (const [name, code] of Object.entries(sign)) {
   const script = `const t0 = performance.now(); const c0 = process.cpuUsage(); ${code}
     const c = process.cpuUsage(c0); console.log(JSON.stringify({ wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 }));`;
-  const file = join(root, `bench/.startup-${name}.mjs`);
+  const file = join(root, `bench/.startup-${name.replace("/", "-")}.mjs`);
   writeFileSync(file, script);
   const samples = [];
   try {
