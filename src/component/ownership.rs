@@ -6,13 +6,14 @@
 use wstd::runtime::block_on;
 
 use super::bindings::exports::celld::edge::ownership::{
-    Applied, CasOutcome, ClaimOutcome, ClaimedCell, Closed, Config, Error, Guest, GuestNode, IdSet, Node as NodeHandle,
-    OwnerInfo, PriorOwner, ProbePolicy,
+    Applied, CasOutcome, ClaimOutcome, ClaimedCell, Closed, Config, Error, Guard, Guest, GuestNode, IdSet, LeaseRecord,
+    LeaseWrite, Node as NodeHandle, OwnerInfo, OwnerRecord, PriorOwner, ProbePolicy,
 };
 use super::bindings::Component;
 use super::error::to_wit;
 use super::WasiEnv;
-use crate::ownership::{self as core, CloseOptions, S3Ownership};
+use crate::error::Error as CoreError;
+use crate::ownership::{self as core, CasGuard, CloseOptions, S3Ownership};
 
 impl Guest for Component {
     type Node = Node;
@@ -66,6 +67,24 @@ fn cas(o: core::CasOutcome) -> CasOutcome {
     }
 }
 
+fn guard(g: Guard) -> Result<CasGuard, Error> {
+    match g {
+        Guard::Absent => Ok(CasGuard::Absent),
+        Guard::Match(etag) if !etag.is_empty() => Ok(CasGuard::Match(etag)),
+        Guard::Match(_) => Err(to_wit(CoreError::invalid("guard must be absent or match a non-empty etag"))),
+    }
+}
+
+/// The epochs a JS node can read too (a JS number holds them exactly), as the JS API checks them.
+fn epoch(e: u64) -> Result<u64, Error> {
+    match e {
+        1..=MAX_SAFE => Ok(e),
+        _ => Err(to_wit(CoreError::invalid(format!("epoch must be an integer in 1..=2^53-1, got {e}")))),
+    }
+}
+
+const MAX_SAFE: u64 = (1 << 53) - 1;
+
 impl GuestNode for Node {
     fn open(c: Config) -> Result<NodeHandle, Error> {
         let own = S3Ownership::new(config(c), WasiEnv).map_err(to_wit)?;
@@ -109,6 +128,34 @@ impl GuestNode for Node {
 
     fn verify(&self, cell: String, epoch: u64) -> Result<bool, Error> {
         block_on(self.own.verify(&cell, epoch)).map_err(to_wit)
+    }
+
+    fn read_owner(&self, cell: String) -> Result<Option<OwnerRecord>, Error> {
+        let read = block_on(self.own.read_owner_and_judge(&cell)).map_err(to_wit)?;
+        Ok(read.map(|r| OwnerRecord { node: Some(r.node).filter(|n| !n.is_empty()), epoch: r.epoch, etag: r.etag }))
+    }
+
+    fn cas_owner(&self, cell: String, g: Guard, e: u64) -> Result<CasOutcome, Error> {
+        let (g, e) = (guard(g)?, epoch(e)?);
+        block_on(self.own.cas_owner(&cell, &g, e)).map(cas).map_err(to_wit)
+    }
+
+    fn release_owner(&self, cell: String, e: u64) -> Result<CasOutcome, Error> {
+        let e = epoch(e)?;
+        block_on(self.own.release_owner(&cell, e)).map(cas).map_err(to_wit)
+    }
+
+    fn read_node_lease(&self, node: String) -> Result<Option<LeaseRecord>, Error> {
+        let read = block_on(self.own.read_node_lease(&node)).map_err(to_wit)?;
+        Ok(read.map(|r| LeaseRecord { node: r.node, expires_ms: r.expires_ms, addr: r.addr, etag: r.etag }))
+    }
+
+    fn cas_node_lease(&self, g: Guard, expires_ms: u64) -> Result<LeaseWrite, Error> {
+        let g = guard(g)?;
+        Ok(match block_on(self.own.cas_node_lease(&g, expires_ms)).map_err(to_wit)? {
+            (core::CasOutcome::Applied, etag) => LeaseWrite::Applied(etag),
+            (core::CasOutcome::Rejected, _) => LeaseWrite::Rejected,
+        })
     }
 
     fn claimed(&self) -> Vec<ClaimedCell> {
