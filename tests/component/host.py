@@ -11,6 +11,8 @@ from wasmtime.component import Component, Linker, Record, Variant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMPONENT = os.environ.get("CELLD_COMPONENT", os.path.join(ROOT, "target/wasm32-wasip2/component/celld_edge.wasm"))
+# examples/component-proxy, as scripts/build-component builds it.
+PROXY = os.environ.get("CELLD_COMPONENT_PROXY", os.path.join(ROOT, "target/component-proxy/wasm32-wasip2/release/celld-edge-proxy.wasm"))
 OWNERSHIP = "celld:edge/ownership@0.1.0"
 SIGNING = "celld:edge/signing@0.1.0"
 

@@ -6,12 +6,16 @@ fencing, the low-level records, bad input, corrupt records, celld's records, clo
 
 import json
 import os
+import socket
 import subprocess
 import time
 import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
 
-from host import COMPONENT, ComponentError, Host, real_server, s3_request
+from host import COMPONENT, PROXY, ComponentError, Host, real_server, s3_request
 
 SERVER = real_server()
 HOST = Host()
@@ -226,7 +230,6 @@ class Signing(unittest.TestCase):
         self.assertEqual(status, 200)
         url = HOST.presign_url("GET", f"{SERVER['endpoint']}/{SERVER['bucket']}/{key}", 60,
                                access_key_id=SERVER["key_id"], secret_access_key=SERVER["secret"])
-        import urllib.request
         with urllib.request.urlopen(url, timeout=10) as res:
             self.assertEqual(res.read(), b"hello")
 
@@ -237,6 +240,49 @@ class Signing(unittest.TestCase):
         with self.assertRaises(ComponentError) as caught:
             HOST.presign_url("GET", "https://x/y", 0, access_key_id="k", secret_access_key="s")
         self.assertEqual(caught.exception.code, "invalid-input")
+
+
+class Proxy(unittest.TestCase):
+    """examples/component-proxy under `wasmtime serve`, run as the README says."""
+
+    def test_answers_cells_like_the_workers_quick_start(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(S3_ENDPOINT=SERVER["endpoint"], S3_BUCKET=SERVER["bucket"], AWS_ACCESS_KEY_ID=SERVER["key_id"],
+                   AWS_SECRET_ACCESS_KEY=SERVER["secret"], CELLD_PREFIX=f"t-proxy-{unique()}/")
+        args = ["wasmtime", "serve", "-S", "cli", "--addr", f"127.0.0.1:{port}"]
+        for name, value in env.items():
+            args += ["--env", f"{name}={value}"]
+        serve = subprocess.Popen(args + [PROXY], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for _ in range(300):
+                self.assertIsNone(serve.poll(), "wasmtime serve exited")
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.1)
+
+            def get(path):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as res:
+                        return res.status, json.loads(res.read())
+                except urllib.error.HTTPError as e:
+                    return e.code, json.loads(e.read())
+
+            c = f"proxy:{unique()}"
+            self.assertEqual(get(f"/cells/{urllib.parse.quote(c)}"), (200, {"outcome": "applied", "epoch": 1, "tookOver": False, "prior": None}))
+            # The next request is another instance, so another node: the first one's claim is live.
+            status, owner = get(f"/cells/{urllib.parse.quote(c)}")
+            self.assertEqual(status, 200)
+            self.assertEqual([owner["epoch"], owner["live"], owner["held"], owner["node"].startswith("edge-")], [1, True, False, True])
+            self.assertEqual(get("/elsewhere")[0], 404)
+            status, error = get("/cells/a%2Fb")
+            self.assertEqual([status, error["error"]], [400, "invalid-input"])
+        finally:
+            serve.kill()
+            serve.wait()
+            serve.stderr.close()
 
 
 class World(unittest.TestCase):
