@@ -57,8 +57,8 @@ for (const minify of [false, true]) {
 console.log(`celld-edge / (aws4fetch + baseline protocol) = ${(ourTotal / gz(theirBundle)).toFixed(1)}x`);
 console.log("WebAssembly component (scripts/build-component; no JS, any component host):");
 for (const [name, path] of [
-  ["celld_edge.wasm (the celld:edge world)", "target/wasm32-wasip2/component/celld_edge.wasm"],
-  ["celld-edge-proxy.wasm (examples/component-proxy)", "target/component-proxy/wasm32-wasip2/release/celld-edge-proxy.wasm"],
+  ["celld_edge.wasm (the celld:edge world)", "target/component/celld_edge.wasm"],
+  ["celld-edge-proxy.wasm (examples/component-proxy)", "target/component/celld-edge-proxy.wasm"],
 ]) {
   const bytes = existsSync(join(root, path)) ? file(path) : null;
   if (bytes) row(name, bytes.length, gz(bytes));

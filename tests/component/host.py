@@ -10,9 +10,9 @@ from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, Variant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMPONENT = os.environ.get("CELLD_COMPONENT", os.path.join(ROOT, "target/wasm32-wasip2/component/celld_edge.wasm"))
-# examples/component-proxy, as scripts/build-component builds it.
-PROXY = os.environ.get("CELLD_COMPONENT_PROXY", os.path.join(ROOT, "target/component-proxy/wasm32-wasip2/release/celld-edge-proxy.wasm"))
+COMPONENT = os.environ.get("CELLD_COMPONENT", os.path.join(ROOT, "target/component/celld_edge.wasm"))
+# The component and examples/component-proxy, where scripts/build-component puts them.
+PROXY = os.environ.get("CELLD_COMPONENT_PROXY", os.path.join(ROOT, "target/component/celld-edge-proxy.wasm"))
 OWNERSHIP = "celld:edge/ownership@0.1.0"
 SIGNING = "celld:edge/signing@0.1.0"
 

@@ -15,7 +15,7 @@ import { componentApi } from "./jco-api.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const jcoHome = process.env.CELLD_JCO_DIR ?? join(homedir(), ".cache/celld-edge/jco");
-const component = process.env.CELLD_COMPONENT ?? join(root, "target/wasm32-wasip2/component/celld_edge.wasm");
+const component = process.env.CELLD_COMPONENT ?? join(root, "target/component/celld_edge.wasm");
 
 // The transpiled component imports @bytecodealliance/preview2-shim: its directory resolves it through a
 // node_modules link to jco's.
