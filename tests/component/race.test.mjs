@@ -25,6 +25,7 @@ test("component and JS node processes on one bucket, holders killed and restarte
   try {
     components.forEach((n) => r.start(n, {}, python));
     js.forEach((n) => r.start(n));
+    await sleep(2500); // a component racer compiles the component first (about 1.5 s here)
     for (const victim of ["comp-0", "js-0"]) {
       const held = await r.holding(victim);
       await r.kill(victim);
