@@ -24,6 +24,9 @@ function call(f) {
   }
 }
 
+const fail = (why) => {
+  throw new TypeError(why);
+};
 const big = (n) => (n === undefined ? undefined : BigInt(n));
 const num = (n) => Number(n);
 const nodeOrNull = (n) => n ?? null;
@@ -54,7 +57,7 @@ export function componentApi(component) {
           maxClockSkewMs: big(o.maxClockSkewMs),
           pathStyle: o.pathStyle,
           requestTimeoutMs: o.requestTimeoutMs,
-          probe: o.probe === undefined ? undefined : PROBE[o.probe],
+          probe: o.probe === undefined ? undefined : (PROBE[o.probe] ?? fail(`probe ${o.probe} has no value in the world`)),
           ids: o.ids,
           celld: o.celld,
         }),
