@@ -1,8 +1,9 @@
 // Benchmark (not a test): gzip size of what a Worker ships from this package, against what a user would
 // ship instead (aws4fetch plus the same protocol in plain JS, bench/baseline-protocol.mjs). Prints the
 // package's files, a minified bundle of each side, and the `wrangler deploy --dry-run` upload of the root
-// example Worker (wrangler.toml). Run after scripts/build: node bench/size.mjs
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+// example Worker (wrangler.toml), and the WebAssembly component's. Run after scripts/build (and
+// scripts/build-component): node bench/size.mjs
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
@@ -64,4 +65,13 @@ for (const [what, config] of [["signRequest, presignUrl", "wrangler.toml"], ["Aw
   row(`Worker with ${what}: wrangler --dry-run`, w.bytes, w.gzipBytes, `(${(w.gzipBytes / 1024).toFixed(2)} KiB: ${verdict} 40 KiB; wrangler: ${w.report.replace(/^Total Upload: /, "")})`);
 }
 console.log(`celld-edge / (aws4fetch + baseline protocol) = ${(ourTotal / gz(theirBundle)).toFixed(1)}x`);
+console.log("WebAssembly component (scripts/build-component; no JS, any component host):");
+for (const [name, path] of [
+  ["celld_edge.wasm (the celld:edge world)", "target/component/celld_edge.wasm"],
+  ["celld-edge-proxy.wasm (examples/component-proxy)", "target/component/celld-edge-proxy.wasm"],
+]) {
+  const bytes = existsSync(join(root, path)) ? file(path) : null;
+  if (bytes) row(name, bytes.length, gz(bytes));
+  else console.log(`  ${name.padEnd(44)} not built (scripts/build-component)`);
+}
 await disposeAll();

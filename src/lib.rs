@@ -7,7 +7,10 @@
 //! a budget (bench/size.mjs measures it, bench/README.md says where it stands); code is written for
 //! clarity and speed, and bytes are never argued in comments (figures belong in bench/).
 
-#![forbid(unsafe_code)]
+// No unsafe code; in the component build, only the exports wit-bindgen generates have some
+// (src/component/mod.rs allows it there alone), so the rule is `deny` rather than `forbid` in that build.
+#![cfg_attr(not(all(target_arch = "wasm32", target_os = "wasi")), forbid(unsafe_code))]
+#![cfg_attr(all(target_arch = "wasm32", target_os = "wasi"), deny(unsafe_code))]
 
 pub mod env;
 pub mod error;
@@ -16,7 +19,9 @@ pub mod ownership;
 pub mod s3;
 pub mod sigv4;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod bindings;
+#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+pub mod component;
 
 pub use error::{Error, Failure, Refusal, Result};

@@ -22,6 +22,9 @@ mod url;
 
 pub use date::AmzDate;
 pub(crate) use url::shown as shown_url;
+// The component sends what it signed: its request goes to the authority `host` was signed as.
+#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+pub(crate) use url::parse as parse_url;
 pub use presign::{PresignInput, MAX_EXPIRES_SECS};
 
 use canonical::{Parts, UNSIGNED_PAYLOAD};
