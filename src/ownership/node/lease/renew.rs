@@ -100,7 +100,7 @@ impl<E: Env> S3Ownership<E> {
     /// an ambiguous write) changes nothing for the caller: its claims stand while the lease's authority
     /// lasts, and a later operation tries again; one that lost the lease fenced it, which the caller finds
     /// when it next asks for the lease. A lapsed lease is not renewed here (the caller's check fences it).
-    pub(in crate::ownership::node) async fn renew_if_due(&self) {
+    pub async fn renew_if_due(&self) {
         let now = self.store.env.mono_ms();
         let due = {
             let slice = self.lease.borrow();
