@@ -7,8 +7,6 @@
 //! decide on its own that a claim ended (its callers tell it what they saw), and never keep a cell it did
 //! not hold.
 
-use std::collections::VecDeque;
-
 use crate::env::{Env, Event, Lost};
 use crate::error::{Quoted, Result};
 use crate::ownership::authority::claim_gone;
@@ -71,7 +69,7 @@ pub(super) struct Book {
     /// this node id.
     unaccounted: bool,
     /// The last `ENDED_KEPT` claims that ended: (cell, epoch, how, the core's detail).
-    ended: VecDeque<(String, u64, Lost, String)>,
+    ended: std::collections::VecDeque<(String, u64, Lost, String)>,
 }
 
 impl<E: Env> S3Ownership<E> {
