@@ -13,10 +13,7 @@ use crate::ownership::authority::claim_gone;
 use crate::ownership::cas::Settled;
 use crate::ownership::records::OwnerRecord;
 
-use super::{Ended, S3Ownership};
-
-/// Claims that ended, remembered to say why (`authority_at`).
-const ENDED_KEPT: usize = 64;
+use super::S3Ownership;
 
 /// A claim: the epoch and the token the claim's write left.
 pub(super) type Claim = (u64, String);
@@ -57,6 +54,9 @@ impl Claims {
         self.iter().map(|(c, (e, _))| (c.clone(), *e)).collect()
     }
 }
+
+/// Claims that ended, remembered to say why (`authority_at`).
+const ENDED_KEPT: usize = 64;
 
 #[derive(Default)]
 pub(super) struct Book {
@@ -143,16 +143,17 @@ impl<E: Env> S3Ownership<E> {
     }
 
     /// How the claim of `cell` at `epoch` ended, if it ended lately.
-    fn ended_of(&self, cell: &str, epoch: u64) -> Option<Ended> {
+    fn ended_of(&self, cell: &str, epoch: u64) -> Option<super::Ended> {
         let book = self.book.borrow();
         let (.., lost, detail) = book.ended.iter().rev().find(|(c, e, ..)| c == cell && *e == epoch)?;
-        Some(Ended { lost: Some(*lost), detail: detail.clone() })
+        Some(super::Ended { lost: Some(*lost), detail: detail.clone() })
     }
 
     /// SPEC §4.4, fencing at send: how long this instance may still act for `cell` at `epoch` (ms), or why
     /// it may not (released, the lease lost, a newer epoch, closed). Asked by every fenced request at the
     /// moment it is sent; asking fences a lapsed lease, as `authority` does. Sends nothing.
-    pub fn authority_at(&self, cell: &str, epoch: u64) -> core::result::Result<f64, Ended> {
+    pub fn authority_at(&self, cell: &str, epoch: u64) -> core::result::Result<f64, super::Ended> {
+        use super::Ended;
         let why = match self.authority(cell) {
             Ok((held, left)) if held == epoch => return Ok(left),
             Ok((held, _)) => Ended { lost: (held > epoch).then_some(Lost::Reclaimed), detail: format!("this instance holds it at epoch {held} now") },
