@@ -1,15 +1,28 @@
-// Losing authority as a signal (SPEC 4.2): one AbortController per claim this instance holds, aborted
-// the moment the core says the claim ended (the core calls `#ended`, while any signal is live, from inside
-// the operation that learnt it: a fence, a takeover seen by a read, a release begun, a re-claim sent), or
-// when a timer armed at the lease's deadline asks the core and the core finds the lease lapsed; and
-// `scope`, which runs work under such a signal. It decides nothing itself: every answer is the core's.
+// Fencing for work done outside the core (SPEC 4.2, 4.4): `scope`, whose fetch asks the core at the moment
+// it sends and sends nothing once authority ended (the guarantee, kept or not after the scope returned),
+// and `signal(cell)`, a convenience on top: an AbortSignal that aborts when the core says the claim ended,
+// told at once by the core while the claim's signals are watched (`#ended`, from inside the operation that
+// learnt it), and otherwise by a timer of the context that made the signal, which asks the core at the
+// lease's deadline (and at least once a second). In Workers an AbortController and a timer belong to the
+// request that made them: one request cannot abort another's signal, so each request's signals are served
+// by that request's own timers, and no guarantee depends on one request reaching into another. It decides
+// nothing itself: every answer is the core's.
+//
+// Memory stays flat in the number of calls: where one context runs everything (Node, Deno, browsers) a
+// claim has one signal, handed to every caller; in Workers a signal per call is held by its request's
+// timer and goes with the request, and the instance keeps only a few of each claim's newest. Only claims
+// this instance holds are kept, and only while a signal or scope of theirs lives.
 
 import { CelldEdgeError } from "./error.js";
 import { sync, untilTrap } from "./instance.js";
 
-/** Longest wait between two questions to the core while claims are held: a machine that slept or a wall
+/** Longest wait between two questions to the core while a signal is live: a machine that slept or a wall
  * clock stepped forward ends authority before a timer armed on the monotonic clock would fire. */
 const RECHECK_MS = 1000;
+
+/** Per claim, the newest per-call watches (Workers) the core's word aborts at once; older ones are served by
+ * their own request's timer only. */
+const NEWEST_KEPT = 16;
 
 function coded(code, message, cause) {
   return new CelldEdgeError(message, { code, cause });
@@ -37,53 +50,78 @@ function anySignal(signals) {
   return c.signal;
 }
 
-/** Node and Deno keep a process alive for a pending timer: this one only serves signals, never work. */
+/** Node and Deno keep a process alive for a pending timer: these only serve signals, never work. */
 function unref(timer) {
   if (typeof timer?.unref === "function") timer.unref();
   else if (typeof globalThis.Deno?.unrefTimer === "function") globalThis.Deno.unrefTimer(timer);
 }
 
-/** Aborts `controller` with `reason`. In Workers a controller made by a request that has ended may refuse
- * to be touched from another: that one no longer has anyone to tell, and must not keep the others from
- * hearing. */
-function abort(controller, reason) {
+/** Runs `f`, which touches an object of another request in Workers (an AbortController, a timer): that
+ * request has ended or is served by its own timer, and must not keep the others from being told. */
+function quietly(f) {
   try {
-    controller.abort(reason);
+    f();
   } catch {
-    // Its request is gone (Workers): nothing is left listening to it.
+    // Another request's object (Workers): its own timer serves it.
   }
 }
 
-/** The signals of one wasm core's claims. The state per claim is plain data (its epoch); the
- * AbortControllers and the timer are made per call, never shared between calls: in Workers an
- * AbortController (and a timer) belongs to the request that made it, and one handed to a later request
- * breaks it ("Cannot perform I/O on behalf of a different request"). */
+/** One AbortController of a claim (`cell` at `epoch`), with a timer of the context that made it. */
+class Watch {
+  constructor(cell, epoch) {
+    this.cell = cell;
+    this.epoch = epoch;
+    this.controller = new AbortController();
+    this.timer = undefined;
+  }
+
+  get signal() {
+    return this.controller.signal;
+  }
+
+  /** Stops its timer; aborts with `reason` when given. */
+  end(reason) {
+    if (this.timer !== undefined) quietly(() => clearTimeout(this.timer));
+    this.timer = undefined;
+    if (reason !== undefined) quietly(() => this.controller.abort(reason));
+  }
+}
+
+/** The signals and scopes of one wasm core's claims. */
 export class Authority {
   #core;
-  /** cell -> { epoch, controllers } for every claim signals were handed out for and not yet aborted:
-   * `controllers` holds the ones `signal(cell)` made (kept until the claim ends) and those of the scopes
-   * running (until each scope ends). */
+  /** Workers: a signal per call (each request's own), not one per claim. */
+  #perRequest;
+  /** cell -> { epoch, shared: the claim's one signal (one context), watches: the live watches the core's
+   * word aborts (insertion order, the newest last) }, for claims with a live signal or scope. */
   #live = new Map();
-  #timer;
   #unwatchTrap;
 
-  constructor(core) {
+  constructor(core, perRequest) {
     this.#core = core;
+    this.#perRequest = perRequest;
   }
 
   /** The core's word that `cell`'s claim at `epoch` ended (called from inside wasm, nothing borrowed). */
   #ended = (cell, epoch, reason) => {
     const held = this.#live.get(cell);
     if (held === undefined || held.epoch !== epoch) return;
-    this.#live.delete(cell);
-    if (this.#live.size === 0) this.#idle();
-    for (const controller of held.controllers) abort(controller, reason);
-    held.controllers.clear();
+    this.#forget(cell, held);
+    for (const w of held.watches) w.end(reason);
+    held.watches.clear();
   };
 
-  /** The claim this instance holds on `cell` (`{ epoch, controllers }`) with a new AbortController for it;
-   * throws the core's reason when it holds none (`fenced`, `not-leased`, `invalid-input`). */
-  open(cell) {
+  /** How long this instance may still act for `cell` at `epoch` (ms); throws why not: the core's typed
+   * reason (`released`, `fenced` with `lost` lease-lost / taken-over / reclaimed, `not-leased` after
+   * close), naming the cell and epoch. Sends nothing. */
+  admit(cell, epoch) {
+    return sync(() => this.#core.authorityAt(cell, epoch));
+  }
+
+  /** A watch of this instance's claim on `cell`, armed on a timer of the caller's context; throws the core's
+   * reason when it holds none (`fenced`, `not-leased`, `invalid-input`). `shared`: the claim's one signal
+   * where one context runs everything. */
+  #open(cell, shared) {
     const [epoch, left] = sync(() => this.#core.authority(cell));
     let held = this.#live.get(cell);
     if (held !== undefined && held.epoch !== epoch) {
@@ -92,88 +130,85 @@ export class Authority {
       held = undefined;
     }
     if (held === undefined) {
-      held = { epoch, controllers: new Set() };
-      // The core tells of ended claims only while a signal listens: building each reason costs an Error.
+      held = { epoch, shared: undefined, watches: new Set() };
+      // The core tells of ended claims only while someone listens: building each reason costs an Error.
       if (this.#live.size === 0) sync(() => this.#core.watch(this.#ended));
       this.#live.set(cell, held);
       this.#unwatchTrap ??= untilTrap((err) => this.#abortAll(err));
     }
-    const controller = new AbortController();
-    held.controllers.add(controller);
-    // Armed again by every call, so that a timer of the current request (Workers) serves the signals.
-    this.#arm(left);
-    return { held, controller };
-  }
-
-  /** A scope ended: its controller is not aborted any more by the claim's end. */
-  close(cell, held, controller) {
-    held.controllers.delete(controller);
-    if (held.controllers.size === 0 && this.#live.get(cell) === held) {
-      // Nothing left to abort: no timer and no trap report for it.
-      this.#live.delete(cell);
-      if (this.#live.size === 0) this.#idle();
+    if (shared && held.shared !== undefined) return held.shared;
+    const w = new Watch(cell, epoch);
+    held.watches.add(w);
+    if (held.watches.size > NEWEST_KEPT) {
+      // The oldest per-call watch: its own request's timer still serves it.
+      const [oldest] = held.watches;
+      if (oldest !== held.shared) held.watches.delete(oldest);
     }
+    if (shared) held.shared = w;
+    this.#arm(w, left);
+    return w;
   }
 
-  /** A new signal of `cell`'s claim, or an already aborted one (reason: why none is held). */
-  signal(cell) {
-    if (typeof cell !== "string") return this.open(cell); // throws invalid-input
+  /** Asks the core again at `w`'s next deadline (at most RECHECK_MS away), in the context that armed it. */
+  #arm(w, ms) {
+    w.timer = setTimeout(() => this.#recheck(w), Math.max(1, Math.ceil(Math.min(ms, RECHECK_MS))));
+    unref(w.timer);
+  }
+
+  #recheck(w) {
+    w.timer = undefined;
+    let left;
     try {
-      return this.open(cell).controller.signal;
+      left = this.admit(w.cell, w.epoch);
+    } catch (e) {
+      // Asking fenced a lapsed lease (the core's word ended the watched ones); this one ends here too.
+      this.#ended(w.cell, w.epoch, e);
+      w.end(e);
+      return;
+    }
+    this.#arm(w, left);
+  }
+
+  /** `held` (the claim on `cell`) has nothing live left: forgotten, and nobody listens once none is. */
+  #forget(cell, held) {
+    if (this.#live.get(cell) === held) this.#live.delete(cell);
+    if (this.#live.size > 0) return;
+    this.#unwatchTrap?.();
+    this.#unwatchTrap = undefined;
+    sync(() => this.#core.watch(undefined));
+  }
+
+  /** A signal of `cell`'s claim, or an already aborted one (reason: why none is held). */
+  signal(cell) {
+    if (typeof cell !== "string") return this.#open(cell, false); // throws invalid-input
+    try {
+      return this.#open(cell, !this.#perRequest).signal;
     } catch (e) {
       if (e?.code === "fenced" || e?.code === "not-leased") return aborted(e);
       throw e;
     }
   }
 
-  /** Asks the core about `held` (a claim of `cell`) now: a lapsed lease fences there, which aborts the
-   * signals through `#ended`; any other answer that is not this epoch aborts them here. Returns how long
-   * the authority lasts, if it does. */
-  check(cell, held) {
-    let epoch, left;
-    try {
-      [epoch, left] = sync(() => this.#core.authority(cell));
-    } catch (e) {
-      this.#ended(cell, held.epoch, e);
-      return undefined;
-    }
-    if (epoch === held.epoch) return left;
-    this.#ended(cell, held.epoch, coded("fenced", `authority over cell ${JSON.stringify(cell)} at epoch ${held.epoch} ended (reclaimed)`));
-    return undefined;
+  /** A scope's own watch of `cell`'s claim (ended by `close`). */
+  openScope(cell) {
+    return this.#open(cell, false);
   }
 
-  #arm(ms) {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#recheck(), Math.max(1, Math.ceil(Math.min(ms, RECHECK_MS))));
-    unref(this.#timer);
+  /** A scope ended: its watch stops (its signal is not aborted by the claim's end any more). */
+  closeScope(w) {
+    w.end();
+    const held = this.#live.get(w.cell);
+    if (held === undefined || held.epoch !== w.epoch) return;
+    held.watches.delete(w);
+    if (held.watches.size === 0 && held.shared === undefined) this.#forget(w.cell, held);
   }
 
-  #recheck() {
-    this.#timer = undefined;
-    let next = RECHECK_MS;
-    for (const [cell, held] of [...this.#live]) {
-      const left = this.check(cell, held);
-      if (left !== undefined) next = Math.min(next, left);
-    }
-    if (this.#live.size > 0 && this.#timer === undefined) this.#arm(next);
-  }
-
-  /** No signal listens any more; `trapped`: the core is gone, and is not asked to stop telling. */
-  #idle(trapped = false) {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#unwatchTrap?.();
-    this.#unwatchTrap = undefined;
-    if (!trapped) sync(() => this.#core.watch(undefined));
-  }
-
-  /** A trap ended this core: nothing it held can be acted on. */
+  /** A trap ended this core: nothing it held can be acted on. The core is gone, and not asked to stop. */
   #abortAll(err) {
     this.#unwatchTrap = undefined;
     const live = [...this.#live.values()];
     this.#live.clear();
-    this.#idle(true);
-    for (const held of live) for (const controller of held.controllers) abort(controller, err);
+    for (const held of live) for (const w of held.watches) w.end(err);
   }
 }
 
@@ -201,28 +236,29 @@ function badKeyName(name) {
 }
 
 /**
- * Runs `fn({ epoch, signal, fetch, key })` under the claim this instance holds on `cell` (SPEC 4.2):
- * `fetch` calls the injected fetch with one `Request` (as every other request of the instance), whose
- * signal aborts when the scope's does or the caller's own does, and asks the core before each one;
- * `key(name)` is `<prefix>cells/<cell>/data/e<epoch>/<name>`, the epoch-fenced data layout of SPEC 5
- * (`name` refused where it could resolve elsewhere). The scope's signal is its own (a new controller:
- * see `Authority`). Resolves to what `fn` returned only if `verify(cell, epoch)` still holds afterwards;
- * otherwise rejects with why authority ended (`fenced`, `released`).
+ * Runs `fn({ epoch, signal, fetch, key })` under the claim this instance holds on `cell` (SPEC 4.2, 4.4):
+ * `fetch` calls the injected fetch with one `Request` (as every other request of the instance) and, at the
+ * moment it sends, asks the core whether this instance still holds the cell at `epoch`: a "no" rejects
+ * with the core's typed reason and sends nothing, also for a `fetch` kept and called after the scope
+ * returned (a renewal due is made first, as every operation makes it). While the scope runs, its request's
+ * signal also aborts when the scope's does. `key(name)` is `<prefix>cells/<cell>/data/e<epoch>/<name>`, the
+ * epoch-fenced data layout of SPEC 5 (`name` refused where it could resolve elsewhere). Resolves to what
+ * `fn` returned only if `verify(cell, epoch)` still holds afterwards; otherwise rejects with why authority
+ * ended (`fenced`, `released`).
  */
-export async function scope(authority, cell, fn, { fetch, prefix, verify }) {
+export async function scope(authority, cell, fn, { fetch, prefix, verify, renewIfDue }) {
   if (typeof fn !== "function") throw coded("invalid-input", `invalid input: scope(cell, fn) needs a function, got ${typeof fn}`);
-  const { held, controller } = authority.open(cell);
-  const { epoch } = held;
-  const signal = controller.signal;
-  const scoped = (input, init) => {
-    try {
-      authority.check(cell, held);
-      if (signal.aborted) return Promise.reject(signal.reason);
-      const request = new Request(input, init);
-      return Promise.resolve(fetch.call(globalThis, new Request(request, { signal: anySignal([signal, request.signal]) })));
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  await renewIfDue();
+  const w = authority.openScope(cell);
+  const { epoch, signal } = w;
+  let running = true;
+  const scoped = async (input, init) => {
+    const request = new Request(input, init);
+    await renewIfDue();
+    // Sent in the same synchronous step as the core's answer: nothing can end authority in between.
+    authority.admit(cell, epoch);
+    const fenced = running ? anySignal([signal, request.signal]) : request.signal;
+    return fetch.call(globalThis, new Request(request, { signal: fenced }));
   };
   const key = (name) => {
     if (typeof name !== "string") throw coded("invalid-input", `invalid input: key(name) needs a string, got ${typeof name}`);
@@ -240,6 +276,7 @@ export async function scope(authority, cell, fn, { fetch, prefix, verify }) {
     }
     return result;
   } finally {
-    authority.close(cell, held, controller);
+    running = false;
+    authority.closeScope(w);
   }
 }

@@ -128,6 +128,9 @@ export const holdEachRequest = () => {
   holdRequests = true;
 };
 
+/** Whether timers and AbortControllers belong to the request that made them (Workers, js/workerd.js). */
+export const perRequestIo = () => holdRequests;
+
 /** Runs an operation (`start` returns the wasm Promise), tracked so that a trap rejects it. */
 export function track(start) {
   return new Promise((resolve, reject) => {

@@ -158,6 +158,7 @@ export interface AuthorityLostError extends Error {
   code: "fenced" | "released" | "not-leased";
   cell: string;
   epoch: number;
+  /** Absent only from a scope `fetch` refused for a claim that ended too long ago to say how. */
   lost: AuthorityLost;
 }
 
@@ -167,8 +168,9 @@ export interface Scope {
   epoch: number;
   /** Aborts the moment this instance may no longer act for the cell (as `signal(cell)`); this scope's own. */
   signal: AbortSignal;
-  /** Calls the injected fetch with one `Request` whose signal is `signal` combined with the request's own;
-   * rejects without sending once authority has ended. */
+  /** Calls the injected fetch with one `Request` (while the scope runs, its signal is `signal` combined
+   * with the request's own). Asks the core at the moment it sends: once authority has ended, also when
+   * kept and called after the scope returned, it rejects with an `AuthorityLostError` and sends nothing. */
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** `<prefix>cells/<cell>/data/e<epoch>/<name>`: the epoch-fenced data layout (SPEC §5). Throws
    * `invalid-input` for a `name` that could resolve elsewhere once placed in a URL: empty, an empty, `.` or
@@ -336,10 +338,10 @@ export declare class S3Ownership {
   /**
    * An `AbortSignal` that aborts the moment this instance may no longer act for `cell` (its reason an
    * `AuthorityLostError`): the lease's deadline by either clock (a timer, with no renewal or operation
-   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. A new signal on each call
-   * (in Workers a signal belongs to the request that made it), kept until the claim ends: take one per
-   * unit of work. Already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim
-   * of the cell. Its timer does not keep Node or Deno alive.
+   * needed), a fence, a release begun, a re-claim, a takeover seen by any read. One signal per claim,
+   * handed to every caller; in Workers one per call, which fires within the request that made it (its own
+   * timer). Already aborted (reason code `not-leased` or `fenced`) when this instance holds no claim of the
+   * cell. Its timer does not keep Node or Deno alive.
    */
   signal(cell: string): AbortSignal;
   /** This instance's counters as a fresh plain object (`undefined` only while a trapped wasm instance is

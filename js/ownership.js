@@ -6,7 +6,7 @@
 // fresh core renews the very lease those records point peers to.
 
 import { WasmOwnership } from "../pkg/celld_edge.js";
-import { currentInstance, hooks, settled, sync, track, untilTrap } from "./instance.js";
+import { currentInstance, hooks, perRequestIo, settled, sync, track, untilTrap } from "./instance.js";
 import { Authority, scope, trappedSignal } from "./authority.js";
 
 export class S3Ownership {
@@ -20,8 +20,10 @@ export class S3Ownership {
   /** The core accepted close(): a core re-created after a trap is closed too. */
   #closed = false;
   /** Cells whose owner record a core of this instance may have written naming this node (claimed, or
-   * written with casOwner) and not released since. */
+   * written with casOwner) and not released since; never a name whose write was refused or never sent. */
   #mine = new Set();
+  /** cell -> how many claims and casOwner writes of it are in flight (they may land at any moment). */
+  #writing = new Map();
   /** Those of them a trapped core left: released by the fresh core once it holds a lease (`#recover`). */
   #orphans = new Set();
   /** While `#recover` runs: settles when it is done (other operations wait for it). */
@@ -36,7 +38,7 @@ export class S3Ownership {
     // reads its lease first, as for any id given).
     if (options.node === undefined) this.#options = { ...options, node: this.#core.node };
     this.#instance = currentInstance();
-    this.#authority = new Authority(this.#core);
+    this.#authority = new Authority(this.#core, perRequestIo());
   }
 
   /** This node's id: the `node` option, or the one this instance made up (`edge-<16 hex>`) without it. */
@@ -49,8 +51,8 @@ export class S3Ownership {
     if (this.#instance !== currentInstance()) {
       this.#core = sync(() => new WasmOwnership(this.#options, hooks));
       this.#instance = currentInstance();
-      this.#authority = new Authority(this.#core);
-      for (const cell of this.#mine) this.#orphans.add(cell);
+      this.#authority = new Authority(this.#core, perRequestIo());
+      for (const cell of [...this.#mine, ...this.#writing.keys()]) this.#orphans.add(cell);
       // It holds no lease: closing it sends nothing, and it refuses writes as the closed one did.
       if (this.#closed) sync(() => this.#core.close()).catch(() => {});
     }
@@ -71,9 +73,30 @@ export class S3Ownership {
     return track(() => op(core));
   }
 
-  /** `cell` may be named with this node in its record from now on (a claim or casOwner was sent). */
-  #naming(cell) {
-    if (typeof cell === "string") this.#mine.add(cell);
+  /** Runs `write` (a claim or casOwner of `cell`), which may name this node in the cell's record. While it
+   * is in flight, and afterwards unless it was refused or never sent (a rejected claim or write, bad input,
+   * no lease), the cell is one a trapped core may have left named. */
+  async #naming(cell, write) {
+    if (typeof cell !== "string") return write();
+    this.#writing.set(cell, (this.#writing.get(cell) ?? 0) + 1);
+    let named = true;
+    let elsewhere = false;
+    try {
+      const out = await write();
+      named = out === "applied" || out?.outcome === "applied";
+      // A rejected claim read the record naming another live holder (or another process of this node id).
+      elsewhere = out?.outcome === "rejected";
+      return out;
+    } catch (e) {
+      named = e?.code !== "invalid-input" && e?.code !== "not-leased";
+      throw e;
+    } finally {
+      const n = this.#writing.get(cell) - 1;
+      if (n === 0) this.#writing.delete(cell);
+      else this.#writing.set(cell, n);
+      if (named) this.#mine.add(cell);
+      else if (elsewhere && n === 0) this.#mine.delete(cell);
+    }
   }
 
   /** `cell`'s record no longer names this node (a release applied). */
@@ -122,8 +145,7 @@ export class S3Ownership {
 
   readOwner(cell) { return this.#run((c) => c.readOwner(cell)); }
   casOwner(cell, guard, epoch) {
-    this.#naming(cell);
-    return this.#run((c) => c.casOwner(cell, guard, epoch));
+    return this.#naming(cell, () => this.#run((c) => c.casOwner(cell, guard, epoch)));
   }
   releaseOwner(cell, epoch) { return this.#run((c) => c.releaseOwner(cell, epoch)).then((o) => this.#released(cell, o)); }
   readNodeLease(node) { return this.#run((c) => c.readNodeLease(node)); }
@@ -133,8 +155,7 @@ export class S3Ownership {
   }
   renewLease() { return this.#run((c) => c.renewLease()); }
   claim(cell, options) {
-    this.#naming(cell);
-    return this.#run((c) => c.claim(cell, options));
+    return this.#naming(cell, () => this.#run((c) => c.claim(cell, options)));
   }
   release(cell) { return this.#run((c) => c.release(cell)).then((o) => this.#released(cell, o)); }
   owner(cell) { return this.#run((c) => c.owner(cell)); }
@@ -165,7 +186,8 @@ export class S3Ownership {
     this.#fresh();
     const fetch = this.#options.fetch ?? globalThis.fetch;
     const prefix = this.#options.prefix ?? "";
-    return scope(this.#authority, cell, fn, { fetch, prefix, verify: (c, e) => this.verify(c, e) });
+    const renewIfDue = () => this.#run((c) => c.renewIfDue());
+    return scope(this.#authority, cell, fn, { fetch, prefix, verify: (c, e) => this.verify(c, e), renewIfDue });
   }
 
   removeDeadLease(node, options) { return this.#run((c) => c.removeDeadLease(node, options)); }

@@ -194,3 +194,39 @@ fn a_replaced_lease_fences_and_ends_every_claim() {
     assert_eq!(code(block_on(a.renew_lease())), "fenced");
     assert_eq!(lost_since(&env, 0), [lost("c", 1, Lost::LeaseLost)]);
 }
+
+/// SPEC §4.4, the check every fenced send makes: `authority_at(cell, epoch)` says yes while that very claim
+/// holds, and otherwise why not, by how the claim ended — also after a fresh lease, a re-claim, a close.
+#[test]
+fn the_check_at_send_names_how_the_claim_ended() {
+    let env = MemEnv::new();
+    let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+    let why = |cell: &str, epoch| a.authority_at(cell, epoch).unwrap_err().lost;
+    claim(&a, "released");
+    assert_eq!(a.authority_at("released", 1), Ok((TTL - SKEW) as f64));
+    block_on(a.release("released")).unwrap();
+    assert_eq!(why("released", 1), Some(Lost::Released));
+
+    assert_eq!(claim(&a, "again"), 1);
+    assert_eq!(claim(&a, "again"), 2);
+    assert_eq!(why("again", 1), Some(Lost::Reclaimed));
+    assert!(a.authority_at("again", 2).is_ok());
+
+    claim(&a, "taken");
+    let rec = block_on(b.read_owner("taken")).unwrap().unwrap();
+    block_on(b.cas_owner("taken", &celld_edge::ownership::CasGuard::Match(rec.etag), 2)).unwrap();
+    assert!(!block_on(a.verify("taken", 1)).unwrap());
+    assert_eq!(why("taken", 1), Some(Lost::TakenOver));
+
+    assert_eq!(why("never", 1), None, "a cell never held: no reason remembered, and nothing kept of it");
+
+    // The lease lapses: every claim ends with it, and a released one still says it was released.
+    env.advance(TTL);
+    assert_eq!(why("again", 2), Some(Lost::LeaseLost));
+    assert_eq!(why("released", 1), Some(Lost::Released));
+    block_on(a.acquire_lease()).unwrap();
+    assert_eq!(why("again", 2), Some(Lost::LeaseLost), "after a fresh lease too");
+    claim(&a, "closing");
+    a.shut();
+    assert_eq!(why("closing", 1), Some(Lost::Closed));
+}

@@ -388,6 +388,51 @@ fn remembered_versions_stop_being_tried_while_they_keep_going_stale() {
     assert_eq!(costs, [2, 2, 2, 1]);
 }
 
+/// SPEC §4.4 (Workers: nothing runs between requests): the operations a holder's requests make renew its
+/// lease when due, so a holder asked every 200 ms for a minute keeps one lease and one epoch, writing its
+/// lease once per renewal period; a due renewal that fails leaves its claims standing while the lease
+/// lasts; only an idle gap longer than the lease's authority voids them.
+#[test]
+fn operations_renew_a_due_lease_so_a_busy_holder_keeps_its_epoch() {
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    let lease_writes = |from| env.wire_since(from).iter().filter(|w| w.starts_with("PUT nodes/a.json")).count();
+    let from = env.sent_count();
+    for step in 0..300 {
+        env.advance(200);
+        let held = match step % 3 {
+            0 => block_on(a.owner("c")).unwrap().is_some_and(|o| (o.epoch, o.held) == (1, true)),
+            1 => block_on(a.verify("c", 1)).unwrap(),
+            _ => applied_epoch(block_on(a.claim(&format!("other-{step}"))).unwrap()) == 1,
+        };
+        assert!(held && a.lease_valid(), "step {step}: still holding c at epoch 1");
+    }
+    let period = TTL / 3;
+    let writes = lease_writes(from);
+    assert!((60_000 / (period + 200)..=60_000 / period).contains(&(writes as u64)), "{writes} lease writes in 60 s");
+
+    // A due renewal refused by the store: the claim stands (the lease still has authority), and the next
+    // operation a second later renews it.
+    env.advance(period);
+    env.push(Fault::Drop(Ok((403, "AccessDenied"))));
+    let from = env.sent_count();
+    assert!(block_on(a.verify("c", 1)).unwrap(), "a failed renewal voids nothing");
+    assert_eq!(lease_writes(from), 1);
+    env.advance(200);
+    assert!(block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(lease_writes(from), 1, "not tried again within a second");
+    env.advance(1_000);
+    assert!(block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(lease_writes(from), 2, "tried again, and renewed");
+
+    // An idle gap longer than the lease's authority: nothing renewed it, and the claim is void.
+    env.advance(authority_ms());
+    assert!(!a.lease_valid());
+    assert!(!block_on(a.verify("c", 1)).unwrap());
+    assert_eq!(block_on(a.claim("c")).unwrap_err().code(), "fenced");
+}
+
 #[test]
 fn claim_needs_a_valid_lease() {
     let env = MemEnv::new();

@@ -8,8 +8,9 @@ export default {
     // The R2 bucket bound in wrangler.toml: no keys, no endpoint. No node id: the isolate makes one up.
     own ??= new S3Ownership({ r2: env.CELLS });
     try {
-      // No timers between requests in Workers: after an idle gap the lease has lapsed, and a fresh one
-      // voids the claims made under the old one, though the records still name this node.
+      // Nothing runs between requests in Workers: owner() and claim() renew the lease when it is due, so
+      // while requests keep coming the lease and each cell's epoch stay. Only after an idle gap longer than
+      // the lease is it lapsed: a fresh one voids the old claims, and the cell is claimed at a new epoch.
       if (!own.leaseValid()) await own.acquireLease();
       const cell = decodeURIComponent(path[1]);
       const owner = await own.owner(cell);

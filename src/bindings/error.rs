@@ -90,6 +90,18 @@ pub(super) fn lost_error(cell: &str, epoch: u64, lost: Lost, detail: &str) -> Js
     err
 }
 
+/// `lost_error`, or for a claim whose end is no longer known (`lost: None`) a `fenced` error with `cell`
+/// and `epoch` alone.
+pub(super) fn ended_error(cell: &str, epoch: u64, lost: Option<Lost>, detail: &str) -> JsValue {
+    let Some(lost) = lost else {
+        let err = coded_error("fenced", &format!("authority over cell {cell:?} at epoch {epoch} ended: {detail}"));
+        let _ = Reflect::set(&err, &JsValue::from_str("cell"), &JsValue::from_str(cell));
+        let _ = Reflect::set(&err, &JsValue::from_str("epoch"), &JsValue::from_f64(epoch as f64));
+        return err;
+    };
+    lost_error(cell, epoch, lost, detail)
+}
+
 /// What an operation rejects with after a trap (`why`: the panic's message, or the trap's).
 pub(super) fn trapped_error(why: &str) -> JsValue {
     coded_error(

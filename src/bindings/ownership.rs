@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
 use super::convert;
-use super::error::{js_error, use_error_class};
+use super::error::{ended_error, js_error, use_error_class};
 use super::events::WebObserver;
 use super::inspector::run_on;
 use super::listing::{cells_out, nodes_out};
@@ -247,6 +247,25 @@ impl WasmOwnership {
         let cell = convert::id(&cell, "cell").map_err(js_error)?;
         let (epoch, left) = self.core.ownership.authority(&cell).map_err(js_error)?;
         Ok(Box::new([epoch as f64, left]))
+    }
+
+    /// SPEC §4.4, the check at send (js/authority.js, the scope's `fetch`): how long this instance may still
+    /// act for `cell` at `epoch` (ms), or throws why not, named as a signal's abort reason is (`released`,
+    /// `fenced` with `lost`, `not-leased` after close).
+    #[wasm_bindgen(js_name = authorityAt)]
+    pub fn authority_at(&self, cell: JsValue, epoch: JsValue) -> Result<f64, JsValue> {
+        let (cell, epoch) = (convert::id(&cell, "cell").map_err(js_error)?, convert::epoch(&epoch).map_err(js_error)?);
+        self.core.ownership.authority_at(&cell, epoch).map_err(|e| ended_error(&cell, epoch, e.lost, &e.detail))
+    }
+
+    /// Renews this instance's lease when it is due (the core's `renew_if_due`, which every operation of the
+    /// core makes first); resolves either way: a renewal that failed leaves the lease to the next check.
+    #[wasm_bindgen(js_name = renewIfDue)]
+    pub fn renew_if_due(&self) -> Promise {
+        self.run(|c| async move {
+            c.ownership.renew_if_due().await;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 
     /// Calls `f(cell, epoch, reason)` for every claim of this instance that ends, the moment the core

@@ -29,7 +29,7 @@ pub mod rules;
 pub mod teeth;
 
 pub use node::{
-    ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, LeaseRemoval, OwnerInfo, ProbePolicy, S3Ownership,
+    ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, Ended, LeaseRemoval, OwnerInfo, ProbePolicy, S3Ownership,
 };
 pub use ids::IdSet;
 pub use listing::{CellEntry, CellOwner, Inspector, LeaseView, NodeEntry};

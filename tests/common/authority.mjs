@@ -50,8 +50,9 @@ export function authorityChecks({ api, env, runtime }) {
     const { epoch } = await own.claim(cell);
     const signal = own.signal(cell);
     const second = own.signal(cell);
-    // One per call: in Workers a signal belongs to the request that made it.
-    eq([signal.aborted, second.aborted, second === signal], [false, false, false], "a held claim's signals, a new one on each call");
+    // One per claim where one context runs everything (memory stays flat in the calls); one per call in
+    // Workers, where a signal belongs to the request that made it.
+    eq([signal.aborted, second.aborted, second === signal], [false, false, runtime !== "workerd"], "a held claim's signals");
     const seen = [];
     signal.addEventListener("abort", () => seen.push(["abort", own.leaseValid()]));
     const reason = await aborted(signal, 10_000, "lapse");
@@ -100,6 +101,45 @@ export function authorityChecks({ api, env, runtime }) {
     const second = own.signal(cell);
     eq([second.aborted, second === first], [false, false], "the new epoch's signal");
     await own.release(cell);
+  });
+
+  check("a scope's fetch kept after the scope returned asks at send: after release, re-claim or a lapse it sends nothing and rejects naming the cell and why", async ({ leased, cell }) => {
+    const sent = [];
+    const spy = (request) => {
+      sent.push(request.url);
+      return fetch(request);
+    };
+    const own = await leased("a", { ...SHORT, fetch: spy });
+    const keys = { region: store.region, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey };
+    const url = (k) => `${store.endpoint}/${store.bucket}/${k.split("/").map(encodeURIComponent).join("/")}`;
+    /** A scope that keeps its fetch and key for later (a batcher's flush, a retry on a timer). */
+    const keep = (c) => own.scope(c, ({ epoch, fetch: f, key }) => ({ epoch, f, key }));
+    /** Sends a fenced PUT through a kept fetch: its status, or the refusal's [code, lost, cell, epoch]. */
+    const put = async ({ f, key }, name) => {
+      const signed = signRequest({ method: "PUT", url: url(key(name)), body: name, ...keys });
+      return f(signed.url, { method: "PUT", headers: signed.headers, body: name }).then((r) => r.status, (e) => [e.code, e.lost, e.cell, e.epoch]);
+    };
+    await own.claim(cell);
+    const kept = await keep(cell);
+    eq(await put(kept, "while-held"), 200, "a kept fetch while the claim holds");
+    await own.release(cell);
+    const before = sent.length;
+    eq(await put(kept, "after-release"), ["released", "released", cell, kept.epoch], "after release()");
+
+    const c2 = `${cell}-2`;
+    await own.claim(c2);
+    const old = await keep(c2);
+    await own.claim(c2);
+    eq(await put(old, "after-reclaim"), ["fenced", "reclaimed", c2, old.epoch], "after a re-claim at a newer epoch");
+
+    const c3 = `${cell}-3`;
+    await own.claim(c3);
+    const lapsing = await keep(c3);
+    await aborted(own.signal(c3), 10_000, "the lapse");
+    eq(await put(lapsing, "after-lapse"), ["fenced", "lease-lost", c3, lapsing.epoch], "after the lease lapsed");
+    await own.acquireLease();
+    eq(await put(lapsing, "after-fresh-lease"), ["fenced", "lease-lost", c3, lapsing.epoch], "after a fresh lease too");
+    eq(sent.slice(before).filter((u) => u.includes("/data/e")), [], "no refused request reached the fetch");
   });
 
   check("a takeover seen by verify aborts the signal", async ({ leased, cell }) => {

@@ -3,7 +3,7 @@
 // tarball), then run in workerd by Miniflare as two isolates sharing one local R2 bucket, with no keys:
 // - APP/quickstart: the README's Workers quick start (worker.js and wrangler.toml, which
 //   tests/node/quickstart.test.mjs holds equal to the README's blocks): the isolates race for the same cells
-//   and name one owner for each, the one the bucket names;
+//   and name one owner for each, the one the bucket names, and one asked every 200 ms keeps its epoch;
 // - APP/lifecycle: worker-lifecycle.js with the same wrangler.toml: two isolates race their claims (one
 //   applies per cell), renew on requests, release (the other isolate then claims at the next epoch) and
 //   close (the lease retired in the bucket).
@@ -76,6 +76,19 @@ async function quickstart() {
   };
   await race("room:0"); // each isolate's first request: its lease, then the race
   await Promise.all(["room:1", "room:2", "room:3", "room:4"].map(race)); // several requests per isolate at once
+  // A busy holder keeps its epoch (SPEC 4.4): the requests' own operations renew its lease when due, so
+  // asked every 200 ms for longer than the lease's authority (9 s) it stays at epoch 1, the other isolate
+  // seeing it live.
+  const first = await a("/cells/busy");
+  const holder = first.outcome === "applied" ? a : b;
+  const seen = new Set();
+  for (const start = Date.now(); Date.now() - start < 12_000;) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const held = await holder("/cells/busy");
+    seen.add(`${held.epoch} ${held.held}`);
+  }
+  const other = await (holder === a ? b : a)("/cells/busy");
+  deepEqual([[...seen], other.epoch, other.live], [["1 true"], 1, true], "busy: one epoch while requests keep coming");
 }
 
 async function lifecycle() {

@@ -62,6 +62,36 @@ test("Workers quick start after an idle gap longer than the lease: the isolate c
   deepEqual([routed.node, routed.epoch, routed.live, routed.held], [nodeA, 2, true, false], "B routes to A at the new epoch");
 });
 
+// A busy holder (SPEC 4.4): nothing runs between requests in Workers, so the operations the quick start's
+// requests make renew the lease when it is due. Requests to A every 200 ms for longer than the lease's
+// authority (9 s at the default ttl) and three renewal periods, and to B once a second: every answer is
+// 200, A holds the cell at epoch 1 throughout and B sees A live at epoch 1. Without renewal on requests the
+// lease lapses 9 s in and A claims again at epoch 2.
+test("Workers quick start under steady requests: one epoch for as long as they come", async () => {
+  const { workers: [a, b], bucket } = await twoWorkers("qs-worker-steady");
+  const ask = async (mf) => {
+    const res = await mf.dispatchFetch("http://quickstart.example/cells/steady");
+    return [res.status, await res.json()];
+  };
+  const [status, first] = await ask(a);
+  deepEqual([status, first.outcome, first.epoch], [200, "applied", 1], "A claims the cell");
+  const seenByA = [];
+  const seenByB = [];
+  const start = Date.now();
+  for (let i = 1; Date.now() - start < 12_000; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const [s, body] = await ask(a);
+    seenByA.push(`${s} ${body.epoch} ${body.held}`);
+    if (i % 5 === 0) {
+      const [sb, fromB] = await ask(b);
+      seenByB.push(`${sb} ${fromB.epoch} ${fromB.live} ${fromB.node === body.node}`);
+    }
+  }
+  deepEqual([...new Set(seenByA)], ["200 1 true"], "A's answers: status, epoch, held");
+  deepEqual([...new Set(seenByB)], ["200 1 true true"], "B's answers: status, epoch, live, A's node");
+  equal((await ownerOf(bucket, "steady")).epoch, 1, "the record in the bucket, still at epoch 1");
+});
+
 // Concurrent first requests: each cold isolate gets several requests at once, which join one
 // acquireLease() (and one claim per cell) inside the wasm. workerd cancels a request that waits with no
 // I/O of its own as hung, so the loader holds a timer in each caller's request while its operation runs

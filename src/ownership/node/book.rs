@@ -2,8 +2,10 @@
 //! showed the record replaced), reclaimed (a claim at a higher epoch was sent), released, lost with the
 //! lease, or closed. Each end is said once (`Event::AuthorityLost`), the moment it is known. It also
 //! remembers whether a record naming this node may exist that this instance does not hold (`unaccounted`:
-//! then `close()` keeps the retired lease for peers' takeover). It must never send a request, and never
-//! decide on its own that a claim ended: its callers tell it what they saw.
+//! then `close()` keeps the retired lease for peers' takeover), and why the claims that ended lately ended,
+//! for the check every fenced send makes (`authority_at`, SPEC §4.4). It must never send a request, never
+//! decide on its own that a claim ended (its callers tell it what they saw), and never keep a cell it did
+//! not hold.
 
 use crate::env::{Env, Event, Lost};
 use crate::error::{Quoted, Result};
@@ -53,6 +55,9 @@ impl Claims {
     }
 }
 
+/// Claims that ended, remembered to say why (`authority_at`).
+const ENDED_KEPT: usize = 64;
+
 #[derive(Default)]
 pub(super) struct Book {
     /// Cells claimed under the current lease.
@@ -63,6 +68,8 @@ pub(super) struct Book {
     /// was not settled, or was voided after it landed; or the lease was taken over from another process of
     /// this node id.
     unaccounted: bool,
+    /// The last `ENDED_KEPT` claims that ended: (cell, epoch, how, the core's detail).
+    ended: std::collections::VecDeque<(String, u64, Lost, String)>,
 }
 
 impl<E: Env> S3Ownership<E> {
@@ -119,8 +126,45 @@ impl<E: Env> S3Ownership<E> {
             }
         };
         if let Some(epoch) = dropped {
-            self.emit(Event::AuthorityLost { cell, epoch, lost, detail });
+            self.ended(cell, epoch, lost, detail);
         }
+    }
+
+    /// A claim ended: remembered (`authority_at`), then said.
+    fn ended(&self, cell: &str, epoch: u64, lost: Lost, detail: &str) {
+        {
+            let mut book = self.book.borrow_mut();
+            if book.ended.len() == ENDED_KEPT {
+                book.ended.pop_front();
+            }
+            book.ended.push_back((cell.to_owned(), epoch, lost, detail.to_owned()));
+        }
+        self.emit(Event::AuthorityLost { cell, epoch, lost, detail });
+    }
+
+    /// How the claim of `cell` at `epoch` ended, if it ended lately.
+    fn ended_of(&self, cell: &str, epoch: u64) -> Option<super::Ended> {
+        let book = self.book.borrow();
+        let (.., lost, detail) = book.ended.iter().rev().find(|(c, e, ..)| c == cell && *e == epoch)?;
+        Some(super::Ended { lost: Some(*lost), detail: detail.clone() })
+    }
+
+    /// SPEC §4.4, fencing at send: how long this instance may still act for `cell` at `epoch` (ms), or why
+    /// it may not (released, the lease lost, a newer epoch, closed). Asked by every fenced request at the
+    /// moment it is sent; asking fences a lapsed lease, as `authority` does. Sends nothing.
+    pub fn authority_at(&self, cell: &str, epoch: u64) -> core::result::Result<f64, super::Ended> {
+        use super::Ended;
+        let why = match self.authority(cell) {
+            Ok((held, left)) if held == epoch => return Ok(left),
+            Ok((held, _)) => Ended { lost: (held > epoch).then_some(Lost::Reclaimed), detail: format!("this instance holds it at epoch {held} now") },
+            Err(_) if self.is_closed() => Ended { lost: Some(Lost::Closed), detail: "close() was called".into() },
+            Err(e) => match self.held_lease() {
+                Err(_) => Ended { lost: Some(Lost::LeaseLost), detail: e.message() },
+                Ok(_) => Ended { lost: None, detail: "this instance does not hold it".into() },
+            },
+        };
+        // What ended this very claim says it best (a release before the lease lapsed was a release).
+        Err(self.ended_of(cell, epoch).unwrap_or(why))
     }
 
     /// Drops every claim (the lease they were made under is gone) and says so.
@@ -134,7 +178,7 @@ impl<E: Env> S3Ownership<E> {
             dropped
         };
         for (cell, epoch) in &dropped {
-            self.emit(Event::AuthorityLost { cell, epoch: *epoch, lost: Lost::LeaseLost, detail });
+            self.ended(cell, *epoch, Lost::LeaseLost, detail);
         }
     }
 
@@ -152,7 +196,7 @@ impl<E: Env> S3Ownership<E> {
     /// Says that the claims `close_book` ended are gone.
     pub(super) fn closed_claims(&self, ended: &[(String, u64)]) {
         for (cell, epoch) in ended {
-            self.emit(Event::AuthorityLost { cell, epoch: *epoch, lost: Lost::Closed, detail: "close() was called" });
+            self.ended(cell, *epoch, Lost::Closed, "close() was called");
         }
     }
 

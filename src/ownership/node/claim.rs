@@ -42,6 +42,7 @@ impl<E: Env> S3Ownership<E> {
     /// the cell, like the outcome).
     pub(super) async fn claim_shared(&self, cell: &str, options: ClaimOptions) -> Result<(ClaimOutcome, Wake)> {
         check_cell(self.config.ids, cell)?;
+        self.renew_if_due().await;
         if !self.rules().one_claim_per_cell {
             return self.claims_in_flight.lead(cell, self.claim_once(cell, options)).await;
         }
@@ -228,6 +229,7 @@ impl<E: Env> S3Ownership<E> {
     /// a lease this instance has not yet seen unchanged long enough, whose expiry the store's clock has not
     /// passed, or that has not stayed missing `ttl + skew`, counts as live); `None` when the record is absent.
     pub async fn owner(&self, cell: &str) -> Result<Option<OwnerInfo>> {
+        self.renew_if_due().await;
         let Some(rec) = self.read_owner_and_judge(cell).await? else { return Ok(None) };
         if rec.is_released() {
             return Ok(Some(OwnerInfo { node: String::new(), epoch: rec.epoch, addr: String::new(), live: false, awaiting_recovery: false, recovery: None, held: false }));
@@ -250,6 +252,7 @@ impl<E: Env> S3Ownership<E> {
     /// still valid, and the record still names this node at `epoch`.
     pub async fn verify(&self, cell: &str, epoch: u64) -> Result<bool> {
         check_epoch(epoch)?;
+        self.renew_if_due().await;
         let rec = self.read_owner_and_judge(cell).await?;
         let names_us = rec.is_some_and(|r| r.node == self.config.node && r.epoch == epoch);
         let claimed = self.claimed_epoch(cell) == Some(epoch);

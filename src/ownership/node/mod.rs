@@ -31,7 +31,7 @@ mod release;
 mod wait;
 
 pub use config::{Config, ProbePolicy};
-pub use outcomes::{ClaimOptions, ClaimOutcome, CloseOptions, Closed, LeaseRemoval, OwnerInfo};
+pub use outcomes::{ClaimOptions, ClaimOutcome, CloseOptions, Closed, Ended, LeaseRemoval, OwnerInfo};
 
 use std::rc::Rc;
 use core::cell::RefCell;

@@ -1,7 +1,16 @@
 //! What callers get back from an instance (and the options they pass it): plain values, no behaviour.
 //! They must never hold a reference into the instance's state.
 
+use crate::env::Lost;
 use crate::ownership::records::{OwnerRecord, Recovery};
+
+/// Why this instance may no longer act for a cell at an epoch (`S3Ownership::authority_at`): how its claim
+/// ended (`None`: too long ago to say, or never held at that epoch) and the core's detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub lost: Option<Lost>,
+    pub detail: String,
+}
 
 /// A cell's owner as seen for routing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -33,6 +33,7 @@ impl<E: Env> S3Ownership<E> {
     /// the claim left, falling back to read-then-write when that token has moved. Needs a valid lease.
     pub async fn release(&self, cell: &str) -> Result<CasOutcome> {
         check_cell(self.config.ids, cell)?;
+        self.renew_if_due().await;
         // A claim of the cell in flight is answered first, so that the release covers what it claimed
         // (and no claim is reported applied after the release of its epoch).
         self.wait_for_claim(cell).await;

@@ -7,6 +7,41 @@
 import { S3Ownership, signRequest } from "celld-edge";
 
 let own;
+/** `?mode=`: fencing across requests (SPEC 4.4), driven by requests.test.mjs. */
+const kept = new Map();
+
+/** One step of the fencing-across-requests test: `keep` claims `cell` and keeps its scope's fetch and key
+ * for a later request; `release` releases it; `send` sends a fenced PUT through the kept fetch (its status,
+ * or the refusal's code, lost, cell, epoch); `wait` takes a signal of the cell and answers when it aborts,
+ * in this request (its own timer), whatever request ended the claim. */
+async function fencing(mode, cell, name, env, keys, url) {
+  switch (mode) {
+    case "keep": {
+      const claim = await own.claim(cell);
+      kept.set(cell, await own.scope(cell, ({ epoch, fetch, key }) => ({ epoch, fetch, key })));
+      return { epoch: claim.epoch };
+    }
+    case "release":
+      return { released: await own.release(cell) };
+    case "send": {
+      const { fetch, key } = kept.get(cell);
+      const put = signRequest({ method: "PUT", url: url(key(name)), body: name, ...keys });
+      return fetch(put.url, { method: "PUT", headers: put.headers, body: name })
+        .then((r) => ({ status: r.status }), (e) => ({ refused: [e.code, e.lost, e.cell, e.epoch] }));
+    }
+    case "wait": {
+      const signal = own.signal(cell);
+      return new Promise((resolve) => {
+        const t = setTimeout(() => resolve({ lost: "the signal never aborted" }), 10_000);
+        signal.addEventListener("abort", () => {
+          clearTimeout(t);
+          resolve({ lost: signal.reason?.lost });
+        }, { once: true });
+      });
+    }
+  }
+  throw new Error(`unknown mode ${mode}`);
+}
 
 export default {
   async fetch(request, env) {
@@ -19,6 +54,11 @@ export default {
         endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, prefix: env.S3_PREFIX, ...keys, node: env.NODE_ID, probe: false,
         leaseTtlMs: Number(env.LEASE_TTL_MS), maxClockSkewMs: Number(env.MAX_CLOCK_SKEW_MS),
       });
+      const mode = params.get("mode");
+      if (mode) {
+        if (!own.leaseValid() && mode !== "send") await own.acquireLease();
+        return Response.json(await fencing(mode, params.get("cell"), params.get("name"), env, keys, url));
+      }
       if (own.leaseValid()) await own.renewLease();
       else await own.acquireLease();
       if (step === "1") await own.claim(env.CELL);

@@ -72,6 +72,8 @@ pub(super) struct LeaseSlice {
     /// its own: it acquired over a *missing* lease, and the process whose lease went missing (a late
     /// delete by celld's clean-up) may still act for them until its authority runs out.
     inherited_until: f64,
+    /// When an operation last started a due renewal (`renew_if_due`), on the monotonic clock.
+    due_tried: Option<f64>,
 }
 
 /// Lease-write nonces remembered.
