@@ -148,19 +148,19 @@ fn without_the_store_clock_a_lease_is_dead_once_seen_unchanged_for_its_ttl_from_
     assert_eq!(lease_of_a(&env)["clock"], serde_json::Value::Null, "no Date seen: expiry on the wall clock");
     block_on(a.claim("c")).unwrap();
     let b = leased(&env, "b");
-    // b's first look. Then only the monotonic clocks move (the wall clock stands: it never counts for the
-    // judge), and b renews its own lease meanwhile.
+    // b's first look. Then time passes (no `Date`: the wall clock's value never counts for the judge), and b
+    // renews its own lease meanwhile.
     assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Rejected { owner } if owner.live));
     let wait = TTL + rate_margin_ms(TTL);
     let mut passed = 0;
     while passed + 3_000 < wait {
-        env.0.borrow_mut().mono += 3_000.0;
+        env.advance(3_000);
         passed += 3_000;
         block_on(b.renew_lease()).unwrap();
     }
-    env.0.borrow_mut().mono += (wait - 1 - passed) as f64;
+    env.advance(wait - 1 - passed);
     assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Rejected { .. }), "1 ms short");
-    env.0.borrow_mut().mono += 1.0;
+    env.advance(1);
     match block_on(b.claim("c")).unwrap() {
         ClaimOutcome::Applied { epoch, took_over, .. } => assert_eq!((epoch, took_over), (2, true)),
         other => panic!("{other:?}"),
@@ -818,17 +818,17 @@ mod split_brain {
         assert!(block_on(a.verify("c", 1)).unwrap());
     }
 
-    /// Class 3: the monotonic clock stops while the machine sleeps; the wall clock's advance still ends
-    /// authority, whatever its value.
+    /// Class 3: the monotonic clock stops while the machine sleeps; the wall clock's lead over it moves, which
+    /// ends authority at once (issue 34 A: a step back may hide part of the sleep), whatever its value.
     #[test]
-    fn machine_sleep_ends_authority_by_the_wall_clocks_advance() {
+    fn machine_sleep_ends_authority_at_once_by_the_clocks_offset() {
         let env = MemEnv::new();
         let a = leased(&env, "a");
         block_on(a.claim("c")).unwrap();
-        env.0.borrow_mut().wall += authority_ms() - 1; // asleep: wall runs, mono stands
+        env.0.borrow_mut().wall += 20; // asleep within the clocks' resolution: nothing to see
         assert!(a.lease_valid());
-        env.0.borrow_mut().wall += 1;
-        assert!(!a.lease_valid(), "the wall clock moved ttl - skew since the anchor");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: wall runs, mono stands
+        assert!(!a.lease_valid(), "the wall clock's lead over the monotonic clock moved");
         assert!(a.claimed().is_empty());
         assert!(!block_on(a.verify("c", 1)).unwrap());
         assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced", "the renewal would be late");
@@ -837,6 +837,59 @@ mod split_brain {
         env.0.borrow_mut().wall = dead;
         let b = leased(&env, "b");
         assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { took_over: true, .. }));
+    }
+
+    /// Issue 34 A: a lease write sent, the machine asleep 48 s with it queued, its wall clock stepped back 60 s
+    /// before the answer arrives. Both clocks undercount; the answer (its `Date`, the clocks' offset) shows it
+    /// while the write is in flight, so the authority timed from before the send must not outlast it: a
+    /// renewal fences, an acquisition grants nothing, and a peer that judges the lease by the store's clock
+    /// finds no holder acting.
+    #[test]
+    fn a_lease_write_answered_after_a_sleep_and_a_step_back_grants_nothing() {
+        // A renewal.
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        env.advance(2_000);
+        env.push(Fault::SleepThenStep(48_000, -60_000));
+        assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "fenced");
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+        assert!(a.authority("c").is_err());
+        // An acquisition (after the fence): the same, from a fresh instance's first write.
+        let env = MemEnv::new();
+        let b = leased(&env, "b"); // teaches nothing to n; a peer
+        let n = node(&env, "n");
+        env.push(Fault::Slow(0.0)); // the read of the fleet marker
+        env.push(Fault::Slow(0.0)); // its create
+        env.push(Fault::Slow(0.0)); // the read of the lease record
+        env.push(Fault::SleepThenStep(48_000, -60_000));
+        let _ = block_on(n.acquire_lease());
+        assert!(!n.lease_valid(), "authority from a lease the store wrote 48 s before the answer arrived");
+        drop(b);
+    }
+
+    /// Issue 34 A, with no answer in between: the machine sleeps and its wall clock is stepped back while the
+    /// lease is held. The larger advance of the two clocks undercounts by the step; the wall clock's lead
+    /// over the monotonic clock moved, either way, and that ends authority at once.
+    #[test]
+    fn a_sleep_and_a_step_back_between_two_checks_end_authority() {
+        for (sleep, step) in [(5_000, -60_000), (60_000, -55_000), (1_000, 0), (0, 30_000), (0, -30_000)] {
+            let env = MemEnv::new();
+            let a = leased(&env, "a");
+            block_on(a.claim("c")).unwrap();
+            env.advance(500);
+            assert!(a.lease_valid());
+            {
+                let mut m = env.0.borrow_mut();
+                m.wall += sleep;
+                m.wall_off += step;
+            }
+            assert!(!a.lease_valid(), "slept {sleep} ms, stepped {step} ms");
+            assert!(a.authority("c").is_err());
+            // A fresh lease re-anchors it.
+            block_on(a.acquire_lease()).unwrap();
+            assert!(a.lease_valid());
+        }
     }
 
     /// Class 4: celld's clean-up deletes a lease with no condition, late; peers wait, the holder stops.
@@ -1756,12 +1809,12 @@ fn a_restored_older_lease_with_the_held_expiry_fences_too() {
     let a = leased(&env, "a");
     assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
     let older = env.body("nodes/a.json").unwrap();
-    env.0.borrow_mut().wall -= 3_600_000;
-    pass(&env, &a, 3_000);
+    // Renewed at the same wall instant (a stepped-back wall clock did this once; a step now ends authority).
+    block_on(a.renew_lease()).unwrap();
     let held = env.body("nodes/a.json").unwrap();
     assert_ne!(held, older);
     let expiry = |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["expires_ms"].as_u64();
-    assert_eq!(expiry(&held), expiry(&older), "the renewal kept the held expiry: the wall clock is behind");
+    assert_eq!(expiry(&held), expiry(&older), "the renewal kept the held expiry: the wall clock has not moved");
     env.put_raw("nodes/a.json", &older);
     let err = block_on(a.renew_lease()).unwrap_err();
     assert_eq!(err.code(), "fenced", "{err}");

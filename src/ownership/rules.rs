@@ -14,6 +14,8 @@ pub struct Rules {
     pub(crate) peer_skew_margin: bool,
     /// This node's own deadlines are anchored before its lease write is sent.
     pub(crate) anchor_before_write: bool,
+    /// The overrun counter a lease's authority is voided by is read at its anchor too, not at its answer.
+    pub(crate) anchor_every_clock: bool,
     /// A renewal answered after the lease's authority ended is not installed: it fences.
     pub(crate) refuse_late_renewal: bool,
     /// An ambiguous conditional write is settled by reading back, never assumed applied.
@@ -28,7 +30,8 @@ pub struct Rules {
     pub(crate) claim_under_its_lease: bool,
     /// A release needs this instance's valid lease.
     pub(crate) release_needs_lease: bool,
-    /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock).
+    /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock),
+    /// and ends when the wall clock's lead over the monotonic clock moves (`OffsetWatch`).
     pub(crate) wall_deadline: bool,
     /// A missing lease proves death only once it stayed missing `ttl + skew`.
     pub(crate) missing_lease_waits: bool,
@@ -70,6 +73,7 @@ impl Rules {
         reread_after_conflict: true,
         peer_skew_margin: true,
         anchor_before_write: true,
+        anchor_every_clock: true,
         refuse_late_renewal: true,
         settle_by_readback: true,
         read_before_rejecting: true,
@@ -113,6 +117,7 @@ impl Rules {
             Tooth::ConflictMeansOwned => rules.reread_after_conflict = false,
             Tooth::NoPeerSkewMargin => rules.peer_skew_margin = false,
             Tooth::AnchorAfterWrite => rules.anchor_before_write = false,
+            Tooth::CounterAfterAnswer => rules.anchor_every_clock = false,
             Tooth::InstallLateRenewal => rules.refuse_late_renewal = false,
             Tooth::SkipReadback => rules.settle_by_readback = false,
             Tooth::AnswerFromKnown => rules.read_before_rejecting = false,

@@ -72,10 +72,14 @@ pub enum Tooth {
     /// Take an answer's `Date` for the store's current second, never an older one a store cached: the upper
     /// bound of the store's clock, and with it a holder's `expires_ms`, comes up to a second early.
     TrustFreshDate,
+    /// Read the overrun counter a lease's authority is voided by when its write is answered, not at its
+    /// anchor before the send (issue 34 A): a sleep with the write queued and the wall clock stepped
+    /// meanwhile is then missed, and the holder acts on a lease peers may already take over.
+    CounterAfterAnswer,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 27] = [
+    pub const ALL: [Tooth; 28] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -103,5 +107,6 @@ impl Tooth {
         Tooth::JudgeByWallClock,
         Tooth::CountFromSend,
         Tooth::TrustFreshDate,
+        Tooth::CounterAfterAnswer,
     ];
 }

@@ -19,7 +19,7 @@ use crate::env::{Env, Event, Observer};
 use crate::error::{Error, Result};
 use crate::ownership::credentials::Rotation;
 use crate::ownership::Config;
-use crate::ownership::clock::{authority_left_ms, Learnt, Read, Reading, Stamp, StoreClock, DATE_SECOND_MS, DATE_SPAN_MS};
+use crate::ownership::clock::{authority_left_ms, Learnt, OffsetWatch, Read, Reading, Stamp, StoreClock, DATE_SECOND_MS, DATE_SPAN_MS};
 use crate::ownership::lease::renewal_timeout_ms;
 use crate::ownership::rules::Rules;
 use crate::sigv4::encode::push_hex;
@@ -67,9 +67,13 @@ pub struct Store<E: Env> {
     pub rules: Rules,
     /// The store's clock as its answers' `Date` headers bound it.
     clock: RefCell<StoreClock>,
-    /// How many answers showed more store time passed than this machine's clocks counted
-    /// (`Learnt::Overran`): authority anchored before one of them is void.
+    /// How many times this machine's clocks were caught undercounting, or could have been: an answer
+    /// showed more store time passed than they counted (`Learnt::Overran`), or the wall clock's lead over the
+    /// monotonic clock moved between two readings (`OffsetWatch`: a sleep, or a step of the wall clock).
+    /// Authority anchored before one of them is void.
     overruns: Cell<u64>,
+    /// The wall clock's lead over the monotonic clock at the last reading.
+    offset: Cell<OffsetWatch>,
 }
 
 /// When a read was sent and answered, and the store's clock when it served it (at least), as far as known.
@@ -90,12 +94,23 @@ impl<E: Env> Store<E> {
             rules: Rules::ALL,
             clock: RefCell::default(),
             overruns: Cell::new(0),
+            offset: Cell::default(),
         }
     }
 
-    /// Both local clocks now.
+    /// Both local clocks now. Every reading watches the wall clock's lead over the monotonic clock: when it
+    /// moved since the last reading (a sleep, or a step of the wall clock either way, or both), the clocks
+    /// may undercount the time passed, so authority anchored before is void (`overruns`), and so is what
+    /// they carried of the store's clock, until an answer teaches it again.
     pub fn reading(&self) -> Reading {
-        Reading { mono: self.env.mono_ms(), wall: self.env.wall_ms() }
+        let now = Reading { mono: self.env.mono_ms(), wall: self.env.wall_ms() };
+        let mut offset = self.offset.get();
+        if offset.moved(now) && self.rules.wall_deadline {
+            self.overruns.set(self.overruns.get() + 1);
+            self.clock.replace(StoreClock::default());
+        }
+        self.offset.set(offset);
+        now
     }
 
     /// What this instance knows of the store's clock.
@@ -103,7 +118,8 @@ impl<E: Env> Store<E> {
         self.clock.borrow()
     }
 
-    /// Answers so far that showed this machine's clocks undercounting (`Learnt::Overran`).
+    /// Times so far this machine's clocks were caught undercounting, or could have been (`Learnt::Overran`,
+    /// a moved `OffsetWatch`).
     pub fn overruns(&self) -> u64 {
         self.overruns.get()
     }
@@ -127,12 +143,15 @@ impl<E: Env> Store<E> {
         budget: Budget,
     ) -> (Result<crate::env::HttpResponse, crate::env::TransportError>, Seen) {
         let sent = self.reading();
+        let overruns = self.overruns();
         // What was known when the request left: the store served it later.
         let known = self.clock.borrow().lower(sent);
         let answer = self.env.send(req, Some(self.timeout(budget))).await;
         let arrived = self.reading();
         let date = answer.as_ref().ok().and_then(|r| r.date.as_deref()).and_then(parse_http_date);
-        if let Some(date_ms) = date {
+        // The clocks moved apart during the request: its round trip is unknown, and so how far the store's
+        // clock ran past its `Date` by the arrival. The next answer teaches it.
+        if let Some(date_ms) = date.filter(|_| self.overruns() == overruns) {
             let span_ms = if self.rules.date_may_lag { DATE_SPAN_MS } else { DATE_SECOND_MS };
             if self.clock.borrow_mut().learn(Stamp { date_ms, sent, arrived, span_ms }) == Learnt::Overran {
                 self.overruns.set(self.overruns.get() + 1);

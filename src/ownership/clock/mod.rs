@@ -15,11 +15,13 @@
 
 mod holder;
 mod judge;
+mod offset;
 mod sightings;
 mod store;
 
 pub use holder::{authority_left_ms, expires_on_store_clock};
 pub use judge::{judge, Found, Judgement, LeaseTerms};
+pub use offset::{OffsetWatch, OFFSET_SLACK_MS};
 pub use sightings::{Read, Sightings, Version, SIGHTINGS_REMEMBERED};
 pub use store::{Learnt, Stamp, StoreClock, DATE_SECOND_MS, DATE_SPAN_MS};
 

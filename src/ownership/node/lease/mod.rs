@@ -74,6 +74,14 @@ pub(super) struct LeaseSlice {
     inherited_until: f64,
 }
 
+/// What a lease's authority is timed from, all of it read before its write is sent.
+#[derive(Clone, Copy)]
+struct Anchor {
+    clocks: Reading,
+    /// `Store::overruns` then.
+    overruns: u64,
+}
+
 /// Lease-write nonces remembered.
 const LEASE_NONCES: usize = 16;
 
@@ -189,18 +197,19 @@ impl<E: Env> S3Ownership<E> {
         self.lease_writes.share(acquire, how, once).await
     }
 
-    /// The lease a write anchored at `anchor` with `expires_ms`, sent after `since` lease write attempts,
-    /// gives: a new generation unless it renews `generation`.
-    fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, since: u64, generation: Option<u64>) -> Lease {
+    /// The lease a write anchored at `anchor` (both clocks, and the overrun counter then) with `expires_ms`,
+    /// sent after `since` lease write attempts, gives: a new generation unless it renews `generation`.
+    fn new_lease(&self, etag: String, anchor: Anchor, expires_ms: u64, since: u64, generation: Option<u64>) -> Lease {
         let generation = generation.unwrap_or_else(|| {
             let mut slice = self.lease.borrow_mut();
             slice.generations += 1;
             slice.generations
         });
-        // Authority that outlasts an answer from the store that showed this machine's clocks undercounting
-        // is void: counted from the anchor, it cannot have seen that answer yet.
-        let overruns = self.store.overruns();
-        Lease { etag, anchor, overruns, expires_ms, since, generation }
+        // Authority that outlasts a sign of this machine's clocks undercounting (an answer's `Date`, the
+        // clocks' offset moving) is void: counted from before the send, so that one seen while the write was
+        // in flight (a sleep with the request queued, the wall clock stepped meanwhile) voids it too.
+        let overruns = if self.rules().anchor_every_clock { anchor.overruns } else { self.store.overruns() };
+        Lease { etag, anchor: anchor.clocks, overruns, expires_ms, since, generation }
     }
 
     /// Writes this node's lease with `expires_ms` = the store's clock (its upper bound, from `Date`
@@ -208,14 +217,15 @@ impl<E: Env> S3Ownership<E> {
     /// expiry it extends: the upper bound narrows as answers come, and a later write of ours must never
     /// read as an older one, `adoptable`). Returns both clocks' anchor, read before the write is sent, and
     /// the lease write attempts sent before it.
-    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Reading, u64, u64)> {
+    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Anchor, u64, u64)> {
         let since = self.lease.borrow().attempts;
-        let anchor = self.store.reading();
+        let clocks = self.store.reading();
+        let anchor = Anchor { clocks, overruns: self.store.overruns() };
         let ttl = self.config.lease_ttl_ms;
-        let on_store = expires_on_store_clock(&self.store.store_clock(), anchor, ttl);
-        let expires_ms = on_store.unwrap_or(anchor.wall.saturating_add(ttl)).max(floor);
+        let on_store = expires_on_store_clock(&self.store.store_clock(), clocks, ttl);
+        let expires_ms = on_store.unwrap_or(clocks.wall.saturating_add(ttl)).max(floor);
         let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc).await?;
-        let anchor = if self.rules().anchor_before_write { anchor } else { self.store.reading() };
+        let anchor = if self.rules().anchor_before_write { anchor } else { Anchor { clocks: self.store.reading(), ..anchor } };
         Ok((settled, anchor, expires_ms, since))
     }
 
@@ -228,10 +238,11 @@ impl<E: Env> S3Ownership<E> {
     /// monotonic and the wall clock, and nothing once an answer from the store showed this machine's clocks
     /// undercounting since the anchor (`Learnt::Overran`).
     fn authority_left(&self, lease: &Lease) -> f64 {
+        // Read first: the reading itself may show the clocks' offset moved.
+        let mut now = self.store.reading();
         if self.store.overruns() != lease.overruns {
             return 0.0;
         }
-        let mut now = self.store.reading();
         if !self.rules().wall_deadline {
             now.wall = lease.anchor.wall;
         }
