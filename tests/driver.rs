@@ -1306,6 +1306,43 @@ mod lifecycle {
         assert_eq!(poll(&mut one).unwrap().unwrap(), poll(&mut two).unwrap().unwrap());
     }
 
+    /// Issue 34 B: `close()` settles every owner-record write naming this node before it deletes the lease:
+    /// (B1) a concurrent caller's `cas_owner` in flight is waited for; (B2) a claim whose caller dropped it
+    /// with its write in flight may still land, so the lease is kept (retired). No record lands naming a
+    /// node whose lease is gone (peers would wait ttl + skew on a missing lease instead of taking over).
+    #[test]
+    fn close_settles_the_writes_naming_the_node_before_deleting_its_lease() {
+        for dropped in [false, true] {
+            let env = MemEnv::new();
+            let gate = GateEnv::new(env.clone());
+            let mut cfg = config("a", TTL);
+            cfg.probe = ProbePolicy::Recorded;
+            let a = S3Ownership::new(cfg, gate.clone()).unwrap();
+            block_on(a.acquire_lease()).unwrap();
+            gate.hold(|m, k| m == "PUT" && k == "cells/c/own.json");
+            let mut claim = Box::pin(a.claim("c"));
+            let mut cas = Box::pin(a.cas_owner("c", &CasGuard::Absent, 1));
+            if dropped {
+                assert!(poll(&mut claim).is_none());
+            } else {
+                assert!(poll(&mut cas).is_none());
+            }
+            let held = gate.waiting()[0].0;
+            drop(claim); // B2: dropped by its caller (unpolled in B1: sends nothing)
+            let mut close = Box::pin(a.close(CloseOptions::default()));
+            let early = poll(&mut close);
+            gate.deliver(held);
+            if !dropped {
+                assert_eq!(poll(&mut cas).unwrap().unwrap_err().code(), "not-leased", "void: closed before its answer");
+            }
+            let closed = early.or_else(|| poll(&mut close)).expect("close finished").unwrap();
+            assert!(closed.retired, "{closed:?}");
+            assert_eq!(owner_body(&env, "c")["node"], "a", "the write landed, naming a");
+            assert!(!closed.deleted && env.body("nodes/a.json").is_some(), "dropped {dropped}: the lease the record needs was deleted");
+            assert_eq!(lease_of(&env, "a")["expires_ms"], 0, "retired: peers take c over at once");
+        }
+    }
+
     #[test]
     fn close_with_release_releases_then_deletes_the_retired_lease_where_deletes_are_conditional() {
         let env = MemEnv::new();
@@ -1479,6 +1516,53 @@ mod lifecycle {
             r#"{"node":"celld-1","expires_ms":5,"addr":"x:1","log":{"state":"open","epoch":1,"ensemble":["x"],"tiered":0}}"#,
         );
         assert_eq!(block_on(clean.remove_dead_lease("celld-1", &[])).unwrap(), LeaseRemoval::Celld);
+    }
+
+    /// Issue 34 C: a DELETE the network delivered twice applies once and is answered 412 (or 404) the second
+    /// time. It is read back: the lease is gone, so `remove_dead_lease` says removed and `close()` deleted.
+    #[test]
+    fn a_delete_delivered_twice_answers_what_happened() {
+        use celld_edge::ownership::LeaseRemoval;
+        for (status, code) in [(412, "PreconditionFailed"), (404, "NoSuchKey")] {
+            let env = MemEnv::new();
+            leased(&env, "a");
+            until_dead(&env, "a");
+            let clean = cleaner(&env, ProbePolicy::Recorded);
+            assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent); // probed
+            env.push(Fault::Slow(0.0)); // the read of a's lease
+            env.push(Fault::LandThen(Ok((status, code)))); // the delete, delivered twice
+            let (removal, wire) = wire_of(&env, clean.remove_dead_lease("a", &[]));
+            assert_eq!(removal.unwrap(), LeaseRemoval::Removed, "{status}");
+            assert_eq!(wire, ["GET nodes/a.json", "DELETE nodes/a.json if-match", "GET nodes/a.json"]);
+            assert!(env.body("nodes/a.json").is_none());
+
+            let mut cfg = config("b", TTL);
+            cfg.probe = ProbePolicy::Recorded;
+            let b = S3Ownership::new(cfg, env.clone()).unwrap().observed_by(env.clone());
+            block_on(b.acquire_lease()).unwrap();
+            env.push(Fault::Slow(0.0)); // the retirement
+            env.push(Fault::LandThen(Ok((status, code)))); // the delete, delivered twice
+            let closed = block_on(b.close(CloseOptions::default())).unwrap();
+            assert!(closed.retired && closed.deleted, "{status}: {closed:?}");
+            assert!(env.body("nodes/b.json").is_none());
+        }
+        // A 412 whose readback shows another version: changed, as before.
+        let env = MemEnv::new();
+        leased(&env, "a");
+        until_dead(&env, "a");
+        let clean = cleaner(&env, ProbePolicy::Recorded);
+        assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent);
+        env.push(Fault::Slow(0.0));
+        env.push(Fault::Drop(Ok((412, "PreconditionFailed"))));
+        assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Removed, "same version still there: sent again");
+        let env = MemEnv::new();
+        leased(&env, "a");
+        until_dead(&env, "a");
+        let clean = cleaner(&env, ProbePolicy::Recorded);
+        assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent);
+        env.push(Fault::Slow(0.0));
+        env.push(Fault::DropAndPlant(r#"{"node":"a","expires_ms":1}"#, TransportError::TimedOut));
+        assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Changed);
     }
 
     #[test]

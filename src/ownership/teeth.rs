@@ -76,10 +76,16 @@ pub enum Tooth {
     /// anchor before the send (issue 34 A): a sleep with the write queued and the wall clock stepped
     /// meanwhile is then missed, and the holder acts on a lease peers may already take over.
     CounterAfterAnswer,
+    /// Take a conditional DELETE's 412/404 as "changed" without reading back (issue 34 C): a DELETE delivered
+    /// twice applies once and is answered 412 or 404 the second time, and the lease it removed is reported kept.
+    DeleteRejectionAtFaceValue,
+    /// `close()` deletes the lease without settling the owner-record writes naming this node that other
+    /// callers have in flight or dropped (issue 34 B): one lands after the delete, naming a node with no lease.
+    DeleteBeforeWritesSettle,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 28] = [
+    pub const ALL: [Tooth; 30] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -108,5 +114,7 @@ impl Tooth {
         Tooth::CountFromSend,
         Tooth::TrustFreshDate,
         Tooth::CounterAfterAnswer,
+        Tooth::DeleteRejectionAtFaceValue,
+        Tooth::DeleteBeforeWritesSettle,
     ];
 }

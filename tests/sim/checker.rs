@@ -974,7 +974,9 @@ fn spent(store: &SimStore, facts: &Facts, key: &str, v: &Version, t: u64) -> boo
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
     let mono = clock.mono_ms(t) - clock.mono_ms(anchor);
     let wall = clock.wall_ms(t) as f64 - clock.wall_ms(anchor) as f64;
-    mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
+    // An edge node's authority ends when its clocks' offset moves (a sleep, a step): at its next reading.
+    let moved = facts.clock_proof && !facts.celld[w] && clock.offset_moved(anchor, t);
+    moved || mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -997,6 +999,15 @@ fn check_authority(
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
     };
+    // Whatever the node's clocks counted (a sleep, a step of its wall clock, both): peers may judge a lease
+    // dead `ttl` of true time after its write was first sent (issue 34 A).
+    let true_held = at.saturating_sub(first_sent(store, last));
+    if true_held >= facts.lease_ttl_ms {
+        bad(
+            "act-beyond-authority",
+            format!("{}, {true_held} ms of true time after sending its last lease write (ttl {})", what(), facts.lease_ttl_ms),
+        );
+    }
     let clock = &facts.clocks[n];
     let held = clock.mono_ms(at) - clock.mono_ms(first_sent(store, last));
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;

@@ -243,6 +243,24 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
             world.schedule_chaos(at, Chaos::Crash { node, ms: rng.range(params.ttl_ms, params.ttl_ms * 2) });
         }
     }
+    // Issue 34 A: machine sleeps that begin as an edge node sends a lease write (its answer waits for the
+    // wake), the wall clock stepped meanwhile: back by a little less than the sleep (the larger advance of
+    // the two clocks then counts a few hundred ms of it), or by up to three minutes either way. Drawn apart,
+    // so the seed's other draws keep their histories.
+    if params.wild_clocks {
+        let mut naps = Rng::new(seed ^ 0x5ee9_57e9_0a34);
+        for _ in 0..naps.range(0, 2) {
+            let node = naps.range(0, edge as u64 - 1) as usize;
+            let at = naps.range(params.ttl_ms, params.run_ms);
+            let ms = naps.range(params.ttl_ms, params.ttl_ms * 3);
+            let step_ms = match naps.range(0, 2) {
+                0 => naps.range(200, params.ttl_ms) as i64 - ms as i64,
+                1 => -(naps.range(1_000, 180_000) as i64),
+                _ => naps.range(1_000, 180_000) as i64,
+            };
+            world.schedule_chaos(at, Chaos::SleepStepped { node, ms, step_ms });
+        }
+    }
     if let Some((_, at)) = twin {
         world.start_at(n, at);
     }

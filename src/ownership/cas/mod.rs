@@ -10,7 +10,7 @@ mod read;
 mod settle;
 mod write;
 
-pub use settle::{FirstRejection, Reconciles, Settled, MAX_RECONCILES};
+pub use settle::{FirstRejection, Reconciles, Removal, Settled, MAX_RECONCILES};
 
 use std::rc::Rc;
 use core::cell::{Cell, RefCell};

@@ -194,6 +194,65 @@ impl<E: Env> Store<E> {
     }
 }
 
+/// A conditional DELETE (`If-Match` one version) once settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// The version is gone: this delete removed it (a 2xx; or a 412/404 whose readback finds the key absent,
+    /// a delete delivered twice whose first delivery applied), or another remover did.
+    Gone,
+    /// Another version is there now: not deleted.
+    Changed,
+}
+
+impl<E: Env> Store<E> {
+    /// Deletes the version `etag` of `key`, settled like a write (SPEC §3, issue 34 C): a 412/404 is read back,
+    /// since a DELETE the network delivered twice applies once and is answered 412 or 404 the second time; an
+    /// ambiguous, conflicting or throttled answer is read back too. The key absent → `Gone`; the same version
+    /// still there → it did not land, sent again; another version → `Changed`. At most `reconciles` readbacks.
+    pub async fn delete_settled(&self, key: &str, etag: &str, budget: Budget, reconciles: &Reconciles) -> Result<Removal> {
+        let guard = CasGuard::Match(etag.to_owned());
+        let mut ambiguity: Option<Fault> = None;
+        let mut turned_away = String::new();
+        loop {
+            let (status, answer) = self.delete(key, Some(&guard), budget).await;
+            match answer {
+                _ if (200..300).contains(&status) => return Ok(Removal::Gone),
+                PutAnswer::Applied { .. } => return Ok(Removal::Gone),
+                PutAnswer::Rejected if !self.rules.settle_deletes => return Ok(Removal::Changed),
+                PutAnswer::Rejected => {}
+                PutAnswer::Refused(e) if ambiguity.is_some() => {
+                    let detail = format!("an earlier attempt was ambiguous, then the store refused: {e}");
+                    return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
+                }
+                PutAnswer::Refused(e) => return Err(e),
+                PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
+                PutAnswer::Throttled(fault) => {
+                    self.back_off(budget).await;
+                    turned_away = fault.detail;
+                }
+                PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
+            }
+            if !reconciles.take() {
+                return Err(unsettled(key, ambiguity, false, &turned_away));
+            }
+            let current = match self.get(key, budget).await {
+                Ok(current) => current,
+                Err(e) if ambiguity.is_some() => {
+                    let detail = format!("readback failed: {e}");
+                    return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
+                }
+                Err(e) => return Err(e),
+            };
+            match current {
+                None => return Ok(Removal::Gone),
+                // Still the version it names: the delete did not land; send it again.
+                Some((_, current)) if current == etag => {}
+                Some(_) => return Ok(Removal::Changed),
+            }
+        }
+    }
+}
+
 /// Why a write could not be settled within the operation's readbacks.
 /// `turned_away`: the last not-applied answer that decided nothing (409 or 429).
 fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away: &str) -> Error {
