@@ -74,6 +74,8 @@ pub struct Store<E: Env> {
     overruns: Cell<u64>,
     /// The wall clock's lead over the monotonic clock at the last reading.
     offset: Cell<OffsetWatch>,
+    /// Whether any answer has taught the store's clock (it may be forgotten since).
+    dated: Cell<bool>,
 }
 
 /// When a read was sent and answered, and the store's clock when it served it (at least), as far as known.
@@ -95,6 +97,7 @@ impl<E: Env> Store<E> {
             clock: RefCell::default(),
             overruns: Cell::new(0),
             offset: Cell::default(),
+            dated: Cell::new(false),
         }
     }
 
@@ -116,6 +119,12 @@ impl<E: Env> Store<E> {
     /// What this instance knows of the store's clock.
     pub fn store_clock(&self) -> core::cell::Ref<'_, StoreClock> {
         self.clock.borrow()
+    }
+
+    /// The store's clock was known and a move of this machine's clocks made this instance forget it: a lease
+    /// written now would carry its expiry on the wall clock, which celld's nodes misjudge when it is off.
+    pub fn forgot_store_clock(&self) -> bool {
+        self.dated.get() && !self.clock.borrow().known()
     }
 
     /// Times so far this machine's clocks were caught undercounting, or could have been (`Learnt::Overran`,
@@ -153,6 +162,7 @@ impl<E: Env> Store<E> {
         // clock ran past its `Date` by the arrival. The next answer teaches it.
         if let Some(date_ms) = date.filter(|_| self.overruns() == overruns) {
             let span_ms = if self.rules.date_may_lag { DATE_SPAN_MS } else { DATE_SECOND_MS };
+            self.dated.set(true);
             if self.clock.borrow_mut().learn(Stamp { date_ms, sent, arrived, span_ms }) == Learnt::Overran {
                 self.overruns.set(self.overruns.get() + 1);
             }
