@@ -360,6 +360,15 @@ impl World {
         self.inner.borrow_mut().nodes[node].no_dates = true;
     }
 
+    /// Arms a machine sleep of `ms` to begin as `node` sends its next lease write, its wall clock stepped by
+    /// `step_ms` during it (`Chaos::SleepStepped`, at once).
+    pub fn nap_on_next_lease_write(&self, node: usize, ms: u64, step_ms: i64) {
+        let mut inner = self.inner.borrow_mut();
+        if !inner.nodes[node].crashed {
+            inner.nodes[node].sleep_on_lease_write = Some((ms, step_ms as f64));
+        }
+    }
+
     /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
     pub fn resends(&self, node: usize) {
         self.inner.borrow_mut().nodes[node].resent = true;
@@ -522,7 +531,8 @@ impl World {
                     let again = inner.nodes[tag.node].resent
                         && !req.url.contains("/probe/")
                         && !inner.resent.contains(&id)
-                        && inner.net.chance(inner.mix.twice);
+                        // DELETEs (close()'s, a dead lease's clean-up) are few: delivered twice more often.
+                        && inner.net.chance(if req.method == "DELETE" { inner.mix.twice.max(0.25) } else { inner.mix.twice });
                     if again {
                         inner.store.count(Fault::DeliveredTwice);
                         inner.resent.insert(id);

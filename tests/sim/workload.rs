@@ -500,6 +500,19 @@ impl Life {
     }
 
     async fn acquire(&self, rng: &mut Rng) {
+        // Issue 34 A: now and then the machine sleeps with the acquisition's write queued, its wall clock
+        // stepped meanwhile (drawn apart, so the seed's other draws keep their histories).
+        let p = &self.ctx.params;
+        let mut naps = Rng::new(self.ctx.seed ^ 0xacc_34a ^ ((self.node as u64) << 40) ^ self.ctx.world.now());
+        if p.wild_clocks && naps.chance(0.15) {
+            let ms = naps.range(p.ttl_ms, p.ttl_ms * 3);
+            let step_ms = match naps.range(0, 3) {
+                0 => -(naps.range(1_000, 180_000) as i64),
+                1 => naps.range(1_000, 180_000) as i64,
+                _ => naps.range(200, p.ttl_ms) as i64 - ms as i64,
+            };
+            self.ctx.world.nap_on_next_lease_write(self.node, ms, step_ms);
+        }
         let r = self
             .op(OpKind::Acquire, self.own.acquire_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
             .await;
@@ -872,10 +885,10 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
             // seed's other draws keep their histories.
             let mut racing = Rng::new(ctx.seed ^ 0xb34 ^ ((life.node as u64) << 40) ^ ((life.incarnation as u64) << 20));
             let cell = ctx.cells[racing.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
-            if life.close_op.get().is_none() && racing.chance(0.5) {
+            if life.close_op.get().is_none() && racing.chance(0.25) {
                 life.dropped_claim(&cell, racing.range(1, 40) as u32).await;
             }
-            if life.close_op.get().is_none() && racing.chance(0.5) {
+            if life.close_op.get().is_none() && racing.chance(0.25) {
                 let other = ctx.cells[racing.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
                 join2(life.cas_owner(&other), life.close(&mut rng)).await;
                 return;
