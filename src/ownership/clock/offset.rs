@@ -21,10 +21,12 @@ pub struct OffsetWatch {
 impl OffsetWatch {
     /// Takes a reading: true when the lead moved since the previous one by more than both clocks' rates and
     /// [`OFFSET_SLACK_MS`] allow (a sleep, or a step of the wall clock either way).
+    /// A monotonic clock that went back is no monotonic clock (workerd derives `performance.now()` from
+    /// `Date.now()`, so a step back of the one takes the other with it): that counts as a move too.
     pub fn moved(&mut self, now: Reading) -> bool {
         let lead = now.wall as f64 - now.mono;
         let Some((last, at)) = self.last.replace((lead, now.mono)) else { return false };
-        (lead - last).abs() > OFFSET_SLACK_MS + 2.0 * RATE * (now.mono - at).abs()
+        now.mono + OFFSET_SLACK_MS < at || (lead - last).abs() > OFFSET_SLACK_MS + 2.0 * RATE * (now.mono - at).abs()
     }
 }
 
@@ -46,5 +48,15 @@ mod tests {
         assert!(w.moved(at(20_003.0, 70_023 + 12_000)));
         assert!(!w.moved(at(20_004.0, 70_024 + 12_000)));
         assert!(w.moved(at(20_005.0, 70_025 + 12_000 - 30)), "a step back just over the slack");
+    }
+
+    #[test]
+    fn one_clock_for_both_moves_only_when_it_goes_back() {
+        // workerd: `performance.now()` is `Date.now()` less the time origin, both frozen between I/O.
+        let mut w = OffsetWatch::default();
+        assert!(!w.moved(at(1_000.0, 1_000_000)));
+        assert!(!w.moved(at(1_000.0, 1_000_000)), "frozen");
+        assert!(!w.moved(at(31_000.0, 1_030_000)), "advanced at I/O, together");
+        assert!(w.moved(at(1_000.0, 1_000_000)), "stepped back, and the 'monotonic' clock with it");
     }
 }
