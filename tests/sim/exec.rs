@@ -447,7 +447,9 @@ impl World {
         }
         inner.store.count(Fault::NodeSlept);
         inner.store.downtime.push((node, at, at + ms));
-        let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
+        // Never over a sleep still running (a life restarted within it keeps its machine's stopped clock).
+        let asleep_until = inner.clocks[node].stops.iter().map(|&(_, b)| b).max().unwrap_or(0);
+        let (from, until) = (at.max(inner.nodes[node].paused_until).max(asleep_until), at + ms);
         if from < until {
             inner.clocks[node].stops.push((from, until));
             let asleep = (until - from) as f64;
