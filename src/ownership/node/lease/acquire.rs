@@ -96,13 +96,13 @@ impl<E: Env> S3Ownership<E> {
     async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
         let key = self.lease_key(&self.config.node);
         let started = self.store.env.mono_ms();
-        let (settled, anchor, expires_ms, since) =
+        let (settled, anchor, expires_ms) =
             self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.
                 self.lose_all("a fresh lease replaced the one the claim was made under");
-                let lease = self.new_lease(etag, anchor, expires_ms, since, None);
+                let lease = self.new_lease(etag, anchor, expires_ms, None);
                 let within = self.within(&lease);
                 let mut slice = self.lease.borrow_mut();
                 if let LeaseState::Closed { retiring, .. } = &mut slice.state {
