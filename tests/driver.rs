@@ -971,6 +971,49 @@ mod split_brain {
         assert!(split, "with the rule off, the first process acts for the second's cell: {claimed:?}, untouched {untouched}");
     }
 
+    /// A store that caches its `Date` (refreshed once a second) answers a holder with one almost two seconds
+    /// old, and a peer, a moment after a refresh, with a fresh one. Taking the `Date` for the store's current
+    /// second (the tooth `TrustFreshDate`) puts the holder's upper bound, and its `expires_ms`, a second early;
+    /// the peer's lower bound, carried by its monotonic clock from an exact second, passes that expiry while
+    /// the holder still acts (skew 400 ms, as in the simulation). The random world stopped producing this after
+    /// issue 34's draws, so this scenario is its check; `..._without_the_tooth` is the same world, correct.
+    fn cached_date_world(armed: bool) -> (bool, bool) {
+        let env = MemEnv::new();
+        let config = |id: &str| {
+            let mut c = Config::new(ENDPOINT, BUCKET, id, "AKIDEXAMPLE", "secret");
+            (c.lease_ttl_ms, c.max_clock_skew_ms, c.probe) = (10_000, 400, ProbePolicy::Off);
+            c
+        };
+        let w = {
+            let mut m = env.0.borrow_mut();
+            m.wall = m.wall / 1_000 * 1_000 + 999; // just before a second ends
+            m.date_lag_ms = 1_999; // the cached `Date` names the second before last
+            m.wall
+        };
+        let a = S3Ownership::new(config("a"), env.clone()).unwrap();
+        let a = if armed { a.with_tooth(celld_edge::ownership::teeth::Tooth::TrustFreshDate) } else { a };
+        block_on(a.acquire_lease()).unwrap();
+        block_on(a.claim("c")).unwrap();
+        env.0.borrow_mut().date_lag_ms = 0; // refreshed: the peer's answers name the current second
+        env.advance(1); // an exact second
+        let b = S3Ownership::new(config("b"), env.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        let now = env.0.borrow().wall;
+        env.advance(w + 9_100 - now);
+        let took = matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Applied { took_over: true, .. });
+        (took, a.lease_valid())
+    }
+
+    #[test]
+    fn a_cached_date_world_catches_the_trust_fresh_date_tooth() {
+        assert_eq!(cached_date_world(true), (true, true), "the peer takes c over while its holder still acts");
+    }
+
+    #[test]
+    fn a_cached_date_world_is_safe_without_the_tooth() {
+        assert_eq!(cached_date_world(false), (false, true), "the holder's expiry is on the store's clock, late enough");
+    }
+
     #[test]
     fn the_clean_ups_expired_copy_of_a_lease_is_not_ours_and_fences() {
         let env = MemEnv::new();

@@ -44,6 +44,8 @@ pub struct Mem {
     pub wall_off: i64,
     /// Answers carry no `Date` (a browser whose bucket's CORS rule hides it).
     pub no_dates: bool,
+    /// How far the `Date` of answers lags the store's clock (a store that caches its `Date`).
+    pub date_lag_ms: u64,
     rng: u64,
     pub script: VecDeque<Fault>,
     /// (method, key, timeout) of every request sent.
@@ -85,6 +87,7 @@ impl MemEnv {
             mono: 5_000.0,
             wall_off: 0,
             no_dates: false,
+            date_lag_ms: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
             script: VecDeque::new(),
             sent: Vec::new(),
@@ -257,7 +260,7 @@ impl Env for MemEnv {
         // Every answer carries the store's clock (this world's one clock), in whole seconds.
         let answer = self.exchange(req, timeout_ms);
         let m = self.0.borrow();
-        let date = (!m.no_dates).then(|| format_http_date(m.wall));
+        let date = (!m.no_dates).then(|| format_http_date(m.wall - m.date_lag_ms));
         answer.map(|r| HttpResponse { date: r.date.or(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
