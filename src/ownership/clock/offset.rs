@@ -51,6 +51,22 @@ mod tests {
     }
 
     #[test]
+    fn the_slack_is_the_resolution_plus_both_rates_of_the_time_between() {
+        let mut w = OffsetWatch::default();
+        w.moved(at(100_000.0, 1_000_000));
+        assert!(!w.moved(at(100_000.0, 1_000_025)), "exactly the resolution: not a move");
+        assert!(w.moved(at(100_000.0, 1_000_051)), "just over it");
+        // 100 s later: 2 × 0.1 % of it (200 ms) on top of the 25 ms.
+        assert!(!w.moved(at(200_000.0, 1_100_051 + 150)), "within the clocks' rates");
+        assert!(w.moved(at(300_000.0, 1_200_201 + 1_000)), "a second off in 100 s");
+        // The monotonic clock going back by exactly the resolution is not yet going back; by more, it is.
+        let mut w = OffsetWatch::default();
+        w.moved(at(2_000.0, 5_000));
+        assert!(!w.moved(at(1_975.0, 4_975)));
+        assert!(w.moved(at(975.0, 3_975)), "both clocks back a second together");
+    }
+
+    #[test]
     fn one_clock_for_both_moves_only_when_it_goes_back() {
         // workerd: `performance.now()` is `Date.now()` less the time origin, both frozen between I/O.
         let mut w = OffsetWatch::default();
