@@ -14,6 +14,8 @@ pub struct Rules {
     pub(crate) peer_skew_margin: bool,
     /// This node's own deadlines are anchored before its lease write is sent.
     pub(crate) anchor_before_write: bool,
+    /// The overrun counter a lease's authority is voided by is read at its anchor too, not at its answer.
+    pub(crate) anchor_every_clock: bool,
     /// A renewal answered after the lease's authority ended is not installed: it fences.
     pub(crate) refuse_late_renewal: bool,
     /// An ambiguous conditional write is settled by reading back, never assumed applied.
@@ -28,7 +30,8 @@ pub struct Rules {
     pub(crate) claim_under_its_lease: bool,
     /// A release needs this instance's valid lease.
     pub(crate) release_needs_lease: bool,
-    /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock).
+    /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock),
+    /// and ends when the wall clock's lead over the monotonic clock moves (`OffsetWatch`).
     pub(crate) wall_deadline: bool,
     /// A missing lease proves death only once it stayed missing `ttl + skew`.
     pub(crate) missing_lease_waits: bool,
@@ -43,6 +46,9 @@ pub struct Rules {
     pub(crate) reread_undecodable: bool,
     /// `close()` ends authority and every claim at once.
     pub(crate) close_ends_authority: bool,
+    /// `close()` settles every owner-record write naming this node (waits for it, or keeps the lease when its
+    /// caller dropped it) before it deletes the lease.
+    pub(crate) close_settles_writes: bool,
     /// `close()` retires only a lease record this instance wrote.
     pub(crate) retire_own_lease_only: bool,
     /// A record naming this node that another process of the id wrote is this node's only while this instance's lease is still its own.
@@ -53,6 +59,8 @@ pub struct Rules {
     pub(crate) refuse_restored_lease: bool,
     /// A 412/404 answer is checked for this write's own nonce (a request delivered twice).
     pub(crate) look_for_own_nonce: bool,
+    /// A 412/404 answer to a conditional DELETE is read back (a DELETE delivered twice), never reported as "changed".
+    pub(crate) settle_deletes: bool,
     /// A due credentials refresh runs beside the renewal loop, never in its way.
     pub(crate) refresh_beside_renewal: bool,
     /// A peer's lease is judged by the store's clock (its answers' `Date`), never this machine's wall clock.
@@ -70,6 +78,7 @@ impl Rules {
         reread_after_conflict: true,
         peer_skew_margin: true,
         anchor_before_write: true,
+        anchor_every_clock: true,
         refuse_late_renewal: true,
         settle_by_readback: true,
         read_before_rejecting: true,
@@ -84,11 +93,13 @@ impl Rules {
         one_claim_per_cell: true,
         reread_undecodable: true,
         close_ends_authority: true,
+        close_settles_writes: true,
         retire_own_lease_only: true,
         confirm_own_node_id: true,
         no_write_after_close: true,
         refuse_restored_lease: true,
         look_for_own_nonce: true,
+        settle_deletes: true,
         refresh_beside_renewal: true,
         judge_by_store_clock: true,
         count_from_arrival: true,
@@ -113,6 +124,7 @@ impl Rules {
             Tooth::ConflictMeansOwned => rules.reread_after_conflict = false,
             Tooth::NoPeerSkewMargin => rules.peer_skew_margin = false,
             Tooth::AnchorAfterWrite => rules.anchor_before_write = false,
+            Tooth::CounterAfterAnswer => rules.anchor_every_clock = false,
             Tooth::InstallLateRenewal => rules.refuse_late_renewal = false,
             Tooth::SkipReadback => rules.settle_by_readback = false,
             Tooth::AnswerFromKnown => rules.read_before_rejecting = false,
@@ -128,10 +140,12 @@ impl Rules {
             Tooth::DecodeReadbackOnce => rules.reread_undecodable = false,
             Tooth::KeepAuthorityAfterClose => rules.close_ends_authority = false,
             Tooth::RetireUnconditionally => rules.retire_own_lease_only = false,
+            Tooth::DeleteBeforeWritesSettle => rules.close_settles_writes = false,
             Tooth::TrustOwnNodeId => rules.confirm_own_node_id = false,
             Tooth::SendAfterClose => rules.no_write_after_close = false,
             Tooth::AdoptRestoredLease => rules.refuse_restored_lease = false,
             Tooth::TrustFirstRejection => rules.look_for_own_nonce = false,
+            Tooth::DeleteRejectionAtFaceValue => rules.settle_deletes = false,
             Tooth::RenewalWaitsOnCredentials => rules.refresh_beside_renewal = false,
             Tooth::JudgeByWallClock => rules.judge_by_store_clock = false,
             Tooth::CountFromSend => rules.count_from_arrival = false,

@@ -72,10 +72,20 @@ pub enum Tooth {
     /// Take an answer's `Date` for the store's current second, never an older one a store cached: the upper
     /// bound of the store's clock, and with it a holder's `expires_ms`, comes up to a second early.
     TrustFreshDate,
+    /// Read the overrun counter a lease's authority is voided by when its write is answered, not at its
+    /// anchor before the send (issue 34 A): a sleep with the write queued and the wall clock stepped
+    /// meanwhile is then missed, and the holder acts on a lease peers may already take over.
+    CounterAfterAnswer,
+    /// Take a conditional DELETE's 412/404 as "changed" without reading back (issue 34 C): a DELETE delivered
+    /// twice applies once and is answered 412 or 404 the second time, and the lease it removed is reported kept.
+    DeleteRejectionAtFaceValue,
+    /// `close()` deletes the lease without settling the owner-record writes naming this node that other
+    /// callers have in flight or dropped (issue 34 B): one lands after the delete, naming a node with no lease.
+    DeleteBeforeWritesSettle,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 27] = [
+    pub const ALL: [Tooth; 30] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -103,5 +113,8 @@ impl Tooth {
         Tooth::JudgeByWallClock,
         Tooth::CountFromSend,
         Tooth::TrustFreshDate,
+        Tooth::CounterAfterAnswer,
+        Tooth::DeleteRejectionAtFaceValue,
+        Tooth::DeleteBeforeWritesSettle,
     ];
 }

@@ -480,6 +480,34 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
 
+    // Issue 34 B and C: close() settles every owner-record write naming its node before it deletes the
+    // lease (no such record of that life lands after the delete), and a delete answers what happened: one
+    // that removed a lease (a DELETE delivered twice is answered 412/404) says so.
+    for op in ledger.ops.values() {
+        let (key, said) = match (&op.kind, &op.result) {
+            (OpKind::Close, OpResult::Closed { deleted, .. }) => (facts.lease_key(name(op.node)), *deleted),
+            (OpKind::RemoveLease(peer), OpResult::LeaseRemoval(r)) => (facts.lease_key(name(*peer)), r == "Removed"),
+            (OpKind::Close, _) => (facts.lease_key(name(op.node)), true),
+            _ => continue,
+        };
+        let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let Some(removed) = hist.iter().find(|v| v.body.is_none() && v.writer.op == op.id) else { continue };
+        if !said {
+            bad("delete-report", format!("op {} of {} deleted {key} at t={}, but answered {:?}", op.id, name(op.node), removed.at, op.result));
+        }
+        if op.kind == OpKind::Close {
+            let late = owners.values().flatten().find(|ov| {
+                ov.node == name(op.node) && (ov.v.writer.node, ov.v.writer.incarnation) == (op.node, op.incarnation) && ov.v.at > removed.at
+            });
+            if let Some(ov) = late {
+                bad(
+                    "record-after-lease-delete",
+                    format!("{} (life {}) deleted {key} at t={} in close(), then its write naming it landed at t={}", name(op.node), op.incarnation, removed.at, ov.v.at),
+                );
+            }
+        }
+    }
+
     // No write leaves a life after it called close() (a user callback may call it mid-operation), except
     // close()'s own: its releases, the retirement, the delete.
     cov.reentrant_closes = ledger.reentrant_closes.len() as u64;
@@ -802,7 +830,10 @@ fn check_renewal_timing(store: &SimStore, ledger: &Ledger, facts: &Facts, bad: &
         let wall = facts.clocks[n].wall_ms(deadline);
         let keyless = facts.provider && keys.is_none_or(|k| expired(k.3, k.4, wall));
         let fenced = ledger.fences.iter().any(|&(m, i, at, _)| (m, i) == (n, inc) && r <= at && at <= deadline);
-        if running <= 0 || changed || down || fenced || keyless {
+        // Its clocks' offset moved (a sleep, a step): the lease lost its authority then (issue 34 A), and the
+        // loop's next renewal joins the acquisition of another caller, if one is in flight, or fences.
+        let moved = facts.clock_proof && facts.clocks[n].offset_moved(r, deadline);
+        if running <= 0 || changed || down || fenced || keyless || moved {
             continue;
         }
         // A lease write sent at the install's instant counts (another caller's, starting as that one ended).
@@ -974,7 +1005,9 @@ fn spent(store: &SimStore, facts: &Facts, key: &str, v: &Version, t: u64) -> boo
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
     let mono = clock.mono_ms(t) - clock.mono_ms(anchor);
     let wall = clock.wall_ms(t) as f64 - clock.wall_ms(anchor) as f64;
-    mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
+    // An edge node's authority ends when its clocks' offset moves (a sleep, a step): at its next reading.
+    let moved = facts.clock_proof && !facts.celld[w] && clock.offset_moved(anchor, t);
+    moved || mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -997,6 +1030,15 @@ fn check_authority(
         bad("act-beyond-authority", format!("{}, with no installed lease in that generation", what()));
         return;
     };
+    // Whatever the node's clocks counted (a sleep, a step of its wall clock, both): peers may judge a lease
+    // dead `ttl` of true time after its write was first sent (issue 34 A).
+    let true_held = at.saturating_sub(first_sent(store, last));
+    if true_held >= facts.lease_ttl_ms {
+        bad(
+            "act-beyond-authority",
+            format!("{}, {true_held} ms of true time after sending its last lease write (ttl {})", what(), facts.lease_ttl_ms),
+        );
+    }
     let clock = &facts.clocks[n];
     let held = clock.mono_ms(at) - clock.mono_ms(first_sent(store, last));
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;

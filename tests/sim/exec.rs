@@ -75,6 +75,14 @@ impl Clock {
     pub fn new(offset_ms: f64, drift: f64, mono_base: f64) -> Self {
         Clock { offset_ms, drift, mono_base, stops: Vec::new(), steps: Vec::new() }
     }
+    /// Whether the wall clock's lead over the monotonic clock moved in `(from, to]` by more than the node's
+    /// `OffsetWatch` lets pass: a machine sleep or a step of the wall clock (issue 34 A). The node's next
+    /// reading ends every authority anchored before (the world draws no step that cancels a sleep).
+    pub fn offset_moved(&self, from: u64, to: u64) -> bool {
+        let slack = celld_edge::ownership::clock::OFFSET_SLACK_MS;
+        let slept = self.stops.iter().any(|&(a, b)| a < to && b > from && (b.min(to) - a.max(from)) as f64 > slack);
+        slept || self.steps.iter().any(|&(at, ms)| at > from && at <= to && ms.abs() > slack)
+    }
     pub fn wall_ms(&self, now: u64) -> u64 {
         let stepped: f64 = self.steps.iter().filter(|&&(at, _)| at <= now).map(|&(_, ms)| ms).sum();
         (EPOCH_MS as f64 + now as f64 * (1.0 + self.drift) + self.offset_ms + stepped) as u64
@@ -85,8 +93,10 @@ impl Clock {
     }
 }
 
-/// How far from a backward step of its wall clock a machine never sleeps (longer than any lease here).
-const UNGUARDED_MS: u64 = 10_000;
+/// A step back that cancels a sleep to within this (ms) leaves both clocks' advance, and their offset, as
+/// if nothing had happened: no clock of the machine can see it (docs/protocol.md, "A sleep and a step
+/// back"). The world draws none (the slack of `OffsetWatch`, and some).
+const CANCELLING_MS: f64 = 100.0;
 
 /// The store's clock at true time `at` (what its `Date` headers say, before rounding to the second): the
 /// one true clock of the world.
@@ -150,6 +160,10 @@ pub enum Chaos {
     /// The machine sleeps for `ms`: not polled, and its monotonic clock stops while its wall clock (and
     /// everyone else) goes on, as `performance.now()` does in Node, Deno and browsers.
     Sleep { node: usize, ms: u64 },
+    /// Issue 34 A: the machine sleeps `ms` from the moment it sends its next lease write (the request queued,
+    /// its answer waiting for the wake), and its wall clock is stepped by `step_ms` (forward or back, up to
+    /// minutes) at a drawn instant of the sleep.
+    SleepStepped { node: usize, ms: u64, step_ms: i64 },
     /// Task and instance dropped; a fresh instance under the same node id starts `ms` later.
     Crash { node: usize, ms: u64 },
     /// Every request of the node is lost for `ms` (its lease runs out while it keeps running).
@@ -195,6 +209,8 @@ struct NodeState {
     resent: bool,
     /// It is not shown the `Date` header (a browser whose bucket's CORS rule does not expose it).
     no_dates: bool,
+    /// A machine sleep of (ms, wall step ms) armed to begin as its next lease write is sent (`Chaos::SleepStepped`).
+    sleep_on_lease_write: Option<(u64, f64)>,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -344,6 +360,15 @@ impl World {
         self.inner.borrow_mut().nodes[node].no_dates = true;
     }
 
+    /// Arms a machine sleep of `ms` to begin as `node` sends its next lease write, its wall clock stepped by
+    /// `step_ms` during it (`Chaos::SleepStepped`, at once).
+    pub fn nap_on_next_lease_write(&self, node: usize, ms: u64, step_ms: i64) {
+        let mut inner = self.inner.borrow_mut();
+        if !inner.nodes[node].crashed {
+            inner.nodes[node].sleep_on_lease_write = Some((ms, step_ms as f64));
+        }
+    }
+
     /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
     pub fn resends(&self, node: usize) {
         self.inner.borrow_mut().nodes[node].resent = true;
@@ -383,6 +408,11 @@ impl World {
             let cond = req.header("if-match").or(req.header("if-none-match")).unwrap_or("");
             inner.store.note_lease_send(tag, cond, &req.body);
         }
+        if req.method == "PUT" && req.url.contains("/nodes/") {
+            if let Some((ms, step_ms)) = inner.nodes[node].sleep_on_lease_write.take() {
+                World::sleep_machine(inner, node, now, ms, step_ms);
+            }
+        }
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);
         if let Some(t) = &mut inner.trace {
@@ -407,6 +437,29 @@ impl World {
             inner.pending.insert(id, Pending { node, incarnation, tag, req: Some(req), done: false });
         }
         id
+    }
+
+    /// The machine of `node` sleeps `ms` from `at` (not polled; its monotonic clock stands), its wall clock
+    /// stepped by `step_ms` at an instant of the sleep (none when the step would cancel the sleep).
+    fn sleep_machine(inner: &mut Inner, node: usize, at: u64, ms: u64, step_ms: f64) {
+        if inner.nodes[node].crashed {
+            return;
+        }
+        inner.store.count(Fault::NodeSlept);
+        inner.store.downtime.push((node, at, at + ms));
+        // Never over a sleep still running (a life restarted within it keeps its machine's stopped clock).
+        let asleep_until = inner.clocks[node].stops.iter().map(|&(_, b)| b).max().unwrap_or(0);
+        let (from, until) = (at.max(inner.nodes[node].paused_until).max(asleep_until), at + ms);
+        if from < until {
+            inner.clocks[node].stops.push((from, until));
+            let asleep = (until - from) as f64;
+            if step_ms != 0.0 && (asleep + step_ms).abs() > CANCELLING_MS {
+                let when = inner.net.range(from, until);
+                inner.clocks[node].steps.push((when, step_ms));
+            }
+        }
+        inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
+        inner.schedule(until, Event::Resume(node));
     }
 
     fn timer(&self, node: usize, incarnation: u32, ms: u32) -> u64 {
@@ -480,7 +533,8 @@ impl World {
                     let again = inner.nodes[tag.node].resent
                         && !req.url.contains("/probe/")
                         && !inner.resent.contains(&id)
-                        && inner.net.chance(inner.mix.twice);
+                        // DELETEs (close()'s, a dead lease's clean-up) are few: delivered twice more often.
+                        && inner.net.chance(if req.method == "DELETE" { inner.mix.twice.max(0.25) } else { inner.mix.twice });
                     if again {
                         inner.store.count(Fault::DeliveredTwice);
                         inner.resent.insert(id);
@@ -540,22 +594,10 @@ impl World {
                         inner.schedule(until, Event::Resume(node));
                     }
                 }
-                Chaos::Sleep { node, ms } => {
+                Chaos::Sleep { node, ms } => World::sleep_machine(inner, node, at, ms, 0.0),
+                Chaos::SleepStepped { node, ms, step_ms } => {
                     if !inner.nodes[node].crashed {
-                        inner.store.count(Fault::NodeSlept);
-                        inner.store.downtime.push((node, at, at + ms));
-                        let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
-                        // A sleep and a wall clock stepped back within one lease is the one case no clock of
-                        // the machine can count (docs/protocol.md): that machine is paused instead.
-                        let stepped_back = inner.clocks[node]
-                            .steps
-                            .iter()
-                            .any(|&(t, ms)| ms < 0.0 && t + UNGUARDED_MS > from && t < until + UNGUARDED_MS);
-                        if from < until && !stepped_back {
-                            inner.clocks[node].stops.push((from, until));
-                        }
-                        inner.nodes[node].paused_until = inner.nodes[node].paused_until.max(until);
-                        inner.schedule(until, Event::Resume(node));
+                        inner.nodes[node].sleep_on_lease_write = Some((ms, step_ms as f64));
                     }
                 }
                 Chaos::Crash { node, ms } => {

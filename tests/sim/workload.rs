@@ -141,6 +141,23 @@ fn failed(e: &Error) -> OpResult {
     OpResult::Failed(e.code())
 }
 
+fn claim_result(r: &Result<ClaimOutcome, Error>) -> OpResult {
+    match r {
+        Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
+            epoch: *epoch,
+            took_over: *took_over,
+            prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
+        },
+        Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
+            OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
+        }
+        Ok(ClaimOutcome::Rejected { owner }) => {
+            OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
+        }
+        Err(e) => failed(e),
+    }
+}
+
 /// The node names and cells a seed uses. One cell needs percent-encoding, to keep the wire honest.
 fn names(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
     let n = rng.range(5, 16) as usize;
@@ -241,6 +258,24 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         for _ in 0..2 {
             let at = rng.range(params.ttl_ms, params.run_ms);
             world.schedule_chaos(at, Chaos::Crash { node, ms: rng.range(params.ttl_ms, params.ttl_ms * 2) });
+        }
+    }
+    // Issue 34 A: machine sleeps that begin as an edge node sends a lease write (its answer waits for the
+    // wake), the wall clock stepped meanwhile: back by a little less than the sleep (the larger advance of
+    // the two clocks then counts a few hundred ms of it), or by up to three minutes either way. Drawn apart,
+    // so the seed's other draws keep their histories.
+    if params.wild_clocks {
+        let mut naps = Rng::new(seed ^ 0x5ee9_57e9_0a34);
+        for _ in 0..naps.range(0, 2) {
+            let node = naps.range(0, edge as u64 - 1) as usize;
+            let at = naps.range(params.ttl_ms, params.run_ms);
+            let ms = naps.range(params.ttl_ms, params.ttl_ms * 3);
+            let step_ms = match naps.range(0, 2) {
+                0 => naps.range(200, params.ttl_ms) as i64 - ms as i64,
+                1 => -(naps.range(1_000, 180_000) as i64),
+                _ => naps.range(1_000, 180_000) as i64,
+            };
+            world.schedule_chaos(at, Chaos::SleepStepped { node, ms, step_ms });
         }
     }
     if let Some((_, at)) = twin {
@@ -465,6 +500,19 @@ impl Life {
     }
 
     async fn acquire(&self, rng: &mut Rng) {
+        // Issue 34 A: now and then the machine sleeps with the acquisition's write queued, its wall clock
+        // stepped meanwhile (drawn apart, so the seed's other draws keep their histories).
+        let p = &self.ctx.params;
+        let mut naps = Rng::new(self.ctx.seed ^ 0xacc_34a ^ ((self.node as u64) << 40) ^ self.ctx.world.now());
+        if p.wild_clocks && naps.chance(0.15) {
+            let ms = naps.range(p.ttl_ms, p.ttl_ms * 3);
+            let step_ms = match naps.range(0, 3) {
+                0 => -(naps.range(1_000, 180_000) as i64),
+                1 => naps.range(1_000, 180_000) as i64,
+                _ => naps.range(200, p.ttl_ms) as i64 - ms as i64,
+            };
+            self.ctx.world.nap_on_next_lease_write(self.node, ms, step_ms);
+        }
         let r = self
             .op(OpKind::Acquire, self.own.acquire_lease(), |r| r.as_ref().map_or_else(failed, |_| OpResult::LeaseOk))
             .await;
@@ -498,23 +546,40 @@ impl Life {
                         ledger.expect_new.insert(op);
                     }
                 },
-                |r| match r {
-                Ok(ClaimOutcome::Applied { epoch, took_over, prior }) => OpResult::Claimed {
-                    epoch: *epoch,
-                    took_over: *took_over,
-                    prior: prior.as_ref().map(|r| (r.node.clone(), r.epoch)),
-                },
-                Ok(ClaimOutcome::Rejected { owner }) if owner.awaiting_recovery => {
-                    OpResult::ClaimAwaitsRecovery { node: owner.node.clone(), epoch: owner.epoch }
-                }
-                Ok(ClaimOutcome::Rejected { owner }) => {
-                    OpResult::ClaimRejected { node: owner.node.clone(), epoch: owner.epoch, live: owner.live }
-                }
-                Err(e) => failed(e),
-                },
+                claim_result,
             )
             .await;
         self.believe(cell, &r);
+    }
+
+    /// A claim (creating the record first, so its write is sent at once) that its caller drops after
+    /// `patience` ms if unanswered, a request handler giving up (issue 34 B): its write may land later.
+    async fn dropped_claim(&self, cell: &str, patience: u32) {
+        let kind = OpKind::Claim(cell.to_owned());
+        let claim = self.own.claim_with(cell, ClaimOptions { expect_new: true });
+        let call = Race(Box::pin(claim), Box::pin(self.own.env().sleep(patience)));
+        let r = self.op(kind, call, |r| r.as_ref().map_or(OpResult::Failed("dropped"), claim_result)).await;
+        if let Some(r) = r {
+            self.believe(cell, &r);
+        }
+    }
+
+    /// `cas_owner` creating `cell`'s record at epoch 1 (a caller writing owner records itself, issue 34 B).
+    async fn cas_owner(&self, cell: &str) {
+        let kind = OpKind::Claim(cell.to_owned());
+        let call = self.own.cas_owner(cell, &CasGuard::Absent, 1);
+        let r = self
+            .op(kind, call, |r| match r {
+                Ok(CasOutcome::Applied) => OpResult::Claimed { epoch: 1, took_over: false, prior: None },
+                Ok(CasOutcome::Rejected) => OpResult::Failed("cas-rejected"),
+                Err(e) => failed(e),
+            })
+            .await;
+        match r {
+            Ok(CasOutcome::Applied) => self.believe(cell, &Ok(ClaimOutcome::Applied { epoch: 1, took_over: false, prior: None })),
+            Err(e) => self.believe(cell, &Err(e)),
+            Ok(CasOutcome::Rejected) => {}
+        }
     }
 
     /// Waits for the cell (`claim_waiting`), giving up after `patience` ms (the cancel future).
@@ -602,6 +667,23 @@ impl<A: Future<Output = ()>, B: Future<Output = ()>> Future for Join2<A, B> {
         } else {
             Poll::Pending
         }
+    }
+}
+
+/// The first of two futures: `Some` of the first's output, `None` when the second finished first (the first
+/// is then dropped, as a caller that gives up drops it).
+struct Race<A: Future, B: Future>(Pin<Box<A>>, Pin<Box<B>>);
+
+impl<A: Future, B: Future> Future for Race<A, B> {
+    type Output = Option<A::Output>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(out) = self.0.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if self.1.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
     }
 }
 
@@ -798,6 +880,19 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
     let renew_every = p.ttl_ms / 3;
     while ctx.world.now() < p.run_ms && !life.closed.get() {
         if worker == 0 && (life.close_at.is_some_and(|t| ctx.world.now() >= t) || life.close_op.get().is_some()) {
+            // Issue 34 B: close() overlapping writes that name the node: a claim its caller dropped with its
+            // write in flight, and another caller's cas_owner sent as close() begins. Drawn apart, so the
+            // seed's other draws keep their histories.
+            let mut racing = Rng::new(ctx.seed ^ 0xb34 ^ ((life.node as u64) << 40) ^ ((life.incarnation as u64) << 20));
+            let cell = ctx.cells[racing.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+            if life.close_op.get().is_none() && racing.chance(0.25) {
+                life.dropped_claim(&cell, racing.range(1, 40) as u32).await;
+            }
+            if life.close_op.get().is_none() && racing.chance(0.25) {
+                let other = ctx.cells[racing.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
+                join2(life.cas_owner(&other), life.close(&mut rng)).await;
+                return;
+            }
             life.close(&mut rng).await;
             return;
         }
@@ -887,6 +982,8 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                     })
                     .await;
             }
+            99 if rng.chance(0.7) => life.dropped_claim(&random_cell, rng.range(1, 200) as u32).await,
+            99 => life.cas_owner(&random_cell).await,
             _ => {}
         }
         life.sleep(&mut rng, p.ttl_ms / 6).await;

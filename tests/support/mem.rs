@@ -28,16 +28,24 @@ pub enum Fault {
     Slow(f64),
     /// The request is served at once, and its answer takes this long to arrive (both clocks advance).
     SlowAnswer(f64),
+    /// Applied, then the machine sleeps `.0` ms with the answer queued (the store's clock and the wall clock
+    /// run, the monotonic clock stands) and its wall clock is stepped by `.1` ms before the answer arrives.
+    SleepThenStep(u64, i64),
 }
 
 pub struct Mem {
     pub objects: BTreeMap<String, (Vec<u8>, String)>,
     /// Every applied write: (key, body).
     pub writes: Vec<(String, Vec<u8>)>,
+    /// The store's clock, which stamps every answer's `Date`; the node's wall clock is this plus `wall_off`.
     pub wall: u64,
     pub mono: f64,
+    /// How far the node's wall clock is from the store's (steps, `Fault::SleepThenStep`).
+    pub wall_off: i64,
     /// Answers carry no `Date` (a browser whose bucket's CORS rule hides it).
     pub no_dates: bool,
+    /// How far the `Date` of answers lags the store's clock (a store that caches its `Date`).
+    pub date_lag_ms: u64,
     rng: u64,
     pub script: VecDeque<Fault>,
     /// (method, key, timeout) of every request sent.
@@ -77,7 +85,9 @@ impl MemEnv {
             writes: Vec::new(),
             wall: 1_800_000_000_000,
             mono: 5_000.0,
+            wall_off: 0,
             no_dates: false,
+            date_lag_ms: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
             script: VecDeque::new(),
             sent: Vec::new(),
@@ -229,6 +239,12 @@ impl MemEnv {
                 m.mono += ms;
                 Ok(m.apply(&req))
             }
+            Some(Fault::SleepThenStep(sleep_ms, step_ms)) => {
+                let answer = m.apply(&req);
+                m.wall += sleep_ms;
+                m.wall_off += step_ms;
+                Ok(answer)
+            }
             Some(Fault::SlowAnswer(ms)) => {
                 let answer = m.apply(&req);
                 m.wall += ms as u64;
@@ -244,11 +260,12 @@ impl Env for MemEnv {
         // Every answer carries the store's clock (this world's one clock), in whole seconds.
         let answer = self.exchange(req, timeout_ms);
         let m = self.0.borrow();
-        let date = (!m.no_dates).then(|| format_http_date(m.wall));
+        let date = (!m.no_dates).then(|| format_http_date(m.wall - m.date_lag_ms));
         answer.map(|r| HttpResponse { date: r.date.or(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
-        self.0.borrow().wall
+        let m = self.0.borrow();
+        (m.wall as i64 + m.wall_off) as u64
     }
     fn mono_ms(&self) -> f64 {
         self.0.borrow().mono

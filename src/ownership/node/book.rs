@@ -7,12 +7,16 @@
 //! decide on its own that a claim ended (its callers tell it what they saw), and never keep a cell it did
 //! not hold.
 
+use core::cell::Cell;
+use core::future::Future;
+
 use crate::env::{Env, Event, Lost};
 use crate::error::{Quoted, Result};
 use crate::ownership::authority::claim_gone;
 use crate::ownership::cas::Settled;
 use crate::ownership::records::OwnerRecord;
 
+use super::release::Unsettled;
 use super::S3Ownership;
 
 /// A claim: the epoch and the token the claim's write left.
@@ -237,6 +241,27 @@ impl<E: Env> S3Ownership<E> {
     /// A record naming this node may exist that this instance does not hold.
     pub(super) fn unaccounted(&self) {
         self.book.borrow_mut().unaccounted = true;
+    }
+
+    /// Sends `write`, an owner-record write naming this node, so that `close()` settles it before it deletes
+    /// the lease (issue 34 B): it waits for the writes in flight (`naming_writes`), and one whose caller
+    /// dropped it before its answer (it may still land) leaves the instance unaccounted, which keeps the
+    /// lease (retired, never deleted: peers take over at once, where a missing lease would make them wait).
+    pub(super) async fn naming_write(&self, write: impl Future<Output = Result<Settled>>) -> Result<Settled> {
+        if !self.rules().close_settles_writes {
+            return write.await;
+        }
+        let guard = Unsettled { node: self, settled: Cell::new(false) };
+        let n = self.naming_sent.get() + 1;
+        self.naming_sent.set(n);
+        let settled = self.naming_writes.lead(&n.to_string(), write).await;
+        guard.settled.set(true);
+        settled
+    }
+
+    /// Waits until no owner-record write naming this node is in flight (`naming_write`).
+    pub(super) async fn naming_writes_idle(&self) {
+        self.naming_writes.idle_all().await;
     }
 
     /// Notes an owner-record write of this instance that may have landed without this instance holding it.

@@ -120,7 +120,7 @@ impl<E: Env> S3Ownership<E> {
             let key = self.owner_key(cell);
             let first = FirstRejection::CallerReads(&sent);
             let body = |n: &str| self.owner_body(node, epoch, n);
-            let settled = self.store.cas_settled_then(&key, &guard, &body, self.budget(), &reconciles, first).await;
+            let settled = self.naming_write(self.store.cas_settled_then(&key, &guard, &body, self.budget(), &reconciles, first)).await;
             drop(key);
             self.wrote_owner(cell, node, epoch, &settled);
             self.account(&settled);

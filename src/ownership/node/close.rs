@@ -7,15 +7,14 @@
 use core::cell::Cell;
 
 use crate::env::{Env, Event};
-use crate::error::{Error, Fault, Result};
-use crate::ownership::cas::{Reconciles, Settled};
+use crate::error::{Error, Result};
+use crate::ownership::cas::{Reconciles, Removal, Settled};
 use crate::ownership::flight::{done, Share, Single};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::join::join_all;
 use crate::ownership::clock::Judgement;
 use crate::ownership::lease::RETIRED_EXPIRES_MS;
 use crate::ownership::records::{decode_lease, CasGuard};
-use crate::s3::PutAnswer;
 
 use super::{CloseOptions, Closed, LeaseRemoval, S3Ownership};
 
@@ -68,6 +67,9 @@ impl<E: Env> S3Ownership<E> {
         // claims in flight (void now, but their writes may name this node)...
         self.lease_writes.idle().await;
         self.claims_in_flight.idle_all().await;
+        // ...and every other write naming this node (a concurrent caller's `cas_owner`; one dropped by its
+        // caller left the instance unaccounted: the lease is then kept).
+        self.naming_writes_idle().await;
         // ...and releases in flight (their claims already ended): whether they landed decides the delete.
         self.releases_in_flight.idle_all().await;
         let held = self.closing_claims();
@@ -89,8 +91,8 @@ impl<E: Env> S3Ownership<E> {
         if self.all_accounted() && self.deletes_conditionally() {
             // Best effort, and safe either way: only this retired version can be deleted.
             let key = self.lease_key(&self.config.node);
-            let (status, _) = self.store.delete(&key, Some(&CasGuard::Match(etag)), self.closing_budget()).await;
-            deleted = (200..300).contains(&status);
+            let removal = self.store.delete_settled(&key, &etag, self.closing_budget(), &Reconciles::default()).await;
+            deleted = removal == Ok(Removal::Gone);
         }
         let ms = self.store.env.mono_ms() - started;
         self.emit(Event::LeaseRetired { node: &self.config.node, deleted, ms });
@@ -180,23 +182,10 @@ impl<E: Env> S3Ownership<E> {
                 return Ok(LeaseRemoval::Needed { cell: Some((*cell).to_owned()) });
             }
         }
-        let (status, answer) = self.store.delete(&key, Some(&CasGuard::Match(lease.etag)), self.budget()).await;
-        match answer {
-            PutAnswer::Rejected => Ok(LeaseRemoval::Changed),
-            PutAnswer::Refused(e) => Err(e),
-            _ if (200..300).contains(&status) => Ok(LeaseRemoval::Removed),
-            PutAnswer::Ambiguous(fault) => {
-                let detail = format!("the delete of a dead lease may or may not have landed: {}", fault.detail);
-                Err(Error::ambiguous(key, Fault { detail, ..fault }))
-            }
-            PutAnswer::Conflict { code } => {
-                Err(Error::ambiguous(key, format!("the delete of a dead lease may or may not have landed: {code}")))
-            }
-            PutAnswer::Throttled(fault) => {
-                let detail = format!("the store turned the delete of a dead lease away ({}); nothing was deleted", fault.detail);
-                Err(Error::transport(key, Fault { detail, ..fault }))
-            }
-            PutAnswer::Applied { .. } => Ok(LeaseRemoval::Removed),
+        // Settled by reading back (a DELETE delivered twice is answered 412/404 after it applied).
+        match self.store.delete_settled(&key, &lease.etag, self.budget(), &Reconciles::default()).await? {
+            Removal::Gone => Ok(LeaseRemoval::Removed),
+            Removal::Changed => Ok(LeaseRemoval::Changed),
         }
     }
 }

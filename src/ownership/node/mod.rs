@@ -71,6 +71,10 @@ pub struct S3Ownership<E: Env> {
     claims_in_flight: PerKey<Result<(ClaimOutcome, Wake)>>,
     /// The releases in flight per cell, which `close()` waits for (not shared: each caller sends its own).
     releases_in_flight: PerKey<Result<Settled>>,
+    /// Every owner-record write naming this node in flight (a claim's, `cas_owner`'s), which `close()` waits
+    /// for before it deletes the lease (`book.rs`, `naming_write`), and how many were sent.
+    naming_writes: PerKey<Result<Settled>>,
+    naming_sent: core::cell::Cell<u64>,
     /// `close()` (`close.rs`).
     closing: Closing,
     /// Finished by `close()`: wakes every sleep of the instance that waits on it (the renewal loop's, a
@@ -97,6 +101,8 @@ impl<E: Env> S3Ownership<E> {
             lease_writes: Single::default(),
             claims_in_flight: PerKey::default(),
             releases_in_flight: PerKey::default(),
+            naming_writes: PerKey::default(),
+            naming_sent: core::cell::Cell::new(0),
             closing: Closing::default(),
             closed_signal: Flight::new(),
         })

@@ -115,8 +115,8 @@ impl<E: Env> S3Ownership<E> {
         let key = self.owner_key(cell);
         let node = &self.config.node;
         let reconciles = Reconciles::default();
-        let settled =
-            self.store.cas_settled(&key, guard, &|n| self.owner_body(node, epoch, n), self.budget(), &reconciles).await;
+        let body = |n: &str| self.owner_body(node, epoch, n);
+        let settled = self.naming_write(self.store.cas_settled(&key, guard, &body, self.budget(), &reconciles)).await;
         self.wrote_owner(cell, node, epoch, &settled);
         self.account(&settled);
         let settled = settled?;

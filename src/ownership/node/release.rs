@@ -14,10 +14,10 @@ use crate::ownership::records::{CasGuard, CasOutcome, OwnerRecord};
 use super::owner::check_epoch;
 use super::S3Ownership;
 
-/// Marks the instance unaccounted if a release is dropped before its write was answered (it may land).
-struct Unsettled<'a, E: Env> {
-    node: &'a S3Ownership<E>,
-    settled: Cell<bool>,
+/// Marks the instance unaccounted if a write is dropped before it was answered (it may land).
+pub(super) struct Unsettled<'a, E: Env> {
+    pub(super) node: &'a S3Ownership<E>,
+    pub(super) settled: Cell<bool>,
 }
 
 impl<E: Env> Drop for Unsettled<'_, E> {

@@ -28,8 +28,21 @@ impl<E: Env> S3Ownership<E> {
         // created without reading first (SPEC §8). A refusal (someone has that key after all) falls back
         // to reading it, as for a node id the caller gave.
         let mut created_unread = self.config.made_up_node && self.lease.borrow().nonces.is_empty();
+        let mut rereads = 0;
         loop {
             let guard = if created_unread { CasGuard::Absent } else { self.acquisition_guard().await? };
+            // This machine's clocks moved (a sleep, a step) since the store's clock was learnt, so it was
+            // forgotten (`Store::reading`): the read's answer teaches it again, unless the move came while the
+            // read was queued; then read again rather than write an expiry on the wall clock (issue 34 A).
+            if self.store.forgot_store_clock() {
+                rereads += 1;
+                if rereads > 3 {
+                    let key = self.lease_key(&self.config.node);
+                    return Err(Error::transport(key, "this machine's clocks kept jumping while the store's clock was read: try again"));
+                }
+                created_unread = false;
+                continue;
+            }
             match self.acquire_with(guard, created_unread).await? {
                 Acquired::Yes => {
                     if created_unread {
@@ -83,13 +96,13 @@ impl<E: Env> S3Ownership<E> {
     async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
         let key = self.lease_key(&self.config.node);
         let started = self.store.env.mono_ms();
-        let (settled, anchor, expires_ms, since) =
+        let (settled, anchor, expires_ms) =
             self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.
                 self.lose_all("a fresh lease replaced the one the claim was made under");
-                let lease = self.new_lease(etag, anchor, expires_ms, since, None);
+                let lease = self.new_lease(etag, anchor, expires_ms, None);
                 let within = self.within(&lease);
                 let mut slice = self.lease.borrow_mut();
                 if let LeaseState::Closed { retiring, .. } = &mut slice.state {

@@ -31,8 +31,10 @@ pub(super) struct Lease {
     overruns: u64,
     /// `expires_ms` of the record its authority comes from (on the store's clock when it was known).
     expires_ms: u64,
-    /// This instance's lease write attempts sent before the write it comes from: later ones are newer writes.
-    since: u64,
+    /// This instance's lease write attempts sent when it was installed: later ones are newer writes; an
+    /// earlier one (a resend of this very write) that lands later could only land over the version the write
+    /// was conditioned on, put back by another writer.
+    upto: u64,
     /// Which fresh acquisition of this instance it is: renewals keep it, an acquisition makes a new one.
     pub(super) generation: u64,
 }
@@ -74,6 +76,14 @@ pub(super) struct LeaseSlice {
     inherited_until: f64,
     /// When an operation last started a due renewal (`renew_if_due`), on the monotonic clock.
     due_tried: Option<f64>,
+}
+
+/// What a lease's authority is timed from, all of it read before its write is sent.
+#[derive(Clone, Copy)]
+struct Anchor {
+    clocks: Reading,
+    /// `Store::overruns` then.
+    overruns: u64,
 }
 
 /// Lease-write nonces remembered.
@@ -147,8 +157,10 @@ impl<E: Env> S3Ownership<E> {
     /// another tool (a versioned bucket's restore, a backup) lets peers judge this node dead before its
     /// authority ends: never adopted. Its `expires_ms` alone does not tell it from a newer one: a wall-clock
     /// expiry stays at its floor, the held one's, while the wall clock is behind (stepped back).
+    /// An attempt of the held lease's own write (a resend) that landed after it could only land over the
+    /// version that write was conditioned on, put back meanwhile: a restore, never adopted either.
     pub(super) fn adoptable(&self, rec: &NodeLeaseRecord, held: &Lease) -> bool {
-        let newer = || self.our_attempt(rec).is_some_and(|a| a > held.since) && rec.expires_ms >= held.expires_ms;
+        let newer = || self.our_attempt(rec).is_some_and(|a| a > held.upto) && rec.expires_ms >= held.expires_ms;
         rec.etag == held.etag || (self.is_ours(rec) && (!self.rules().refuse_restored_lease || newer()))
     }
 
@@ -191,34 +203,35 @@ impl<E: Env> S3Ownership<E> {
         self.lease_writes.share(acquire, how, once).await
     }
 
-    /// The lease a write anchored at `anchor` with `expires_ms`, sent after `since` lease write attempts,
+    /// The lease a write anchored at `anchor` (both clocks, and the overrun counter then) with `expires_ms`
     /// gives: a new generation unless it renews `generation`.
-    fn new_lease(&self, etag: String, anchor: Reading, expires_ms: u64, since: u64, generation: Option<u64>) -> Lease {
+    fn new_lease(&self, etag: String, anchor: Anchor, expires_ms: u64, generation: Option<u64>) -> Lease {
         let generation = generation.unwrap_or_else(|| {
             let mut slice = self.lease.borrow_mut();
             slice.generations += 1;
             slice.generations
         });
-        // Authority that outlasts an answer from the store that showed this machine's clocks undercounting
-        // is void: counted from the anchor, it cannot have seen that answer yet.
-        let overruns = self.store.overruns();
-        Lease { etag, anchor, overruns, expires_ms, since, generation }
+        // Authority that outlasts a sign of this machine's clocks undercounting (an answer's `Date`, the
+        // clocks' offset moving) is void: counted from before the send, so that one seen while the write was
+        // in flight (a sleep with the request queued, the wall clock stepped meanwhile) voids it too.
+        let overruns = if self.rules().anchor_every_clock { anchor.overruns } else { self.store.overruns() };
+        let upto = self.lease.borrow().attempts;
+        Lease { etag, anchor: anchor.clocks, overruns, expires_ms, upto, generation }
     }
 
     /// Writes this node's lease with `expires_ms` = the store's clock (its upper bound, from `Date`
     /// headers; the wall clock while none was seen) plus the ttl, never before `floor` (a renewal's is the
     /// expiry it extends: the upper bound narrows as answers come, and a later write of ours must never
-    /// read as an older one, `adoptable`). Returns both clocks' anchor, read before the write is sent, and
-    /// the lease write attempts sent before it.
-    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Reading, u64, u64)> {
-        let since = self.lease.borrow().attempts;
-        let anchor = self.store.reading();
+    /// read as an older one, `adoptable`). Returns the anchor, read before the write is sent.
+    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Anchor, u64)> {
+        let clocks = self.store.reading();
+        let anchor = Anchor { clocks, overruns: self.store.overruns() };
         let ttl = self.config.lease_ttl_ms;
-        let on_store = expires_on_store_clock(&self.store.store_clock(), anchor, ttl);
-        let expires_ms = on_store.unwrap_or(anchor.wall.saturating_add(ttl)).max(floor);
+        let on_store = expires_on_store_clock(&self.store.store_clock(), clocks, ttl);
+        let expires_ms = on_store.unwrap_or(clocks.wall.saturating_add(ttl)).max(floor);
         let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc).await?;
-        let anchor = if self.rules().anchor_before_write { anchor } else { self.store.reading() };
-        Ok((settled, anchor, expires_ms, since))
+        let anchor = if self.rules().anchor_before_write { anchor } else { Anchor { clocks: self.store.reading(), ..anchor } };
+        Ok((settled, anchor, expires_ms))
     }
 
     /// Whether `lease` still gives authority now (`authority_left`).
@@ -230,10 +243,11 @@ impl<E: Env> S3Ownership<E> {
     /// monotonic and the wall clock, and nothing once an answer from the store showed this machine's clocks
     /// undercounting since the anchor (`Learnt::Overran`).
     fn authority_left(&self, lease: &Lease) -> f64 {
+        // Read first: the reading itself may show the clocks' offset moved.
+        let mut now = self.store.reading();
         if self.store.overruns() != lease.overruns {
             return 0.0;
         }
-        let mut now = self.store.reading();
         if !self.rules().wall_deadline {
             now.wall = lease.anchor.wall;
         }

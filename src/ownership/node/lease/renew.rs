@@ -37,7 +37,7 @@ impl<E: Env> S3Ownership<E> {
             let started = self.store.env.mono_ms();
             let (ttl_ms, skew_ms) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
             let budget = Budget::Authority { anchor: held.anchor, ttl_ms, skew_ms };
-            let (settled, anchor, expires_ms, since) =
+            let (settled, anchor, expires_ms) =
                 self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles).await?;
             let late = !self.within(&held) && self.rules().refuse_late_renewal;
             match settled {
@@ -45,7 +45,7 @@ impl<E: Env> S3Ownership<E> {
                     return Err(self.fence("the renewal was answered only after the lease had lapsed"))
                 }
                 Settled::Applied { etag } => {
-                    let lease = self.new_lease(etag, anchor, expires_ms, since, Some(held.generation));
+                    let lease = self.new_lease(etag, anchor, expires_ms, Some(held.generation));
                     let mut slice = self.lease.borrow_mut();
                     match &mut slice.state {
                         LeaseState::Closed { retiring, .. } => {
