@@ -1,0 +1,305 @@
+use super::fake::*;
+use super::*;
+use crate::error::{Error, Fault};
+use crate::ownership::records::CasGuard;
+use crate::s3::PutAnswer;
+
+const L: Layout = Layout::DEFAULT;
+
+/// The n-th request of the creates' batch that is not a race.
+const CREATE_A: usize = 12;
+const MISSING: usize = 13;
+const NEVER: usize = 14;
+
+#[test]
+fn an_honest_store_passes_within_the_budget_and_the_script_is_as_specified() {
+    let mut store = fake();
+    let report = run(&mut store).unwrap();
+    assert_eq!(report, ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true });
+    let races = L.keys * L.writers;
+    assert_eq!(store.batches, [races + 3, 1 + races, 1, 3, 2, L.keys + 1]);
+    assert_eq!(store.sent.len(), L.requests());
+    assert_eq!(L.requests(), 41);
+    // The first raced key is deleted, then written on its last ETag and created again.
+    let after = races + 3 + 1 + races + 1;
+    assert_eq!(store.sent[after + 2], Request::Delete { key: "t/probe/cas-n0-r0".into(), guard: None });
+    assert!(matches!(&store.sent[after + 3], Request::Put { key, guard: CasGuard::Match(e), .. }
+        if key == "t/probe/cas-n0-r0" && e == "\"e8\""));
+    assert!(matches!(&store.sent[after + 4], Request::Put { key, guard: CasGuard::Absent, .. } if key == "t/probe/cas-n0-r0"));
+    assert_eq!(
+        store.sent[CREATE_A],
+        Request::Put {
+            key: "t/probe/cas-n0-a".into(),
+            guard: CasGuard::Absent,
+            body: br#"{"probe":"create","nonce":"n0"}"#.to_vec()
+        }
+    );
+    // The writers of one key leave side by side, on the key's own guard.
+    assert_eq!(
+        store.sent[0],
+        Request::Put {
+            key: "t/probe/cas-n0-r0".into(),
+            guard: CasGuard::Absent,
+            body: br#"{"probe":"create-0-0","nonce":"n0"}"#.to_vec()
+        }
+    );
+    assert_eq!(key_of(&store.sent[1]), "t/probe/cas-n0-r0");
+    assert_eq!(key_of(&store.sent[2]), "t/probe/cas-n0-r1");
+    assert_eq!(store.sent[NEVER], Request::Get { key: "t/probe/cas-n0-n".into() });
+    // The updates race on the ETag their key's winning create was answered with (the first writer's).
+    let first_update = races + 4;
+    assert!(matches!(&store.sent[first_update], Request::Put { key, guard: CasGuard::Match(e), .. }
+        if key == "t/probe/cas-n0-r0" && e == "\"e1\""));
+    let bodies: std::collections::BTreeSet<_> = store
+        .sent
+        .iter()
+        .filter_map(|r| match r {
+            Request::Put { key, body, .. } => Some((key.clone(), body.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        bodies.len(),
+        store.sent.iter().filter(|r| matches!(r, Request::Put { .. })).count(),
+        "no two writes to a key are equal"
+    );
+    assert!(store.objects.is_empty(), "every probe key was deleted: {:?}", store.objects);
+}
+
+#[test]
+fn the_variants_are_reported_not_failed() {
+    let mut store = fake();
+    store.if_match_missing = 412;
+    store.quoted = false;
+    store.fault = |_, r| match r {
+        // A store that deletes whatever the condition says.
+        Request::Delete { guard: Some(_), .. } => Some(put(204, PutAnswer::Applied { etag: String::new() })),
+        _ => None,
+    };
+    let report = run(&mut store).unwrap();
+    assert_eq!(report, ProbeReport { if_match_missing_status: 412, conditional_delete: false, etag_quoted: false });
+}
+
+#[test]
+fn a_store_letting_two_writers_win_a_race_is_a_violation_and_the_keys_are_cleaned_up() {
+    let mut store = fake();
+    store.winners = 2;
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "store-violation");
+    assert_eq!(
+        err.to_string(),
+        "store violates conditional writes at step concurrent-create: 2 of 2 concurrent conditional writes to one key applied; at most 1 may"
+    );
+    // The creates, create-again (rejected: conditions are checked, just not atomically), the cleanup.
+    assert_eq!(store.batches, [L.keys * L.writers + 3, 1, L.keys + 1]);
+    assert!(store.objects.is_empty(), "{:?}", store.objects);
+}
+
+#[test]
+fn one_racing_key_of_the_last_round_is_enough() {
+    let mut store = fake();
+    // Honest except the last key's updates: both apply.
+    store.fault = |n, r| {
+        let last_update = 12 + 3 + 1 + 11;
+        (n == last_update && is_race(r)).then(|| put(200, PutAnswer::Applied { etag: "\"x\"".into() }))
+    };
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.to_string(), "store violates conditional writes at step concurrent-update: 2 of 2 concurrent conditional writes to one key applied; at most 1 may");
+}
+
+#[test]
+fn a_store_ignoring_conditions_fails_at_create_again() {
+    let mut store = fake();
+    store.ignore_conditions = true;
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.to_string(), "store violates conditional writes at step create-again: a write whose condition did not hold was applied (ETag \"e15\")");
+}
+
+#[test]
+fn no_winner_of_a_race_is_a_violation_too() {
+    let mut store = fake();
+    store.fault = |n, r| (n < 2 && is_race(r)).then(|| put(412, PutAnswer::Rejected));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.to_string(), "store violates conditional writes at step concurrent-create: none of 2 concurrent conditional writes applied, yet the key was absent");
+}
+
+#[test]
+fn ambiguity_is_transport_after_one_attempt_never_a_pass() {
+    let mut store = fake();
+    store.fault =
+        |n, _| (n == CREATE_A).then(|| put(503, PutAnswer::Ambiguous("503 SlowDown".into())));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert_eq!(
+        err.to_string(),
+        "transport failure on t/probe/: probe inconclusive (it is tried again on the next write): create: 503 SlowDown"
+    );
+    // One attempt, then the cleanup of what it may have written.
+    assert_eq!(store.batches, [L.keys * L.writers + 3, L.keys + 1]);
+    assert!(store.objects.is_empty());
+}
+
+#[test]
+fn a_few_open_races_are_tolerated_most_are_not() {
+    // Two races answered 409 by both writers (R2 answers 409 under concurrent conditional writes).
+    let mut store = fake();
+    store.fault = |n, r| {
+        (n < 4 && is_race(r)).then(|| put(409, PutAnswer::Conflict { code: "ConditionalRequestConflict".into() }))
+    };
+    assert!(run(&mut store).is_ok());
+    // A lost answer beside a winner could hide a second winner: that race is open too.
+    let mut store = fake();
+    store.fault =
+        |n, r| (n == 1 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
+    assert!(run(&mut store).is_ok());
+    // Every race of the creates open: nothing proven.
+    let mut store = fake();
+    store.fault = |_, r| {
+        matches!(r, Request::Put { guard: CasGuard::Absent, key, .. } if key.contains("-r"))
+            .then(|| put(409, PutAnswer::Conflict { code: "OperationAborted".into() }))
+    };
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().ends_with("only 0 of 12 races were decided (409s or answers lost); the rest proves nothing"), "{err}");
+}
+
+#[test]
+fn a_409_on_a_single_write_is_inconclusive() {
+    let mut store = fake();
+    store.fault =
+        |n, _| (n == CREATE_A).then(|| put(409, PutAnswer::Conflict { code: "ConditionalRequestConflict".into() }));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().ends_with("create: 409 ConditionalRequestConflict"), "{err}");
+}
+
+#[test]
+fn a_501_is_the_stores_refusal_wherever_it_comes() {
+    // B2 answers 501 NotImplemented to conditional headers: the classified refusal (which says the
+    // store has no conditional writes) is the verdict, whichever write met it first.
+    let mut store = fake();
+    store.fault = |n, _| (n == CREATE_A).then(|| put(501, refused(501, "NotImplemented")));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!((err.code(), err.to_string().as_str()), ("request", "store refused request for k: 501 NotImplemented: m"));
+    let mut store = fake();
+    store.fault = |_, r| is_race(r).then(|| put(501, refused(501, "NotImplemented")));
+    assert_eq!(run(&mut store).unwrap_err().code(), "request");
+    assert_eq!(store.batches.len(), 1, "a refusal is final");
+}
+
+#[test]
+fn a_store_that_still_counts_a_deleted_object_is_a_violation() {
+    // versitygw's versioned buckets: after a DELETE the ETag still matches and the key is not absent.
+    let mut store = fake();
+    store.remember_deleted = true;
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "store-violation");
+    assert_eq!(
+        err.to_string(),
+        "store violates conditional writes at step stale-after-delete: If-Match with the ETag of a deleted object was applied (ETag \"e15\")"
+    );
+    assert!(store.objects.is_empty(), "cleaned up: {:?}", store.objects);
+    // Only If-None-Match: * refused on the deleted key.
+    let mut store = fake();
+    store.fault = |_, r| {
+        matches!(r, Request::Put { guard: CasGuard::Absent, body, .. } if body.starts_with(br#"{"probe":"create-after-delete""#))
+            .then(|| put(412, PutAnswer::Rejected))
+    };
+    assert_eq!(
+        run(&mut store).unwrap_err().to_string(),
+        "store violates conditional writes at step create-after-delete: If-None-Match: * on a key just deleted was rejected"
+    );
+}
+
+#[test]
+fn the_raced_key_deleted_is_one_whose_updates_were_decided_and_its_delete_must_apply() {
+    let mut store = fake();
+    // The first key's updates left open: the second key is deleted and written again.
+    store.fault = |n, r| (n == 16 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
+    run(&mut store).unwrap();
+    let deleted = store.sent.iter().position(|r| matches!(r, Request::Delete { key, guard: None } if key.contains("-r"))).unwrap();
+    assert_eq!(key_of(&store.sent[deleted]), "t/probe/cas-n0-r1");
+    assert!(matches!(&store.sent[deleted + 1], Request::Put { key, guard: CasGuard::Match(e), .. } if key == "t/probe/cas-n0-r1" && e == "\"e9\""));
+    // A refused DELETE is the verdict (deleting is part of the protocol); a lost one proves nothing.
+    let mut store = fake();
+    store.fault = |_, r| matches!(r, Request::Delete { guard: None, .. }).then(|| put(403, refused(403, "AccessDenied")));
+    assert_eq!(run(&mut store).unwrap_err().code(), "auth");
+    let mut store = fake();
+    store.fault = |_, r| matches!(r, Request::Delete { guard: None, .. }).then(|| put(0, PutAnswer::Ambiguous("reset".into())));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().ends_with("delete of a raced key: 0 ambiguous (reset)"), "{err}");
+}
+
+#[test]
+fn a_429_is_a_write_turned_away_never_a_verdict() {
+    // R2 answers 429 to more than one write per second per key: in a race, the other writer's loss.
+    let mut store = fake();
+    store.fault = |n, r| (n % 2 == 1 && n < 12 && is_race(r)).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+    assert!(run(&mut store).is_ok());
+    // On a single write: inconclusive, tried again later.
+    let mut store = fake();
+    store.fault = |n, _| (n == CREATE_A).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "transport");
+    assert!(err.to_string().ends_with("create: 429 TooManyRequests (throttled)"), "{err}");
+}
+
+#[test]
+fn a_refusal_is_final_with_no_cleanup() {
+    let mut store = fake();
+    store.fault = |n, _| (n == CREATE_A).then(|| put(403, refused(403, "AccessDenied")));
+    assert_eq!(run(&mut store).unwrap_err().code(), "auth");
+    assert_eq!(store.batches.len(), 1);
+}
+
+#[test]
+fn if_match_on_a_missing_key_must_not_apply() {
+    let mut store = fake();
+    store.fault =
+        |n, _| (n == MISSING).then(|| put(200, PutAnswer::Applied { etag: "\"m\"".into() }));
+    assert_eq!(
+        run(&mut store).unwrap_err().to_string(),
+        "store violates conditional writes at step if-match-missing: If-Match on a missing key was applied (ETag \"m\")"
+    );
+}
+
+#[test]
+fn a_key_never_written_that_reads_as_present_is_not_an_s3_api() {
+    let mut store = fake();
+    store.fault = |n, _| (n == NEVER).then(|| Answer::Read(Ok(Some("\"page\"".into()))));
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "request");
+    assert!(err.to_string().contains("not an S3 API"), "{err}");
+    // It outranks what the same batch says about conditions.
+    let mut store = fake();
+    store.ignore_conditions = true;
+    store.fault = |n, _| (n == NEVER).then(|| Answer::Read(Ok(Some("\"page\"".into()))));
+    assert_eq!(run(&mut store).unwrap_err().code(), "request");
+    // A failed read of it is inconclusive.
+    let mut store = fake();
+    store.fault = |n, _| (n == NEVER).then(|| Answer::Read(Err(Error::transport("k".into(), "reset"))));
+    assert_eq!(run(&mut store).unwrap_err().code(), "transport");
+}
+
+#[test]
+fn missing_answers_count_as_no_answer() {
+    let (mut probe, next) = Probe::new("t/", "n0".into());
+    assert!(matches!(next, Next::Send(ref r) if r.len() == L.keys * L.writers + 3));
+    // No answer at all: inconclusive, cleanup, then transport.
+    assert!(matches!(probe.step(Vec::new()), Next::Send(ref r) if r.len() == L.keys + 1));
+    match probe.step(Vec::new()) {
+        Next::Failed(e) => assert_eq!(e.code(), "transport", "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn layouts_scale_the_script() {
+    let layout = Layout { keys: 3, writers: 4, pad: 10 };
+    assert_eq!(layout.requests(), 2 * 12 + 8 + 3 + 3);
+    let (_, next) = Probe::with_layout("", "n".into(), layout);
+    let Next::Send(batch) = next else { panic!() };
+    assert_eq!(batch.len(), 12 + 3);
+    assert!(matches!(&batch[0], Request::Put { body, .. } if body.ends_with(br#","pad":".........."}"#)));
+}
