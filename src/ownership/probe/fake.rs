@@ -1,7 +1,7 @@
 //! A store in memory that answers the probe's requests, for the probe's tests.
 
 use super::*;
-use crate::error::{Error, Refusal, Result};
+use crate::error::{Error, Fault, Refusal, Result};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 use std::collections::BTreeMap;
@@ -20,6 +20,13 @@ pub(super) struct Fake {
     pub(super) deleted: BTreeMap<String, String>,
     pub(super) if_match_missing: u16,
     pub(super) quoted: bool,
+    /// `If-Match` holds only when sent quoted (`Some(true)`) or only unquoted (`Some(false)`).
+    pub(super) if_match_quoting: Option<bool>,
+    /// `If-None-Match` on PUT is ignored (GCS's XML API); `If-Match` is honoured.
+    pub(super) ignore_if_none_match: bool,
+    /// R2: a write to a key written in this batch or the one before is answered 429.
+    pub(super) r2: bool,
+    written_in: BTreeMap<String, usize>,
     /// Replaces the answer to the n-th request (counted from 0 over the whole probe).
     pub(super) fault: fn(usize, &Request) -> Option<Answer>,
     pub(super) sent: Vec<Request>,
@@ -36,6 +43,10 @@ pub(super) fn fake() -> Fake {
         deleted: BTreeMap::new(),
         if_match_missing: 404,
         quoted: true,
+        if_match_quoting: None,
+        ignore_if_none_match: false,
+        r2: false,
+        written_in: BTreeMap::new(),
         fault: |_, _| None,
         sent: Vec::new(),
         batches: Vec::new(),
@@ -59,6 +70,19 @@ fn holds(objects: &BTreeMap<String, String>, key: &str, guard: &CasGuard) -> boo
 }
 
 impl Fake {
+    /// Whether `guard` holds on `key` in `state`, by this store's dialect.
+    fn holds_here(&self, state: &BTreeMap<String, String>, key: &str, guard: &CasGuard) -> bool {
+        let bare = |e: &str| e.trim_matches('"').to_owned();
+        match guard {
+            CasGuard::Absent if self.ignore_if_none_match => true,
+            CasGuard::Match(sent) if self.if_match_quoting.is_some() => {
+                self.if_match_quoting == Some(sent.starts_with('"'))
+                    && state.get(key).is_some_and(|e| bare(e) == bare(sent))
+            }
+            _ => holds(state, key, guard),
+        }
+    }
+
     /// What a condition is checked against: the objects, and the deleted ones where they linger.
     fn seen(&self, state: &BTreeMap<String, String>) -> BTreeMap<String, String> {
         let mut seen = state.clone();
@@ -74,19 +98,30 @@ impl Fake {
 impl Fake {
     pub(super) fn answer(&mut self, requests: Vec<Request>) -> Vec<Answer> {
         self.batches.push(requests.len());
+        let batch = self.batches.len();
         let before = self.objects.clone();
         let mut checked_early: BTreeMap<String, usize> = BTreeMap::new();
         let mut answers = Vec::new();
         for request in requests {
             let n = self.sent.len();
             self.sent.push(request.clone());
+            // A write turned away is not applied.
+            let fault = (self.fault)(n, &request);
+            if let Some(turned @ Answer::Written(_, PutAnswer::Throttled(_))) = fault {
+                answers.push(turned);
+                continue;
+            }
             let answer = match &request {
+                Request::Put { key, .. } if self.r2 && self.written_in.get(key).is_some_and(|b| b + 1 >= batch) => {
+                    put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests")))
+                }
                 Request::Put { key, guard, .. } => {
                     let early = checked_early.entry(key.clone()).or_default();
                     let state = self.seen(if *early < self.winners { &before } else { &self.objects });
                     *early += 1;
-                    if self.ignore_conditions || holds(&state, key, guard) {
+                    if self.ignore_conditions || self.holds_here(&state, key, guard) {
                         self.writes += 1;
+                        self.written_in.insert(key.clone(), batch);
                         let etag =
                             if self.quoted { format!("\"e{}\"", self.writes) } else { format!("e{}", self.writes) };
                         self.objects.insert(key.clone(), etag.clone());
@@ -99,7 +134,7 @@ impl Fake {
                 }
                 Request::Get { key } => Answer::Read(Ok(self.objects.get(key).cloned())),
                 Request::Delete { key, guard } => {
-                    if guard.as_ref().is_none_or(|g| self.ignore_conditions || holds(&self.objects, key, g)) {
+                    if guard.as_ref().is_none_or(|g| self.ignore_conditions || self.holds_here(&self.objects, key, g)) {
                         if let Some(etag) = self.objects.remove(key) {
                             self.deleted.insert(key.clone(), etag);
                         }
@@ -109,7 +144,7 @@ impl Fake {
                     }
                 }
             };
-            answers.push((self.fault)(n, &request).unwrap_or(answer));
+            answers.push(fault.unwrap_or(answer));
         }
         answers
     }
@@ -120,7 +155,7 @@ pub(super) fn run(store: &mut Fake) -> Result<ProbeReport> {
     let (mut probe, mut next) = Probe::new("t/", "n0".into());
     loop {
         next = match next {
-            Next::Send(requests) => probe.step(store.answer(requests)),
+            Next::Send(requests) | Next::Resend { requests, .. } => probe.step(store.answer(requests)),
             Next::Done(report) => return Ok(report),
             Next::Failed(e) => return Err(e),
         };

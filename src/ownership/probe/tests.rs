@@ -6,25 +6,28 @@ use crate::s3::PutAnswer;
 
 const L: Layout = Layout::DEFAULT;
 
+/// Racers of one round: 8 on the first key, 2 on each of two more.
+const RACES: usize = 12;
 /// The n-th request of the creates' batch that is not a race.
-const CREATE_A: usize = 12;
-const MISSING: usize = 13;
-const NEVER: usize = 14;
+const CREATE_A: usize = RACES;
+const MISSING: usize = RACES + 1;
+const NEVER: usize = RACES + 2;
 
 #[test]
 fn an_honest_store_passes_within_the_budget_and_the_script_is_as_specified() {
     let mut store = fake();
     let report = run(&mut store).unwrap();
     assert_eq!(report, ProbeReport { if_match_missing_status: 404, conditional_delete: true, etag_quoted: true });
-    let races = L.keys * L.writers;
+    let races = RACES;
+    assert_eq!((0..L.keys).map(|k| L.writers_of(k)).collect::<Vec<_>>(), [8, 2, 2]);
     assert_eq!(store.batches, [races + 3, 1 + races, 1, 3, 2, L.keys + 1]);
     assert_eq!(store.sent.len(), L.requests());
-    assert_eq!(L.requests(), 41);
+    assert_eq!(L.requests(), 38);
     // The first raced key is deleted, then written on its last ETag and created again.
     let after = races + 3 + 1 + races + 1;
     assert_eq!(store.sent[after + 2], Request::Delete { key: "t/probe/cas-n0-r0".into(), guard: None });
     assert!(matches!(&store.sent[after + 3], Request::Put { key, guard: CasGuard::Match(e), .. }
-        if key == "t/probe/cas-n0-r0" && e == "\"e8\""));
+        if key == "t/probe/cas-n0-r0" && e == "\"e5\""));
     assert!(matches!(&store.sent[after + 4], Request::Put { key, guard: CasGuard::Absent, .. } if key == "t/probe/cas-n0-r0"));
     assert_eq!(
         store.sent[CREATE_A],
@@ -43,8 +46,8 @@ fn an_honest_store_passes_within_the_budget_and_the_script_is_as_specified() {
             body: br#"{"probe":"create-0-0","nonce":"n0"}"#.to_vec()
         }
     );
-    assert_eq!(key_of(&store.sent[1]), "t/probe/cas-n0-r0");
-    assert_eq!(key_of(&store.sent[2]), "t/probe/cas-n0-r1");
+    assert_eq!(key_of(&store.sent[7]), "t/probe/cas-n0-r0");
+    assert_eq!(key_of(&store.sent[8]), "t/probe/cas-n0-r1");
     assert_eq!(store.sent[NEVER], Request::Get { key: "t/probe/cas-n0-n".into() });
     // The updates race on the ETag their key's winning create was answered with (the first writer's).
     let first_update = races + 4;
@@ -88,10 +91,10 @@ fn a_store_letting_two_writers_win_a_race_is_a_violation_and_the_keys_are_cleane
     assert_eq!(err.code(), "store-violation");
     assert_eq!(
         err.to_string(),
-        "store violates conditional writes at step concurrent-create: 2 of 2 concurrent conditional writes to one key applied; at most 1 may"
+        "store violates conditional writes at step concurrent-create: 2 of 8 concurrent conditional writes to one key applied; at most 1 may"
     );
     // The creates, create-again (rejected: conditions are checked, just not atomically), the cleanup.
-    assert_eq!(store.batches, [L.keys * L.writers + 3, 1, L.keys + 1]);
+    assert_eq!(store.batches, [RACES + 3, 1, L.keys + 1]);
     assert!(store.objects.is_empty(), "{:?}", store.objects);
 }
 
@@ -100,7 +103,7 @@ fn one_racing_key_of_the_last_round_is_enough() {
     let mut store = fake();
     // Honest except the last key's updates: both apply.
     store.fault = |n, r| {
-        let last_update = 12 + 3 + 1 + 11;
+        let last_update = RACES + 3 + 1 + RACES - 1;
         (n == last_update && is_race(r)).then(|| put(200, PutAnswer::Applied { etag: "\"x\"".into() }))
     };
     let err = run(&mut store).unwrap_err();
@@ -112,7 +115,7 @@ fn a_store_ignoring_conditions_fails_at_create_again() {
     let mut store = fake();
     store.ignore_conditions = true;
     let err = run(&mut store).unwrap_err();
-    assert_eq!(err.to_string(), "store violates conditional writes at step create-again: a write whose condition did not hold was applied (ETag \"e15\")");
+    assert_eq!(err.to_string(), "store violates conditional writes at step create-again: If-None-Match: * on a key that exists was applied (ETag \"e15\"): the store ignores If-None-Match on PUT (GCS's S3-compatible XML API does; its preconditions are x-goog-if-generation-match, which this library does not send)");
 }
 
 #[test]
@@ -120,7 +123,7 @@ fn no_winner_of_a_race_is_a_violation_too() {
     let mut store = fake();
     store.fault = |n, r| (n < 2 && is_race(r)).then(|| put(412, PutAnswer::Rejected));
     let err = run(&mut store).unwrap_err();
-    assert_eq!(err.to_string(), "store violates conditional writes at step concurrent-create: none of 2 concurrent conditional writes applied, yet the key was absent");
+    assert_eq!(err.to_string(), "store violates conditional writes at step concurrent-create: none of 8 concurrent conditional writes applied, yet the key was absent");
 }
 
 #[test]
@@ -135,7 +138,7 @@ fn ambiguity_is_transport_after_one_attempt_never_a_pass() {
         "transport failure on t/probe/: probe inconclusive (it is tried again on the next write): create: 503 SlowDown"
     );
     // One attempt, then the cleanup of what it may have written.
-    assert_eq!(store.batches, [L.keys * L.writers + 3, L.keys + 1]);
+    assert_eq!(store.batches, [RACES + 3, L.keys + 1]);
     assert!(store.objects.is_empty());
 }
 
@@ -160,7 +163,7 @@ fn a_few_open_races_are_tolerated_most_are_not() {
     };
     let err = run(&mut store).unwrap_err();
     assert_eq!(err.code(), "transport");
-    assert!(err.to_string().ends_with("only 0 of 12 races were decided (409s or answers lost); the rest proves nothing"), "{err}");
+    assert!(err.to_string().ends_with("only 0 of 6 races were decided (409s or answers lost); the rest proves nothing"), "{err}");
 }
 
 #[test]
@@ -196,7 +199,7 @@ fn a_store_that_still_counts_a_deleted_object_is_a_violation() {
     assert_eq!(err.code(), "store-violation");
     assert_eq!(
         err.to_string(),
-        "store violates conditional writes at step stale-after-delete: If-Match with the ETag of a deleted object was applied (ETag \"e15\")"
+        "store violates conditional writes at step stale-after-delete: If-Match with the ETag of a deleted object was applied (ETag \"e9\")"
     );
     assert!(store.objects.is_empty(), "cleaned up: {:?}", store.objects);
     // Only If-None-Match: * refused on the deleted key.
@@ -215,11 +218,11 @@ fn a_store_that_still_counts_a_deleted_object_is_a_violation() {
 fn the_raced_key_deleted_is_one_whose_updates_were_decided_and_its_delete_must_apply() {
     let mut store = fake();
     // The first key's updates left open: the second key is deleted and written again.
-    store.fault = |n, r| (n == 16 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
+    store.fault = |n, r| (n == RACES + 4 && is_race(r)).then(|| put(0, PutAnswer::Ambiguous("timed out".into())));
     run(&mut store).unwrap();
     let deleted = store.sent.iter().position(|r| matches!(r, Request::Delete { key, guard: None } if key.contains("-r"))).unwrap();
     assert_eq!(key_of(&store.sent[deleted]), "t/probe/cas-n0-r1");
-    assert!(matches!(&store.sent[deleted + 1], Request::Put { key, guard: CasGuard::Match(e), .. } if key == "t/probe/cas-n0-r1" && e == "\"e9\""));
+    assert!(matches!(&store.sent[deleted + 1], Request::Put { key, guard: CasGuard::Match(e), .. } if key == "t/probe/cas-n0-r1" && e == "\"e6\""));
     // A refused DELETE is the verdict (deleting is part of the protocol); a lost one proves nothing.
     let mut store = fake();
     store.fault = |_, r| matches!(r, Request::Delete { guard: None, .. }).then(|| put(403, refused(403, "AccessDenied")));
@@ -235,14 +238,97 @@ fn the_raced_key_deleted_is_one_whose_updates_were_decided_and_its_delete_must_a
 fn a_429_is_a_write_turned_away_never_a_verdict() {
     // R2 answers 429 to more than one write per second per key: in a race, the other writer's loss.
     let mut store = fake();
-    store.fault = |n, r| (n % 2 == 1 && n < 12 && is_race(r)).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
-    assert!(run(&mut store).is_ok());
-    // On a single write: inconclusive, tried again later.
+    store.fault = |n, r| (n % 2 == 1 && n < RACES && is_race(r)).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+    run(&mut store).unwrap();
+    assert_eq!(store.sent.len(), L.requests(), "a racer beside its key's winner is not sent again");
+    // On a single write: sent again, alone, and the probe goes on.
     let mut store = fake();
     store.fault = |n, _| (n == CREATE_A).then(|| put(429, PutAnswer::Throttled(Fault::new("429 TooManyRequests"))));
+    assert!(run(&mut store).is_ok());
+    assert_eq!(store.batches[..2], [RACES + 3, 1]);
+    assert_eq!(store.sent[RACES + 3], store.sent[CREATE_A]);
+    // Turned away every time: inconclusive after five resends, never a verdict on conditions.
+    let mut store = fake();
+    store.fault = |_, r| {
+        matches!(r, Request::Put { key, guard: CasGuard::Absent, .. } if key.ends_with("-a"))
+            .then(|| put(503, PutAnswer::Throttled(Fault::new("503 SlowDown"))))
+    };
     let err = run(&mut store).unwrap_err();
     assert_eq!(err.code(), "transport");
-    assert!(err.to_string().ends_with("create: 429 TooManyRequests (throttled)"), "{err}");
+    assert!(err.to_string().ends_with("create: 503 SlowDown (throttled)"), "{err}");
+    assert_eq!(store.batches, [RACES + 3, 1, 1, 1, 1, 1, L.keys + 1]);
+}
+
+#[test]
+fn resends_wait_longer_each_time_and_keep_the_other_answers() {
+    let (mut probe, next) = Probe::new("t/", "n0".into());
+    let Next::Send(batch) = next else { panic!() };
+    let mut store = fake();
+    // The create and If-Match on a missing key turned away once, then the create once more.
+    store.fault = |n, _| [CREATE_A, MISSING, RACES + 3].contains(&n).then(|| put(429, PutAnswer::Throttled(Fault::new("429"))));
+    let mut next = probe.step(store.answer(batch.clone()));
+    let Next::Resend { attempt: 1, requests } = next else { panic!("{next:?}") };
+    assert_eq!(requests, [batch[CREATE_A].clone(), batch[MISSING].clone()]);
+    next = probe.step(store.answer(requests));
+    let Next::Resend { attempt: 2, requests } = next else { panic!("{next:?}") };
+    assert_eq!(requests, [batch[CREATE_A].clone()]);
+    next = probe.step(store.answer(requests));
+    // The race answers of the first send were kept: the updates' batch follows.
+    assert!(matches!(next, Next::Send(ref r) if r.len() == 1 + RACES), "{next:?}");
+}
+
+#[test]
+fn an_r2_like_store_passes_by_sending_turned_away_writes_again() {
+    let mut store = fake();
+    store.r2 = true;
+    let report = run(&mut store).unwrap();
+    assert!(report.conditional_delete);
+    assert!(store.sent.len() > L.requests(), "some writes were sent again: {:?}", store.batches);
+}
+
+#[test]
+fn a_store_letting_eight_creators_win_is_refused_with_the_count() {
+    // Tigris before April 2026: concurrent If-None-Match: * creates of one key all applied.
+    let mut store = fake();
+    store.winners = 8;
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "store violates conditional writes at step concurrent-create: 8 of 8 concurrent conditional writes to one key applied; at most 1 may"
+    );
+}
+
+#[test]
+fn if_match_honoured_in_one_quoting_only_is_refused_with_the_reason() {
+    let mut store = fake();
+    store.if_match_quoting = Some(false);
+    let err = run(&mut store).unwrap_err();
+    assert_eq!(err.code(), "store-violation");
+    assert!(
+        err.to_string().starts_with("store violates conditional writes at step if-match-quoting: If-Match is honoured only unquoted: the ETag sent back exactly as the store gave it (\"e4\") did not match, the same ETag as e4 did"),
+        "{err}"
+    );
+    assert!(store.objects.is_empty(), "cleaned up: {:?}", store.objects);
+    let mut store = fake();
+    store.quoted = false;
+    store.if_match_quoting = Some(true);
+    let err = run(&mut store).unwrap_err();
+    assert!(err.to_string().contains("If-Match is honoured only quoted: the ETag sent back exactly as the store gave it (e4) did not match, the same ETag as \"e4\" did"), "{err}");
+    // A store that honours neither form: the updates' violation stands.
+    let mut store = fake();
+    store.fault = |_, r| matches!(r, Request::Put { guard: CasGuard::Match(_), .. }).then(|| put(412, PutAnswer::Rejected));
+    let err = run(&mut store).unwrap_err();
+    assert!(err.to_string().contains("step concurrent-update: none of 8 concurrent conditional writes applied, yet the ETag was current"), "{err}");
+}
+
+#[test]
+fn a_put_ignoring_if_none_match_is_refused_naming_it() {
+    // GCS's S3-compatible XML API: If-Match honoured, If-None-Match ignored on PUT.
+    let mut store = fake();
+    store.ignore_if_none_match = true;
+    let err = run(&mut store).unwrap_err();
+    assert!(err.to_string().starts_with("store violates conditional writes at step create-again: If-None-Match: * on a key that exists was applied"), "{err}");
+    assert!(err.to_string().contains("the store ignores If-None-Match on PUT"), "{err}");
 }
 
 #[test]
@@ -285,7 +371,7 @@ fn a_key_never_written_that_reads_as_present_is_not_an_s3_api() {
 #[test]
 fn missing_answers_count_as_no_answer() {
     let (mut probe, next) = Probe::new("t/", "n0".into());
-    assert!(matches!(next, Next::Send(ref r) if r.len() == L.keys * L.writers + 3));
+    assert!(matches!(next, Next::Send(ref r) if r.len() == RACES + 3));
     // No answer at all: inconclusive, cleanup, then transport.
     assert!(matches!(probe.step(Vec::new()), Next::Send(ref r) if r.len() == L.keys + 1));
     match probe.step(Vec::new()) {
@@ -296,7 +382,7 @@ fn missing_answers_count_as_no_answer() {
 
 #[test]
 fn layouts_scale_the_script() {
-    let layout = Layout { keys: 3, writers: 4, pad: 10 };
+    let layout = Layout { keys: 3, writers: 4, wide: 4, pad: 10 };
     assert_eq!(layout.requests(), 2 * 12 + 8 + 3 + 3);
     let (_, next) = Probe::with_layout("", "n".into(), layout);
     let Next::Send(batch) = next else { panic!() };

@@ -7,12 +7,19 @@ use crate::s3::PutAnswer;
 /// Why the probe stopped early: the store lied, refused, or answered ambiguously.
 pub(super) enum Stop {
     Violation(Error),
+    /// A violation unless the ETag's quoting explains it: no `If-Match` on a current ETag applied.
+    Unmatched(Error),
     Ambiguous(String),
     Refused(Error),
 }
 
 pub(super) fn violation(step: &str, detail: String) -> Stop {
-    Stop::Violation(Error::StoreViolation(Box::new(Failure::new(step, detail))))
+    Stop::Violation(broken(step, detail))
+}
+
+/// The `store-violation` at `step`.
+pub(super) fn broken(step: &str, detail: String) -> Error {
+    Error::StoreViolation(Box::new(Failure::new(step, detail)))
 }
 
 /// A GET of a key nobody wrote answered with an object: whatever answered is not an S3 bucket.
