@@ -1,0 +1,212 @@
+//! Settling a conditional write: an ambiguous answer (or a first rejection) is read back, and this
+//! write's nonce in the record says whether it landed. At most `MAX_RECONCILES` readbacks per operation.
+
+use core::cell::{Cell, RefCell};
+
+use super::{Budget, Store};
+use crate::env::{Env, Event};
+use crate::error::{Error, Fault, Result};
+use crate::ownership::records::{decode_nonce, CasGuard, CasOutcome};
+use crate::s3::PutAnswer;
+
+/// Readbacks allowed to settle one operation's ambiguous writes (SPEC §3: per operation).
+pub const MAX_RECONCILES: usize = 3;
+
+/// One operation's readback allowance, shared by every write it makes.
+#[derive(Debug, Default)]
+pub struct Reconciles(Cell<usize>);
+
+impl Reconciles {
+    /// Takes one readback; false when the operation has used them all.
+    fn take(&self) -> bool {
+        let used = self.0.get();
+        self.0.set(used + 1);
+        used < MAX_RECONCILES
+    }
+
+    pub fn used(&self) -> usize {
+        self.0.get().min(MAX_RECONCILES)
+    }
+}
+
+/// A conditional write once settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    Applied { etag: String },
+    /// Known not to have landed.
+    Rejected,
+    /// An ambiguous attempt may have landed, but the record has since moved on to another writer's
+    /// version: not ours now, yet not a clean rejection either.
+    Superseded,
+}
+
+impl Settled {
+    /// For callers that must not report a possibly-landed write as rejected: `Superseded` is `ambiguous`.
+    pub fn outcome(self, key: &str) -> Result<CasOutcome> {
+        match self {
+            Settled::Applied { .. } => Ok(CasOutcome::Applied),
+            Settled::Rejected => Ok(CasOutcome::Rejected),
+            Settled::Superseded => Err(Error::ambiguous(
+                key.to_owned(),
+                "an ambiguous attempt may have landed before another writer replaced it",
+            )),
+        }
+    }
+}
+
+/// How `cas_settled` takes a rejection (412/404) of its first attempt.
+pub enum FirstRejection<'a> {
+    /// Read the record back once and look for this write's nonce.
+    ReadBack,
+    /// The caller reads the record next anyway: the rejection is returned as it is, and this write's
+    /// nonces are pushed here for the caller to recognise.
+    CallerReads(&'a RefCell<Vec<String>>),
+}
+
+impl<E: Env> Store<E> {
+    /// Reports how a write that needed readbacks was settled.
+    fn settled(&self, key: &str, settled: Settled, readbacks: usize) -> Settled {
+        let outcome = match settled {
+            Settled::Applied { .. } => "applied",
+            Settled::Rejected => "rejected",
+            Settled::Superseded => "superseded",
+        };
+        self.observer.observe(Event::AmbiguousSettled { key, outcome, readbacks });
+        settled
+    }
+
+    /// A conditional write settled to applied / rejected. `body(nonce)` renders the record with a fresh
+    /// nonce per attempt. A first attempt answered 412/404 is read back once (`FirstRejection::ReadBack`):
+    /// a request the network delivered twice applies once and is answered 412 the second time, and only
+    /// this write's nonce in the record tells the two apart. A caller that reads the record next anyway
+    /// recognises the nonce there instead (`FirstRejection::CallerReads`, with `nonces` collecting this
+    /// write's nonces). An ambiguous answer is settled by reading back: our nonce there → applied;
+    /// the guard still holding → ours did not land, send again (a fresh nonce; at most one can land);
+    /// anything else → rejected, or `Superseded` when an earlier attempt was ambiguous (the guard moved on,
+    /// so ours can never land now, but it may have landed before). A readback that does not decode is read
+    /// again. Unsettled within the operation's `reconciles` → `ambiguous`.
+    pub async fn cas_settled(
+        &self,
+        key: &str,
+        guard: &CasGuard,
+        body: &dyn Fn(&str) -> Vec<u8>,
+        budget: Budget,
+        reconciles: &Reconciles,
+    ) -> Result<Settled> {
+        self.cas_settled_then(key, guard, body, budget, reconciles, FirstRejection::ReadBack).await
+    }
+
+    /// `cas_settled`, taking a first attempt's rejection as `first` says.
+    pub async fn cas_settled_then(
+        &self,
+        key: &str,
+        guard: &CasGuard,
+        body: &dyn Fn(&str) -> Vec<u8>,
+        budget: Budget,
+        reconciles: &Reconciles,
+        first: FirstRejection<'_>,
+    ) -> Result<Settled> {
+        let mut nonces: Vec<String> = Vec::new();
+        let mut ambiguity: Option<Fault> = None;
+        // Why the last attempt did not land, when the store said so without deciding (409, 429).
+        let mut turned_away = String::new();
+        loop {
+            let nonce = self.nonce();
+            let answer = self.put_cas(key, guard, body(&nonce), budget).await;
+            if let FirstRejection::CallerReads(sent) = &first {
+                sent.borrow_mut().push(nonce.clone());
+            }
+            nonces.push(nonce);
+            match answer {
+                PutAnswer::Applied { etag } => return Ok(Settled::Applied { etag }),
+                PutAnswer::Rejected if nonces.len() == 1 && !self.rules.look_for_own_nonce => {
+                    return Ok(Settled::Rejected)
+                }
+                // A first attempt's rejection is read back once (our nonce there: delivered twice); a
+                // later one may be our own earlier write, and is always read back.
+                PutAnswer::Rejected if nonces.len() == 1 => match &first {
+                    FirstRejection::CallerReads(_) => return Ok(Settled::Rejected),
+                    FirstRejection::ReadBack if reconciles.used() >= MAX_RECONCILES => return Ok(Settled::Rejected),
+                    FirstRejection::ReadBack => {}
+                },
+                PutAnswer::Rejected if !self.rules.never_resend_cas => return Ok(Settled::Rejected),
+                PutAnswer::Rejected => {}
+                PutAnswer::Conflict { .. } if !self.rules.reread_after_conflict => return Ok(Settled::Rejected),
+                // Not applied: the readback decides whether the guard still holds.
+                PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
+                // Not applied either (never someone else's win): pause, then the readback decides.
+                PutAnswer::Throttled(fault) => {
+                    self.back_off(budget).await;
+                    turned_away = fault.detail;
+                }
+                PutAnswer::Ambiguous(_) if !self.rules.settle_by_readback => {
+                    return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
+                }
+                PutAnswer::Ambiguous(fault) if !self.rules.never_resend_cas && nonces.len() <= MAX_RECONCILES => {
+                    ambiguity = Some(fault);
+                    continue;
+                }
+                PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
+                PutAnswer::Refused(e) if ambiguity.is_some() => {
+                    let detail = format!("an earlier attempt was ambiguous, then the store refused: {e}");
+                    return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
+                }
+                PutAnswer::Refused(e) => return Err(e),
+            }
+            // The guard no longer holds: ours can never land now, but an ambiguous attempt may have
+            // landed before the record moved on.
+            let moved_on = if ambiguity.is_some() { Settled::Superseded } else { Settled::Rejected };
+            let mut undecodable = false;
+            loop {
+                if !reconciles.take() {
+                    return Err(unsettled(key, ambiguity, undecodable, &turned_away));
+                }
+                let current = match self.get(key, budget).await {
+                    Ok(current) => current,
+                    Err(e) if ambiguity.is_some() => {
+                        let detail = format!("readback failed: {e}");
+                        return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
+                    }
+                    Err(e) => return Err(e),
+                };
+                let (body, etag) = match (current, guard) {
+                    (Some(found), _) => found,
+                    // Still absent: ours did not land; send again.
+                    (None, CasGuard::Absent) => break,
+                    (None, CasGuard::Match(_)) => return Ok(self.settled(key, moved_on, nonces.len())),
+                };
+                let found = if self.rules.reread_undecodable { decode_nonce(key, &body) } else { Ok(decode_nonce(key, &body)?) };
+                match found {
+                    // A truncated transfer, or a record another writer left undecodable: neither says
+                    // whether ours landed. Read again.
+                    Err(_) => undecodable = true,
+                    Ok(Some(n)) if nonces.contains(&n) => {
+                        return Ok(self.settled(key, Settled::Applied { etag }, nonces.len()));
+                    }
+                    Ok(_) if !matches!(guard, CasGuard::Match(t) if *t == etag) => {
+                        return Ok(self.settled(key, moved_on, nonces.len()));
+                    }
+                    // The guard still holds: ours did not land; send again.
+                    Ok(_) => break,
+                }
+            }
+        }
+    }
+}
+
+/// Why a write could not be settled within the operation's readbacks.
+/// `turned_away`: the last not-applied answer that decided nothing (409 or 429).
+fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away: &str) -> Error {
+    let key = key.to_owned();
+    let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };
+    match ambiguity {
+        Some(last) => {
+            let detail = format!("still unsettled after {MAX_RECONCILES}{readbacks}; last: {}", last.detail);
+            Error::ambiguous(key, Fault { detail, ..last })
+        }
+        None if undecodable => {
+            Error::transport(key, format!("not applied ({turned_away}), and unsettled after {MAX_RECONCILES}{readbacks}"))
+        }
+        None => Error::transport(key, format!("not applied: store kept answering {turned_away} through {MAX_RECONCILES} readbacks")),
+    }
+}

@@ -1,0 +1,74 @@
+//! Writes: one conditional PUT or DELETE, classified and never retried here, and the pause after a
+//! throttled one.
+
+use super::{Budget, Store};
+use crate::env::Env;
+use crate::ownership::records::CasGuard;
+use crate::s3::{classify_put, PutAnswer};
+
+/// The longest pause after a throttled write: R2 takes one write per second per key.
+const THROTTLE_PAUSE_MS: u32 = 1000;
+
+impl<E: Env> Store<E> {
+    /// One conditional PUT, classified. Never retried here.
+    pub async fn put_cas(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> PutAnswer {
+        self.put_cas_status(key, guard, body, budget).await.1
+    }
+
+    /// `put_cas`, also giving the HTTP status (0 when there was no answer) for the probe's report.
+    pub async fn put_cas_status(&self, key: &str, guard: &CasGuard, body: Vec<u8>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
+        // After the keys are ready (that may wait): the last moment before the request goes out.
+        if let Err(e) = self.refuse_after_close(budget) {
+            return (0, PutAnswer::Refused(e));
+        }
+        let req = match self.bucket.borrow_mut().put(key, guard, body, self.signing_ms()) {
+            Ok(req) => req,
+            Err(e) => return (0, PutAnswer::Refused(e)),
+        };
+        self.sent(key, "write", req, budget).await
+    }
+
+    /// Sends a write (or delete) and classifies its answer like a conditional PUT, with its status.
+    async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget) -> (u16, PutAnswer) {
+        let started = self.env.mono_ms();
+        let (answer, _) = self.exchange(req, budget).await;
+        let status = answer.as_ref().map_or(0, |r| r.status);
+        let answer = self.refused_put(classify_put(key, answer));
+        let outcome = match &answer {
+            PutAnswer::Applied { .. } => "applied",
+            PutAnswer::Rejected => "rejected",
+            PutAnswer::Conflict { .. } => "conflict",
+            PutAnswer::Throttled(_) => "throttled",
+            PutAnswer::Ambiguous { .. } => "ambiguous",
+            PutAnswer::Refused(_) => "refused",
+        };
+        self.answered(key, op, outcome, status, started);
+        (status, answer)
+    }
+
+    /// A DELETE (the probe's), classified like a PUT, with its status like `put_cas_status`.
+    pub async fn delete(&self, key: &str, guard: Option<&CasGuard>, budget: Budget) -> (u16, PutAnswer) {
+        if let Err(e) = self.signable(key, budget).await {
+            return (0, PutAnswer::Refused(e));
+        }
+        if let Err(e) = self.refuse_after_close(budget) {
+            return (0, PutAnswer::Refused(e));
+        }
+        let req = match self.bucket.borrow_mut().delete(key, guard, self.signing_ms()) {
+            Ok(req) => req,
+            Err(e) => return (0, PutAnswer::Refused(e)),
+        };
+        self.sent(key, "delete", req, budget).await
+    }
+
+    /// The pause after a write the store turned away with 429 (R2 takes one write per second per key),
+    /// before reading the record back: half a second to a second, jittered so that throttled writers
+    /// spread out, and never longer than one request of `budget` may take (a renewal's authority).
+    pub async fn back_off(&self, budget: Budget) {
+        let window = THROTTLE_PAUSE_MS.min(self.timeout(budget)).max(2);
+        self.env.sleep(window / 2 + (self.env.random_u64() % u64::from(window / 2)) as u32 + 1).await;
+    }
+}
