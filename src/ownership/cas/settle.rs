@@ -110,7 +110,10 @@ impl<E: Env> Store<E> {
         let mut ambiguity: Option<Fault> = None;
         // Why the last attempt did not land, when the store said so without deciding (409, 429).
         let mut turned_away = String::new();
+        // Throttles so far, since the first send: what bounds them is time, not the readbacks.
+        let (started, mut turned) = (self.env.mono_ms(), 0u32);
         loop {
+            let mut after_throttle = false;
             let nonce = self.nonce();
             let answer = self.put_cas(key, guard, body(&nonce), budget).await;
             if let FirstRejection::CallerReads(sent) = &first {
@@ -136,8 +139,13 @@ impl<E: Env> Store<E> {
                 PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
                 // Not applied either (never someone else's win): pause, then the readback decides.
                 PutAnswer::Throttled(fault) => {
-                    self.back_off(budget).await;
+                    turned += 1;
+                    let Some(pause) = self.throttle_pause(budget, started, turned) else {
+                        return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
+                    };
+                    self.env.sleep(pause).await;
                     turned_away = fault.detail;
+                    after_throttle = true;
                 }
                 PutAnswer::Ambiguous(_) if !self.rules.settle_by_readback => {
                     return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
@@ -158,7 +166,9 @@ impl<E: Env> Store<E> {
             let moved_on = if ambiguity.is_some() { Settled::Superseded } else { Settled::Rejected };
             let mut undecodable = false;
             loop {
-                if !reconciles.take() {
+                // The readback after a throttle settles no ambiguity: the deadline bounds it, not the
+                // operation's readbacks.
+                if !core::mem::take(&mut after_throttle) && !reconciles.take() {
                     return Err(unsettled(key, ambiguity, undecodable, &turned_away));
                 }
                 let current = match self.get(key, budget).await {
@@ -194,8 +204,24 @@ impl<E: Env> Store<E> {
     }
 }
 
+/// A write the store kept turning away until the caller's deadline: `throttled` naming the store's last
+/// answer, unless an earlier attempt was ambiguous (it may have landed).
+fn out_of_time(key: &str, last: Fault, turned: u32, ms: f64, ambiguity: Option<Fault>) -> Error {
+    let turned = format!("turned away {turned} times in {ms:.0} ms ({})", last.detail);
+    match ambiguity {
+        Some(first) => {
+            let detail = format!("an earlier attempt was ambiguous ({}), then the store {turned}", first.detail);
+            Error::ambiguous(key.to_owned(), Fault { detail, ..first })
+        }
+        None => {
+            let detail = format!("{turned}, backing off with full jitter until the caller's deadline; not applied");
+            Error::throttled(key.to_owned(), Fault { detail, ..last })
+        }
+    }
+}
+
 /// Why a write could not be settled within the operation's readbacks.
-/// `turned_away`: the last not-applied answer that decided nothing (409 or 429).
+/// `turned_away`: the last not-applied answer that decided nothing (409, or a 429 before it).
 fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away: &str) -> Error {
     let key = key.to_owned();
     let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };

@@ -2,7 +2,7 @@
 
 use super::verdict::{applied, broken, describe, not_s3, rejected, unexpected, violation, written, Stop};
 use super::{Answer, Layout, Next, ProbeReport, Request};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result};
 use crate::ownership::records::CasGuard;
 use crate::s3::PutAnswer;
 
@@ -122,6 +122,10 @@ impl Probe {
             Err(Stop::Ambiguous(detail)) => {
                 let detail = format!("probe inconclusive (it is tried again on the next write): {detail}");
                 self.cleanup(Err(Error::transport(format!("{}probe/", self.prefix), detail)))
+            }
+            Err(Stop::Throttled(fault)) => {
+                let detail = format!("probe inconclusive (it is tried again on the next write): {}", fault.detail);
+                self.cleanup(Err(Error::throttled(format!("{}probe/", self.prefix), Fault { detail, ..fault })))
             }
         }
     }

@@ -1,7 +1,7 @@
 //! What a probe's answers amount to: a violation, a refusal, or ambiguity; and how an answer reads in a reason.
 
 use super::Answer;
-use crate::error::{Error, Failure, Refusal};
+use crate::error::{Error, Failure, Fault, Refusal};
 use crate::s3::PutAnswer;
 
 /// Why the probe stopped early: the store lied, refused, or answered ambiguously.
@@ -10,6 +10,8 @@ pub(super) enum Stop {
     /// A violation unless the ETag's quoting explains it: no `If-Match` on a current ETag applied.
     Unmatched(Error),
     Ambiguous(String),
+    /// Inconclusive because the store kept turning a write away (429, 503 SlowDown): its last answer.
+    Throttled(Fault),
     Refused(Error),
 }
 
@@ -70,7 +72,7 @@ pub(super) fn unexpected(step: &str, answer: PutAnswer, lead: &str) -> Stop {
         // 409 is "not applied, try again" (R2 answers it under concurrent conditional writes): inconclusive.
         PutAnswer::Conflict { code } => Stop::Ambiguous(format!("{step}: 409 {code}")),
         // So is 429, a rate limit (R2: one write per second per key), never a verdict on conditions.
-        PutAnswer::Throttled(fault) => Stop::Ambiguous(format!("{step}: {} (throttled)", fault.detail)),
+        PutAnswer::Throttled(fault) => Stop::Throttled(Fault { detail: format!("{step}: {} (throttled)", fault.detail), ..fault }),
         PutAnswer::Refused(e) => Stop::Refused(e),
         other => violation(step, format!("{lead}{}", describe(&other))),
     }
