@@ -144,8 +144,15 @@ impl<E: Env> Store<E> {
                         return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
                     };
                     self.env.sleep(pause).await;
+                    // Only a 429 is known not to have landed (R2 turns the write away before serving it).
+                    // A 503 SlowDown is paced like one, but settled like an ambiguous answer: a store or a
+                    // proxy may answer it after applying (docs/load.md).
+                    if fault.status == 429 {
+                        after_throttle = true;
+                    } else {
+                        ambiguity = Some(fault.clone());
+                    }
                     turned_away = fault.detail;
-                    after_throttle = true;
                 }
                 PutAnswer::Ambiguous(_) if !self.rules.settle_by_readback => {
                     return Ok(Settled::Applied { etag: "\"unknown\"".to_owned() })
