@@ -544,7 +544,10 @@ impl World {
                     if !inner.nodes[node].crashed {
                         inner.store.count(Fault::NodeSlept);
                         inner.store.downtime.push((node, at, at + ms));
-                        let (from, until) = (at.max(inner.nodes[node].paused_until), at + ms);
+                        // Never inside an earlier sleep: a node restarted after a crash forgets its pauses,
+                        // its machine's clock does not.
+                        let slept = inner.clocks[node].stops.iter().map(|&(_, b)| b).max().unwrap_or(0);
+                        let (from, until) = (at.max(inner.nodes[node].paused_until).max(slept), at + ms);
                         // A sleep and a wall clock stepped back within one lease is the one case no clock of
                         // the machine can count (docs/protocol.md): that machine is paused instead.
                         let stepped_back = inner.clocks[node]

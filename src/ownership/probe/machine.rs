@@ -31,10 +31,11 @@ enum Phase {
 }
 
 /// Resends of one batch's turned-away writes before the step is judged without them (the pauses' windows
-/// double up to `throttle::CAP_MS`: about 8 s in all at most).
-const RESENDS_PER_BATCH: u32 = 5;
-/// Resends in one probe: a store that throttles every step gets an answer in bounded time.
-const RESENDS_PER_PROBE: u32 = 16;
+/// double up to `throttle::CAP_MS`: about 12 s in all at most).
+const RESENDS_PER_BATCH: u32 = 6;
+/// Resends in one probe: at R2's one write per second per key most steps wait once or twice (a step
+/// writes a key its previous step wrote); a store that throttles every step gets an answer in bounded time.
+const RESENDS_PER_PROBE: u32 = 40;
 
 #[derive(Debug, Clone, Copy)]
 enum Round {
