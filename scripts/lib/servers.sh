@@ -17,6 +17,9 @@
 #     fault front's skewed clock, and the native Rust and wasm suites' signature checks.
 #   s3s-fs (CELLD_TEST_PRESIGN_*) — checks header signatures and presigned URLs, and its conditional
 #     writes race: the store the probe must refuse, and a second, independent SigV4 verifier.
+#   store fronts (CELLD_TEST_THROTTLE_ / _LOSSY_ / _ROUGH_ / _DIALECT_ENDPOINT; scripts/lib/store-front.mjs) —
+#     versitygw throttled like R2 and S3, losing answers to applied writes, or both; ministack half-honouring
+#     conditions, by the key's prefix (docs/load.md): the load and dialect tests.
 # Every server gets a CORS pass-through for Chromium (…_BROWSER_ENDPOINT).
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
 

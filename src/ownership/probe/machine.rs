@@ -149,7 +149,15 @@ impl Probe {
         let places: Vec<usize> =
             if self.resent.is_empty() { (0..self.batch.len()).collect() } else { core::mem::take(&mut self.resent) };
         for (place, answer) in places.into_iter().zip(answers) {
-            all[place] = Some(answer);
+            all[place] = Some(match answer {
+                // Only a 429 is known not to have landed; a 503 SlowDown may have been applied first (as
+                // a proxy or store may do), and resending it would read as a violation: it stays
+                // ambiguous here, as it did before throttling had a name (docs/load.md).
+                Answer::Written(status, PutAnswer::Throttled(fault)) if status != 429 => {
+                    Answer::Written(status, PutAnswer::Ambiguous(fault))
+                }
+                answer => answer,
+            });
         }
         let turned: Vec<usize> = (0..all.len())
             .filter(|&i| matches!(all[i], Some(Answer::Written(_, PutAnswer::Throttled(_)))) && !self.lost_race(i, &all))
