@@ -140,14 +140,18 @@ impl<E: Env> Store<E> {
                 // Not applied either (never someone else's win): pause, then the readback decides.
                 PutAnswer::Throttled(fault) => {
                     turned += 1;
-                    let Some(pause) = self.throttle_pause(budget, started, turned) else {
-                        return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
-                    };
-                    self.env.sleep(pause).await;
                     // Only a 429 is known not to have landed (R2 turns the write away before serving it).
-                    // A 503 SlowDown is paced like one, but settled like an ambiguous answer: a store or a
-                    // proxy may answer it after applying (docs/load.md).
-                    if fault.status == 429 {
+                    // A 503 SlowDown is settled like an ambiguous answer (a store or a proxy may answer it
+                    // after applying), at once the first time, and paced like a 429 when it repeats: one
+                    // SlowDown is a blip, several are throttling (docs/load.md).
+                    let sure = fault.status == 429;
+                    if sure || turned > 1 {
+                        let Some(pause) = self.throttle_pause(budget, started, turned) else {
+                            return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
+                        };
+                        self.env.sleep(pause).await;
+                    }
+                    if sure {
                         after_throttle = true;
                     } else {
                         ambiguity = Some(fault.clone());
