@@ -4,8 +4,9 @@
 //   node store-front.mjs UPSTREAM_PORT MODE[,MODE...]      prints the port it listens on
 // Modes:
 //   throttle  R2's rate: a second write (PUT, DELETE) to one key within 1 s of the last one let through is
-//             answered 429 TooManyRequests; and S3's 503 SlowDown in random bursts (every request in a
-//             burst, half of the bursts with Retry-After). Neither is forwarded: nothing is applied.
+//             answered 429 TooManyRequests; and S3's 503 SlowDown in random bursts of 50-250 ms at random
+//             times (every request in a burst; half of the bursts with Retry-After), whatever the request
+//             rate. Neither is forwarded: nothing is applied.
 //   lose      a fraction of writes is forwarded and applied, then its answer is lost: half of them by a
 //             reset connection, half by never answering (the client's timeout ends them).
 //   dialect   by the key's first segment (the test's prefix): `if-match-unquoted-…` honours If-Match only
@@ -13,21 +14,24 @@
 //             `delete-ignores-if-match-…` and `put-ignores-if-none-match-…` drop that header,
 //             `multi-winner-…` checks If-None-Match: * and writes in two steps, so concurrent creates all
 //             win (Tigris before April 2026). Only in front of a server that checks no signatures.
-// Rates come from CELLD_FRONT_SLOWDOWN (chance that a request starts a burst, default 0.02) and
-// CELLD_FRONT_LOSE (share of writes whose answer is lost, default 0.08). `GET /__front/log?prefix=P`
+// Rates come from CELLD_FRONT_SLOWDOWN (mean ms between bursts, default 3000: about 5% of the time in a
+// burst) and CELLD_FRONT_LOSE (share of writes whose answer is lost, default 0.08). `GET /__front/log?prefix=P`
 // gives every write let through under P as JSON: what the client sent and what the store answered, for
 // tests that check each answer the client reported against what the store did.
 import http from "node:http";
 
 const [upstreamPort, modeList = ""] = process.argv.slice(2);
 const modes = new Set(modeList.split(",").filter(Boolean));
-const slowdown = Number(process.env.CELLD_FRONT_SLOWDOWN ?? 0.02);
+const burstEvery = Number(process.env.CELLD_FRONT_SLOWDOWN ?? 3000);
 const lose = Number(process.env.CELLD_FRONT_LOSE ?? 0.08);
 const xml = (code, message) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 const failed = xml("PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
 
 const lastWrite = new Map();
 let burst = { until: 0, retryAfter: false };
+/** When the next burst starts: exponential gaps, so bursts come at random times, not per request. */
+const nextBurst = (now) => now - burstEvery * Math.log(1 - Math.random());
+let burstAt = nextBurst(Date.now());
 const log = [];
 
 /** The object key of a path-style request (`/bucket/key`), without its query. */
@@ -44,7 +48,10 @@ function refuse(res, status, body, headers = {}) {
 /** The throttling front's answer, or null to let the request through. */
 function throttled(req, key, now) {
   if (!modes.has("throttle")) return null;
-  if (now >= burst.until && Math.random() < slowdown) burst = { until: now + 50 + Math.random() * 200, retryAfter: !burst.retryAfter };
+  if (now >= burst.until && now >= burstAt) {
+    burst = { until: now + 50 + Math.random() * 200, retryAfter: !burst.retryAfter };
+    burstAt = nextBurst(burst.until);
+  }
   if (now < burst.until) return [503, xml("SlowDown", "Please reduce your request rate."), burst.retryAfter ? { "retry-after": "1" } : {}];
   if (req.method !== "PUT" && req.method !== "DELETE") return null;
   if (now - (lastWrite.get(key) ?? -Infinity) < 1000) return [429, xml("TooManyRequests", "Reduce your rate of requests to this object."), {}];

@@ -77,12 +77,12 @@ impl<E: Env> Store<E> {
     }
 
     /// The pause before retry `attempt` of a read of `key` that failed with `detail`: full jitter over an
-    /// exponential window (50, 100, 200 ms; after a 429 `throttle::full_jitter_ms`, one try more), or
+    /// exponential window (50, 100, 200 ms; when throttled `throttle::full_jitter_ms`, one try more), or
     /// `transport` (`throttled`) once the retries are used up.
     async fn pause_before_retry(&self, key: &str, attempt: u32, fault: Fault) -> Result<()> {
-        // A store that turns reads away with 429 is given the throttle's longer windows (a 503 SlowDown,
-        // like any 5xx, the short ones: a brief burst).
-        let throttled = fault.status == 429;
+        // A store that turns reads away is given the throttle's longer windows and one try more: at once
+        // after a 429, after a first short retry for a 503 SlowDown (a brief burst, like any 5xx).
+        let throttled = fault.status == 429 || (fault.code == "SlowDown" && attempt > 1);
         if attempt > READ_RETRIES + u32::from(throttled) {
             let detail = format!("{} (gave up after {attempt} attempts)", fault.detail);
             let key = key.to_owned();

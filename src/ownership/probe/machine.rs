@@ -31,8 +31,9 @@ enum Phase {
 }
 
 /// Resends of one batch's turned-away writes before the step is judged without them (the pauses' windows
-/// double up to `throttle::CAP_MS`: about 12 s in all at most).
-const RESENDS_PER_BATCH: u32 = 6;
+/// double up to `throttle::CAP_MS`: about 20 s in all at most). A batch with two writes to one key (the
+/// stale update beside the conditional DELETE) passes R2's one write per second per key one at a time.
+const RESENDS_PER_BATCH: u32 = 8;
 /// Resends in one probe: at R2's one write per second per key most steps wait once or twice (a step
 /// writes a key its previous step wrote); a store that throttles every step gets an answer in bounded time.
 const RESENDS_PER_PROBE: u32 = 40;

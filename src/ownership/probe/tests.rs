@@ -247,7 +247,7 @@ fn a_429_is_a_write_turned_away_never_a_verdict() {
     assert!(run(&mut store).is_ok());
     assert_eq!(store.batches[..2], [RACES + 3, 1]);
     assert_eq!(store.sent[RACES + 3], store.sent[CREATE_A]);
-    // Turned away every time: throttled after six resends, never a verdict on conditions.
+    // Turned away every time: throttled after eight resends, never a verdict on conditions.
     let mut store = fake();
     store.fault = |_, r| {
         matches!(r, Request::Put { key, guard: CasGuard::Absent, .. } if key.ends_with("-a"))
@@ -256,7 +256,7 @@ fn a_429_is_a_write_turned_away_never_a_verdict() {
     let err = run(&mut store).unwrap_err();
     assert_eq!((err.code(), err.fault().status, err.fault().code.as_str()), ("throttled", 429, "TooManyRequests"));
     assert!(err.to_string().ends_with("create: 429 TooManyRequests (throttled)"), "{err}");
-    assert_eq!(store.batches, [RACES + 3, 1, 1, 1, 1, 1, 1, L.keys + 1]);
+    assert_eq!(store.batches, [RACES + 3, 1, 1, 1, 1, 1, 1, 1, 1, L.keys + 1]);
     // A 503 SlowDown may have landed (a store or proxy may apply, then answer it): never sent again by the
     // probe, whose resend would meet its own write; inconclusive, as any ambiguity.
     let mut store = fake();
