@@ -13,7 +13,8 @@ import { testServer } from "../common/signing.mjs";
 
 const real = testServer(process.env, "CELLD_TEST_REAL");
 const rough = process.env.CELLD_TEST_ROUGH_ENDPOINT;
-if (!rough) throw new Error("CELLD_TEST_ROUGH_ENDPOINT is not set: run through scripts/test");
+const throttling = process.env.CELLD_TEST_THROTTLE_ENDPOINT;
+if (!rough || !throttling) throw new Error("CELLD_TEST_ROUGH_ENDPOINT / CELLD_TEST_THROTTLE_ENDPOINT not set: run through scripts/test");
 const runMs = Number(process.env.CELLD_LOAD_MS ?? 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Errors that say the store did not decide, or that a write may have landed: honest, never false. */
@@ -23,6 +24,9 @@ function instance(prefix, node, lapses) {
   return new S3Ownership({
     ...real,
     endpoint: rough,
+    // Qualifying through this front is its own test (below): a lost answer makes a probe inconclusive,
+    // tried again by the next call, which costs time and proves nothing more here.
+    probe: false,
     region: "us-east-1",
     prefix,
     node,
@@ -42,21 +46,8 @@ async function load({ prefix, nodes, cells }) {
   const outcomes = [];
   // A renewal attempt that failed is tried again while authority remains: a lapse only if it ends.
   const renewals = [];
-  // The first instance qualifies the store through the front (the probe under throttling), the rest
-  // trust its record. A probe that lost an answer is inconclusive and tried again by the next call, as a
-  // caller would; throttling alone never ends it (tests/node/dialects.test.mjs, the probe's own tests).
   const owners = nodes.map((node) => instance(prefix, node, lapses));
-  let probes = 0;
-  for (;;) {
-    probes++;
-    try {
-      await owners[0].acquireLease();
-      break;
-    } catch (e) {
-      if (!["transport", "throttled"].includes(e.code) || !e.message.includes("probe inconclusive") || probes === 20) throw e;
-    }
-  }
-  await Promise.all(owners.slice(1).map((o) => o.acquireLease()));
+  await Promise.all(owners.map((o) => o.acquireLease()));
   for (const [i, o] of owners.entries()) {
     o.startRenewing((e) => (UNDECIDED.has(e.code) ? renewals : lapses).push(`${nodes[i]} renewal: ${e.code} ${e.message}`));
   }
@@ -86,11 +77,11 @@ async function load({ prefix, nodes, cells }) {
   for (const [i, o] of owners.entries()) if (!o.leaseValid()) lapses.push(`${nodes[i]}: no valid lease at the end`);
   for (const o of owners) o.stopRenewing();
   await Promise.all(owners.map((o) => o.close({ release: true }).catch(() => {})));
-  return { outcomes, lapses, renewals, probes };
+  return { outcomes, lapses, renewals };
 }
 
 /** The checks against the store's own record of what it applied. */
-async function check(prefix, { outcomes, lapses, renewals, probes }) {
+async function check(prefix, { outcomes, lapses, renewals }, minApplied) {
   assert.deepEqual(lapses, [], "no lease lapsed, no error other than throttled / ambiguous / transport");
   const log = await (await fetch(`${rough}/__front/log?prefix=${encodeURIComponent(prefix)}`)).json();
   const stored = new Map(); // "cell epoch" -> node, from every owner-record write the store applied
@@ -121,19 +112,28 @@ async function check(prefix, { outcomes, lapses, renewals, probes }) {
   const codes = {};
   for (const o of outcomes.filter((o) => o.outcome === "error")) codes[o.code] = (codes[o.code] ?? 0) + 1;
   const turned = log.length;
-  console.log(`${prefix}: qualified at probe ${probes}; ${count("applied")} applied, ${count("rejected")} rejected, errors ${JSON.stringify(codes)}; ${stored.size} claims stored; ${renewals.length} renewal attempts failed and were tried again; ${turned} writes let through, ${log.filter((w) => w.lost).length} answers lost`);
-  assert.ok(count("applied") >= 3, "the store let some claims through");
+  console.log(`${prefix}: ${count("applied")} applied, ${count("rejected")} rejected, errors ${JSON.stringify(codes)}; ${stored.size} claims stored; ${renewals.length} renewal attempts failed and were tried again; ${turned} writes let through, ${log.filter((w) => w.lost).length} answers lost`);
+  assert.ok(count("applied") >= minApplied, "the store let claims through");
 }
+
+test("the probe qualifies a store that throttles like R2 and S3 in one go (issue 36's failure: inconclusive at every retry)", async () => {
+  const own = new S3Ownership({ ...real, endpoint: throttling, region: "us-east-1", prefix: `load-probe-${Date.now()}/`, node: "p" });
+  const started = Date.now();
+  const report = await own.probe();
+  assert.equal(report.conditionalDelete, true);
+  console.log(`# probe through the throttling front: ${Date.now() - started} ms`);
+});
 
 test("32 claimers on one cell through a throttling, answer-losing store: no false answer, no lease lapsed", async () => {
   const prefix = `load-one-${Date.now()}/`;
   const nodes = Array.from({ length: 32 }, (_, i) => `one-${i}`);
-  await check(prefix, await load({ prefix, nodes, cells: ["hot"] }));
+  // One write per second to the cell's key: a win is a claim and a release, two writes.
+  await check(prefix, await load({ prefix, nodes, cells: ["hot"] }), 1);
 });
 
 test("8 nodes on 100 cells through a throttling, answer-losing store: no false answer, no lease lapsed", async () => {
   const prefix = `load-many-${Date.now()}/`;
   const nodes = Array.from({ length: 8 }, (_, i) => `many-${i}`);
   const cells = Array.from({ length: 100 }, (_, i) => `c${i}`);
-  await check(prefix, await load({ prefix, nodes, cells }));
+  await check(prefix, await load({ prefix, nodes, cells }), 3);
 });
