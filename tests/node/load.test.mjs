@@ -116,12 +116,22 @@ async function check(prefix, { outcomes, lapses, renewals }, minApplied) {
   assert.ok(count("applied") >= minApplied, "the store let claims through");
 }
 
-test("the probe qualifies a store that throttles like R2 and S3 in one go (issue 36's failure: inconclusive at every retry)", async () => {
+test("the probe qualifies a store that throttles like R2 and S3 (issue 36's failure: inconclusive at every retry)", async () => {
   const own = new S3Ownership({ ...real, endpoint: throttling, region: "us-east-1", prefix: `load-probe-${Date.now()}/`, node: "p" });
   const started = Date.now();
-  const report = await own.probe();
-  assert.equal(report.conditionalDelete, true);
-  console.log(`# probe through the throttling front: ${Date.now() - started} ms`);
+  // A 429 is sent again after a pause, within the probe; a 503 SlowDown may have landed and leaves the
+  // probe inconclusive (docs/load.md), to be tried again by the next call: a few calls at most, not forever.
+  const inconclusive = [];
+  for (;;) {
+    try {
+      assert.equal((await own.probe()).conditionalDelete, true);
+      break;
+    } catch (e) {
+      if (e.code !== "transport" || !e.message.includes("probe inconclusive") || inconclusive.length === 4) throw e;
+      inconclusive.push(e.message);
+    }
+  }
+  console.log(`# probe through the throttling front: ${Date.now() - started} ms, ${inconclusive.length} inconclusive first`);
 });
 
 test("32 claimers on one cell through a throttling, answer-losing store: no false answer, no lease lapsed", async () => {
