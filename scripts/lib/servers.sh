@@ -17,8 +17,8 @@
 #     fault front's skewed clock, and the native Rust and wasm suites' signature checks.
 #   s3s-fs (CELLD_TEST_PRESIGN_*) — checks header signatures and presigned URLs, and its conditional
 #     writes race: the store the probe must refuse, and a second, independent SigV4 verifier.
-#   store fronts (CELLD_TEST_THROTTLE_ / _LOSSY_ / _ROUGH_ / _DIALECT_ENDPOINT; scripts/lib/store-front.mjs) —
-#     versitygw throttled like R2 and S3, losing answers to applied writes, or both; ministack half-honouring
+#   store fronts (CELLD_TEST_THROTTLE_ / _R2_ / _LOSSY_ / _ROUGH_ / _DIALECT_ENDPOINT; scripts/lib/store-front.mjs) —
+#     versitygw throttled like R2 and S3 (or R2 alone), losing answers to applied writes, or both; ministack half-honouring
 #     conditions, by the key's prefix (docs/load.md): the load and dialect tests.
 # Every server gets a CORS pass-through for Chromium (…_BROWSER_ENDPOINT).
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
@@ -106,6 +106,7 @@ celld_start_servers() {
   # Stores under load and in their dialects (scripts/lib/store-front.mjs): versitygw throttled like R2 and
   # S3, versitygw losing answers to applied writes, both at once, and ministack half-honouring conditions.
   celld_store_front "$port" throttle CELLD_TEST_THROTTLE_ENDPOINT || return 1
+  celld_store_front "$port" r2 CELLD_TEST_R2_ENDPOINT || return 1
   celld_store_front "$port" lose CELLD_TEST_LOSSY_ENDPOINT || return 1
   celld_store_front "$port" throttle,lose CELLD_TEST_ROUGH_ENDPOINT || return 1
   celld_store_front "${CELLD_TEST_ATOMIC_ENDPOINT##*:}" dialect CELLD_TEST_DIALECT_ENDPOINT || return 1

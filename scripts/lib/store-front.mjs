@@ -3,10 +3,11 @@
 // everything else byte for byte (the Host header included, so signatures still verify upstream).
 //   node store-front.mjs UPSTREAM_PORT MODE[,MODE...]      prints the port it listens on
 // Modes:
-//   throttle  R2's rate: a second write (PUT, DELETE) to one key within 1 s of the last one let through is
-//             answered 429 TooManyRequests; and S3's 503 SlowDown in random bursts of 50-250 ms at random
-//             times (every request in a burst; half of the bursts with Retry-After), whatever the request
-//             rate. Neither is forwarded: nothing is applied.
+//   r2        R2's rate: a second write (PUT, DELETE) to one key within 1 s of the last one let through is
+//             answered 429 TooManyRequests (not forwarded: nothing is applied).
+//   slowdown  S3's 503 SlowDown in random bursts of 50-250 ms at random times (every request in a burst;
+//             half of the bursts with Retry-After), whatever the request rate; not forwarded either.
+//   throttle  both.
 //   lose      a fraction of writes is forwarded and applied, then its answer is lost: half of them by a
 //             reset connection, half by never answering (the client's timeout ends them).
 //   dialect   by the key's first segment (the test's prefix): `if-match-unquoted-…` honours If-Match only
@@ -47,13 +48,14 @@ function refuse(res, status, body, headers = {}) {
 
 /** The throttling front's answer, or null to let the request through. */
 function throttled(req, key, now) {
-  if (!modes.has("throttle")) return null;
-  if (now >= burst.until && now >= burstAt) {
+  const r2 = modes.has("throttle") || modes.has("r2");
+  const slowdown = modes.has("throttle") || modes.has("slowdown");
+  if (slowdown && now >= burst.until && now >= burstAt) {
     burst = { until: now + 50 + Math.random() * 200, retryAfter: !burst.retryAfter };
     burstAt = nextBurst(burst.until);
   }
-  if (now < burst.until) return [503, xml("SlowDown", "Please reduce your request rate."), burst.retryAfter ? { "retry-after": "1" } : {}];
-  if (req.method !== "PUT" && req.method !== "DELETE") return null;
+  if (slowdown && now < burst.until) return [503, xml("SlowDown", "Please reduce your request rate."), burst.retryAfter ? { "retry-after": "1" } : {}];
+  if (!r2 || (req.method !== "PUT" && req.method !== "DELETE")) return null;
   if (now - (lastWrite.get(key) ?? -Infinity) < 1000) return [429, xml("TooManyRequests", "Reduce your rate of requests to this object."), {}];
   lastWrite.set(key, now);
   return null;

@@ -13,8 +13,8 @@ import { testServer } from "../common/signing.mjs";
 
 const real = testServer(process.env, "CELLD_TEST_REAL");
 const rough = process.env.CELLD_TEST_ROUGH_ENDPOINT;
-const throttling = process.env.CELLD_TEST_THROTTLE_ENDPOINT;
-if (!rough || !throttling) throw new Error("CELLD_TEST_ROUGH_ENDPOINT / CELLD_TEST_THROTTLE_ENDPOINT not set: run through scripts/test");
+const r2 = process.env.CELLD_TEST_R2_ENDPOINT;
+if (!rough || !r2) throw new Error("CELLD_TEST_ROUGH_ENDPOINT / CELLD_TEST_R2_ENDPOINT not set: run through scripts/test");
 const runMs = Number(process.env.CELLD_LOAD_MS ?? 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Errors that say the store did not decide, or that a write may have landed: honest, never false. */
@@ -75,9 +75,11 @@ async function load({ prefix, nodes, cells }) {
     }),
   );
   for (const [i, o] of owners.entries()) if (!o.leaseValid()) lapses.push(`${nodes[i]}: no valid lease at the end`);
+  // What happened until the end of the run: a renewal in flight at close() then fails as not-leased.
+  const seen = [...lapses];
   for (const o of owners) o.stopRenewing();
   await Promise.all(owners.map((o) => o.close({ release: true }).catch(() => {})));
-  return { outcomes, lapses, renewals };
+  return { outcomes, lapses: seen, renewals };
 }
 
 /** The checks against the store's own record of what it applied. */
@@ -116,22 +118,14 @@ async function check(prefix, { outcomes, lapses, renewals }, minApplied) {
   assert.ok(count("applied") >= minApplied, "the store let claims through");
 }
 
-test("the probe qualifies a store that throttles like R2 and S3 (issue 36's failure: inconclusive at every retry)", async () => {
-  const own = new S3Ownership({ ...real, endpoint: throttling, region: "us-east-1", prefix: `load-probe-${Date.now()}/`, node: "p" });
+test("the probe qualifies a store that throttles like R2 in one go (issue 36's failure: inconclusive at every retry)", async () => {
+  // R2's one write per second per key: every step of the probe that writes a key its previous step wrote
+  // is turned away first, and sent again after a pause. (A 503 SlowDown may have landed, so the probe does
+  // not send it again: it leaves the probe inconclusive, tried again by the next call; docs/load.md.)
+  const own = new S3Ownership({ ...real, endpoint: r2, region: "us-east-1", prefix: `load-probe-${Date.now()}/`, node: "p" });
   const started = Date.now();
-  // A 429 is sent again after a pause, within the probe; a 503 SlowDown may have landed and leaves the
-  // probe inconclusive (docs/load.md), to be tried again by the next call: a few calls at most, not forever.
-  const inconclusive = [];
-  for (;;) {
-    try {
-      assert.equal((await own.probe()).conditionalDelete, true);
-      break;
-    } catch (e) {
-      if (e.code !== "transport" || !e.message.includes("probe inconclusive") || inconclusive.length === 4) throw e;
-      inconclusive.push(e.message);
-    }
-  }
-  console.log(`# probe through the throttling front: ${Date.now() - started} ms, ${inconclusive.length} inconclusive first`);
+  assert.equal((await own.probe()).conditionalDelete, true);
+  console.log(`# probe through R2's rate: ${Date.now() - started} ms`);
 });
 
 test("32 claimers on one cell through a throttling, answer-losing store: no false answer, no lease lapsed", async () => {
