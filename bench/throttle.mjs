@@ -15,7 +15,8 @@ const seconds = Number(process.argv[2] ?? 5);
 
 async function run(endpoint, nodes, cells) {
   const prefix = `bench-throttle-${Date.now()}-${Math.random().toString(36).slice(2, 6)}/`;
-  const owners = Array.from({ length: nodes }, (_, i) => new S3Ownership({ ...store, endpoint, prefix, node: `n${i}` }));
+  // Unprobed: this measures claims (the probe under throttling is tests/node/load.test.mjs's).
+  const owners = Array.from({ length: nodes }, (_, i) => new S3Ownership({ ...store, endpoint, prefix, node: `n${i}`, probe: false }));
   await owners[0].acquireLease();
   await Promise.all(owners.slice(1).map((o) => o.acquireLease()));
   for (const o of owners) o.startRenewing(() => {});
