@@ -10,6 +10,10 @@ export type ErrorCode =
   | "request"
   | "transport"
   | "ambiguous"
+  /** The store kept turning a request away (429, 503 SlowDown) until the caller's deadline (`requestTimeoutMs`
+   * from the first send; a renewal's remaining authority): nothing was applied. `status` and `s3Code` are the
+   * store's last answer. */
+  | "throttled"
   | "corrupt-record"
   | "store-violation"
   | "not-leased"

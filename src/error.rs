@@ -19,6 +19,9 @@ pub enum Error {
     Transport(Box<Failure>),
     /// A conditional write may or may not have landed, and reading back could not settle it.
     Ambiguous(Box<Failure>),
+    /// The store kept turning the request away (429, 503 SlowDown) until the caller's time ran out:
+    /// nothing was applied; the fault is the store's last answer.
+    Throttled(Box<Failure>),
     /// A record in the bucket does not decode as what its key says it is.
     CorruptRecord(Box<Failure>),
     /// The store broke the conditional-write contract (see `probe()`); `key` is the probe's step.
@@ -122,6 +125,7 @@ impl Error {
             Error::Request(_) => "request",
             Error::Transport(_) => "transport",
             Error::Ambiguous(_) => "ambiguous",
+            Error::Throttled(_) => "throttled",
             Error::CorruptRecord(_) => "corrupt-record",
             Error::StoreViolation(_) => "store-violation",
             Error::NotLeased(_) => "not-leased",
@@ -163,12 +167,16 @@ impl Error {
         Error::Ambiguous(Box::new(Failure { key, fault: fault.into() }))
     }
 
+    pub(crate) fn throttled(key: String, fault: impl Into<Fault>) -> Self {
+        Error::Throttled(Box::new(Failure { key, fault: fault.into() }))
+    }
+
     /// The key (or probe step) this error concerns, when it concerns one.
     pub fn key(&self) -> Option<&str> {
         match self {
             Error::Auth(r) | Error::Request(r) => Some(&r.key),
-            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
-            | Error::UninitializedFleet(f) => Some(&f.key),
+            Error::Transport(f) | Error::Ambiguous(f) | Error::Throttled(f) | Error::CorruptRecord(f) | Error::StoreViolation(f)
+            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) => Some(&f.key),
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
         }
     }
@@ -178,8 +186,8 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: r.source.clone() },
-            Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
-            | Error::UninitializedFleet(f) => Fault { detail: String::new(), ..f.fault.clone() },
+            Error::Transport(f) | Error::Ambiguous(f) | Error::Throttled(f) | Error::CorruptRecord(f) | Error::StoreViolation(f)
+            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) => Fault { detail: String::new(), ..f.fault.clone() },
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
         }
     }
@@ -209,6 +217,7 @@ impl Error {
             Error::Request(r) => format!("store refused request for {}: {} {}: {}", r.key, r.status, r.code, r.message),
             Error::Transport(f) => format!("transport failure on {}: {}", f.key, f.fault.detail),
             Error::Ambiguous(f) => format!("write to {} may or may not have landed: {}", f.key, f.fault.detail),
+            Error::Throttled(f) => format!("store throttled {}: {}", f.key, f.fault.detail),
             Error::CorruptRecord(f) => format!("corrupt record at {}: {}", f.key, f.fault.detail),
             Error::StoreViolation(f) => format!("store violates conditional writes at step {}: {}", f.key, f.fault.detail),
             Error::NotLeased(m) => format!("no valid lease: {}", m),

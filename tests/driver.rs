@@ -484,24 +484,29 @@ fn a_429_is_a_write_turned_away_backed_off_re_read_and_sent_again() {
     let wire = env.wire_since(from);
     let own = "cells/c/own.json";
     assert_eq!(wire, [format!("GET {own}"), format!("PUT {own} if-none-match"), format!("GET {own}"), format!("PUT {own} if-none-match")]);
-    assert!(env.0.borrow().wall - wall >= 500, "backed off before reading again");
+    assert!(env.0.borrow().wall > wall, "backed off before reading again");
     assert_eq!(env.0.borrow().writes.iter().filter(|(k, _)| k == own).count(), 1);
 }
 
 #[test]
-fn a_store_that_keeps_answering_429_is_a_transport_error_never_a_rejection() {
+fn a_store_that_keeps_answering_429_is_throttled_at_the_deadline_never_a_rejection() {
     let env = MemEnv::new();
     let a = leased(&env, "a");
     env.push(Fault::Slow(0.0));
-    // Each write turned away, each readback answered (it finds the cell still free).
-    for _ in 0..3 {
+    // Each write turned away, each readback answered (it finds the cell still free): more than the
+    // operation's 3 readbacks, until the write's own timeout (10 s) has passed in pauses.
+    for _ in 0..40 {
         env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
         env.push(Fault::Slow(0.0));
     }
-    env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+    let started = env.0.borrow().wall;
     let err = block_on(a.claim("c")).unwrap_err();
-    assert_eq!(err.code(), "transport");
-    assert!(err.to_string().ends_with("not applied: store kept answering 429 TooManyRequests through 3 readbacks"), "{err}");
+    let waited = env.0.borrow().wall - started;
+    assert_eq!((err.code(), err.fault().status, err.fault().code.as_str()), ("throttled", 429, "TooManyRequests"), "{err}");
+    assert!(err.to_string().contains("turned away") && err.to_string().ends_with("not applied"), "{err}");
+    assert!((7_000..=10_000).contains(&waited), "backed off within the 10 s deadline: {waited} ms");
+    let writes = env.wire_since(0).iter().filter(|w| w.starts_with("PUT cells/c/own.json")).count();
+    assert!((5..40).contains(&writes), "sent again, never at once: {writes} writes");
     assert_eq!(block_on(a.owner("c")).unwrap(), None, "nothing landed");
 }
 
@@ -564,7 +569,7 @@ fn unsettled_ambiguity_is_an_ambiguous_error_not_a_rejection() {
     env.push(Fault::Slow(0.0));
     env.push(Fault::LandThen(Err(TransportError::TimedOut)));
     for _ in 0..4 {
-        env.push(Fault::Drop(Ok((503, "SlowDown")))); // every readback attempt fails
+        env.push(Fault::Drop(Ok((503, "ServiceUnavailable")))); // every readback attempt fails
     }
     let err = block_on(a.claim("c")).unwrap_err();
     assert_eq!(err.code(), "ambiguous", "{err}");

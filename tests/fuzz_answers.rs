@@ -181,7 +181,9 @@ proptest! {
             409 if ["", "ConditionalRequestConflict", "OperationAborted"].contains(&code.as_str()) => {
                 prop_assert!(matches!(got, PutAnswer::Conflict { .. }), "{:?}", got)
             }
+            // 429, and S3's 503 SlowDown: turned away, not applied (SPEC §6, "Under load").
             429 => prop_assert!(matches!(got, PutAnswer::Throttled(_)), "{:?}", got),
+            503 if code == "SlowDown" => prop_assert!(matches!(got, PutAnswer::Throttled(_)), "{:?}", got),
             500 | 502..=599 => prop_assert!(matches!(got, PutAnswer::Ambiguous { .. }), "{:?}", got),
             status => match got {
                 PutAnswer::Refused(e) if !shaped && status != 401 && status != 403 => {

@@ -17,6 +17,9 @@
 #     fault front's skewed clock, and the native Rust and wasm suites' signature checks.
 #   s3s-fs (CELLD_TEST_PRESIGN_*) — checks header signatures and presigned URLs, and its conditional
 #     writes race: the store the probe must refuse, and a second, independent SigV4 verifier.
+#   store fronts (CELLD_TEST_THROTTLE_ / _R2_ / _LOSSY_ / _ROUGH_ / _DIALECT_ENDPOINT; scripts/lib/store-front.mjs) —
+#     versitygw throttled like R2 and S3 (or R2 alone), losing answers to applied writes, or both; ministack half-honouring
+#     conditions, by the key's prefix (docs/load.md): the load and dialect tests.
 # Every server gets a CORS pass-through for Chromium (…_BROWSER_ENDPOINT).
 # Callers that need their own EXIT trap must call celld_stop_servers from it.
 
@@ -100,6 +103,13 @@ celld_start_servers() {
   CELLD_SETUP_KEY_ID=$CELLD_TEST_REAL_KEY_ID CELLD_SETUP_SECRET=$CELLD_TEST_REAL_SECRET "$CELLD_VENV/bin/python" \
     "$root/scripts/lib/s3setup.py" signed "$CELLD_TEST_REAL_ENDPOINT" "$CELLD_TEST_REAL_BUCKET" "$CELLD_TEST_VERSIONED_BUCKET" || return 1
   celld_cors_proxy "$port" versitygw CELLD_TEST_REAL_BROWSER_ENDPOINT || return 1
+  # Stores under load and in their dialects (scripts/lib/store-front.mjs): versitygw throttled like R2 and
+  # S3, versitygw losing answers to applied writes, both at once, and ministack half-honouring conditions.
+  celld_store_front "$port" throttle CELLD_TEST_THROTTLE_ENDPOINT || return 1
+  celld_store_front "$port" r2 CELLD_TEST_R2_ENDPOINT || return 1
+  celld_store_front "$port" lose CELLD_TEST_LOSSY_ENDPOINT || return 1
+  celld_store_front "$port" throttle,lose CELLD_TEST_ROUGH_ENDPOINT || return 1
+  celld_store_front "${CELLD_TEST_ATOMIC_ENDPOINT##*:}" dialect CELLD_TEST_DIALECT_ENDPOINT || return 1
 
   echo "servers: versitygw $CELLD_TEST_REAL_ENDPOINT, ministack $CELLD_TEST_ATOMIC_ENDPOINT, moto (auth) $CELLD_TEST_STRICT_ENDPOINT, s3s-fs $CELLD_TEST_PRESIGN_ENDPOINT; browser proxies $CELLD_TEST_REAL_BROWSER_ENDPOINT, $CELLD_TEST_ATOMIC_BROWSER_ENDPOINT, $CELLD_TEST_STRICT_BROWSER_ENDPOINT, $CELLD_TEST_PRESIGN_BROWSER_ENDPOINT"
 }
@@ -114,5 +124,18 @@ celld_cors_proxy() {
   _celld_pids+=($!)
   for ((i = 0; i < 100; i++)); do [[ -s $out.port ]] && break; sleep 0.1; done
   [[ -s $out.port ]] || { echo "servers: CORS proxy for $2 did not start" >&2; return 1; }
+  export "$3=http://127.0.0.1:$(<"$out.port")"
+}
+
+# celld_store_front UPSTREAM_PORT MODES VAR: starts scripts/lib/store-front.mjs in front of that server and
+# exports its URL as VAR (recorded in this shell, like the CORS proxies).
+celld_store_front() {
+  local root out i
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  out=$_celld_tmp/front-$3
+  node "$root/scripts/lib/store-front.mjs" "$1" "$2" >"$out.port" 2>"$out.log" &
+  _celld_pids+=($!)
+  for ((i = 0; i < 100; i++)); do [[ -s $out.port ]] && break; sleep 0.1; done
+  [[ -s $out.port ]] || { echo "servers: store front $2 did not start" >&2; return 1; }
   export "$3=http://127.0.0.1:$(<"$out.port")"
 }

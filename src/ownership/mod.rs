@@ -5,7 +5,7 @@
 //! provider's keys under it; `control` reads celld's fleet marker over it; `qualify` records and trusts
 //! the probe's verdict per bucket; `S3Ownership` (in `node/`, one file per thing the protocol
 //! talks about) sequences them over an [`crate::env::Env`]; `rules` names the safety rules it applies,
-//! `flight` shares one operation among concurrent callers. `listing` is the read-only view of the bucket (every cell's owner, every node's
+//! `flight` shares one operation among concurrent callers; `throttle` is the pause before resending what a store turned away. `listing` is the read-only view of the bucket (every cell's owner, every node's
 //! lease), needing no node id and no lease.
 
 pub mod authority;
@@ -25,6 +25,7 @@ pub mod probe;
 pub mod qualify;
 pub mod records;
 pub mod rules;
+pub mod throttle;
 #[cfg(feature = "teeth")]
 pub mod teeth;
 

@@ -22,14 +22,15 @@ use crate::ownership::flight::{Joined, Share, Single};
 use crate::ownership::join::join_all;
 use crate::ownership::probe::{Answer, Next, Probe, ProbeReport, Request};
 use crate::ownership::records::{corrupt, decode_object, CasGuard};
+use crate::ownership::throttle::full_jitter_ms;
 use crate::s3::PutAnswer;
 
 /// The record's own format.
 const FORMAT: u64 = 1;
 /// What a pass proves changes with the probe's script: a record of another revision is not trusted.
 /// 1 was the bursts of 16 writers on one key; 2 is many small races on fresh keys; 3 also writes a key
-/// again after deleting it.
-pub const PROBE_REVISION: u64 = 3;
+/// again after deleting it; 4 races 8 writers on one key beside three pairs and checks If-Match's quoting.
+pub const PROBE_REVISION: u64 = 4;
 const LIBRARY: &str = concat!("celld-edge ", env!("CARGO_PKG_VERSION"));
 
 /// Where a verdict holds: a record names all three, and is trusted only where all three are ours.
@@ -316,6 +317,11 @@ pub async fn run_probe<E: Env>(store: &Store<E>, prefix: &str, budget: Budget) -
     loop {
         let requests = match next {
             Next::Send(requests) => requests,
+            // Turned away (429, 503 SlowDown): not applied; sent again after a pause, never at once.
+            Next::Resend { attempt, requests } => {
+                store.env.sleep(full_jitter_ms(attempt, store.env.random_u64(), u64::MAX)).await;
+                requests
+            }
             Next::Done(report) => return (Ok(report), probe.decided_races()),
             Next::Failed(e) => return (Err(e), probe.decided_races()),
         };
@@ -414,7 +420,7 @@ mod tests {
             concat!(
                 r#"{"format":1,"verdict":"qualified","at_ms":1000,"library":"celld-edge "#,
                 env!("CARGO_PKG_VERSION"),
-                r#"","probe_revision":3,"endpoint":"https://s3.example","bucket":"cells","prefix":"p/","#,
+                r#"","probe_revision":4,"endpoint":"https://s3.example","bucket":"cells","prefix":"p/","#,
                 r#""if_match_missing_status":404,"conditional_delete":true,"etag_quoted":true,"races":12}"#
             )
         );
@@ -444,7 +450,7 @@ mod tests {
         ] {
             assert_eq!(judge(read(&qualified), &here, 10 * DAY, 7 * DAY, 0), Judged::Qualify { replace: replace.clone(), why: "foreign" });
         }
-        let old = String::from_utf8(qualified.clone()).unwrap().replace("\"probe_revision\":3", "\"probe_revision\":2");
+        let old = String::from_utf8(qualified.clone()).unwrap().replace("\"probe_revision\":4", "\"probe_revision\":3");
         assert_eq!(judge(read(old.as_bytes()), &HERE, 10 * DAY, 7 * DAY, 0).clone(), Judged::Qualify { replace: replace.clone(), why: "another probe revision" });
         assert_eq!(judge(None, &HERE, 0, 7 * DAY, 0), Judged::Qualify { replace: CasGuard::Absent, why: "no record" });
         // No trust period: never trusted.

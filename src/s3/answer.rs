@@ -17,7 +17,8 @@ pub enum PutAnswer {
     Rejected,
     /// 409 ConditionalRequestConflict / OperationAborted: not applied; re-read and decide again.
     Conflict { code: String },
-    /// 429: the store turned the write away for now (R2 takes one write per second per key); not applied:
+    /// 429 or 503 SlowDown: the store turned the write away for now (R2 takes one write per second per
+    /// key, S3 slows same-key bursts down); not applied:
     /// back off, re-read and decide again. Never another owner's rejection.
     Throttled(Fault),
     /// 5xx, timeout, network error, or 2xx without an ETag: it may have landed.
@@ -174,8 +175,10 @@ pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> 
             PutAnswer::Refused(no_conditional_writes(key, &resp.body))
         }
         501 => PutAnswer::Refused(refusal(key, 501, &resp.body)),
-        // A rate limit turns a request away before it is served (R2: one write per second per key).
+        // A rate limit turns a request away before it is served (R2: one write per second per key; S3's
+        // 503 SlowDown to same-key bursts, with or without Retry-After): SPEC §6 takes both as refusals.
         429 => PutAnswer::Throttled(answered(429, &resp.body)),
+        503 if parse_error(&resp.body).0 == "SlowDown" => PutAnswer::Throttled(answered(503, &resp.body)),
         // A CDN's error page in front of a real store is HTML too: a 5xx stays "may have landed".
         500..=599 => PutAnswer::Ambiguous(answered(resp.status, &resp.body)),
         status => PutAnswer::Refused(refusal(key, status, &resp.body)),
@@ -253,7 +256,9 @@ mod tests {
             (resp(403, None, &xml("InvalidAccessKeyId")), "auth"),
             (resp(400, None, &xml("InvalidClientTokenId")), "auth"),
             (resp(500, None, &xml("InternalError")), "ambiguous"),
-            (resp(503, None, &xml("SlowDown")), "ambiguous"),
+            (resp(503, None, &xml("SlowDown")), "throttled"),
+            (resp(503, None, &xml("ServiceUnavailable")), "ambiguous"),
+            (resp(503, None, ""), "ambiguous"),
             (resp(501, None, &xml("NotImplemented")), "request"),
             (Err(TransportError::TimedOut), "ambiguous"),
             (Err(TransportError::Network("reset".into())), "ambiguous"),
@@ -432,7 +437,7 @@ mod tests {
     fn what_went_wrong_is_kept_for_the_caller() {
         // A 5xx: its status and the store's code, for a write and a read alike.
         let slow = Fault { detail: "503 SlowDown".into(), status: 503, code: "SlowDown".into(), source: None };
-        assert_eq!(classify_put("k", resp(503, None, &xml("SlowDown"))), PutAnswer::Ambiguous(slow.clone()));
+        assert_eq!(classify_put("k", resp(503, None, &xml("SlowDown"))), PutAnswer::Throttled(slow.clone()));
         assert_eq!(classify_get("k", resp(503, None, &xml("SlowDown"))), GetAnswer::Retryable(slow));
         // No answer: the runtime's error, the very value, and its text.
         let source = Source::new("ECONNREFUSED".to_owned());

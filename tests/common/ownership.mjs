@@ -404,9 +404,9 @@ export function ownershipChecks({ api, server, runtime }) {
     const e = isOurs(await rejectsWith(dropped.readOwner("c"), "transport", "a fetch that threw", "fetch failed (connect ECONNRESET 10.0.0.1:443)"), "transport");
     if (e.cause !== thrown) fail(`the cause is not what fetch threw: ${e.cause}`);
     eq([e.key?.replace(/^t-[^/]+\//, ""), e.status, e.s3Code], ["cells/c/own.json", undefined, undefined], "a transport error names its key; no status came");
-    // A store that keeps answering 503 SlowDown: the last answer's status and code.
+    // A store that keeps answering 503 SlowDown: throttled (issue 36), with the last answer's status and code.
     const slow = make("slow", { fetch: async () => new Response("<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>", { status: 503 }) });
-    const s = isOurs(await rejectsWith(slow.readOwner("c"), "transport", "a store that answers 503", "SlowDown"), "503");
+    const s = isOurs(await rejectsWith(slow.readOwner("c"), "throttled", "a store that keeps answering 503 SlowDown", "SlowDown"), "503");
     eq([s.status, s.s3Code, s.cause], [503, "SlowDown", undefined], "503's status and code");
     // A refusal: status and code, whatever the variant.
     const denied = make("denied", { fetch: async () => new Response("<Error><Code>AccessDenied</Code><Message>no</Message></Error>", { status: 403 }) });

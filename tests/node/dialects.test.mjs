@@ -13,7 +13,7 @@ const atomic = testServer(process.env, "CELLD_TEST_ATOMIC");
 const unique = () => `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 const options = (server, extra = {}) => ({ ...server, region: "us-east-1", prefix: `dialect-${unique()}/`, node: `n-${unique()}`, ...extra });
 
-test("R2: a write answered 429 is turned away, not lost to another owner: backed off, read back, sent again", async () => {
+test("R2: a write answered 429 is turned away, not lost to another owner: backed off, read back, sent again, until its deadline", async () => {
   const front = await proxyFront(real.endpoint);
   try {
     const own = new S3Ownership(options({ ...real, endpoint: front.endpoint }));
@@ -27,15 +27,23 @@ test("R2: a write answered 429 is turned away, not lost to another owner: backed
     const seen = front.log.map((e) => `${e.method} ${e.path.split("/").slice(-3).join("/")}`);
     const own429 = `PUT cells/${cell}/own.json`;
     assert.deepEqual(seen, [`GET cells/${cell}/own.json`, own429, `GET cells/${cell}/own.json`, own429], "read, the write turned away, the readback, the write again");
-    assert.ok(front.log[2].at - front.log[1].at >= 500, `read back ${front.log[2].at - front.log[1].at} ms after the 429: no back-off`);
     assert.equal(await own.verify(cell, 1), true);
-    // Turned away every time: not applied, and never reported as someone else's win.
+    await own.close();
+    // Turned away every time: backed off until the write's deadline (requestTimeoutMs from its first send),
+    // then `throttled` naming the store's answer; not applied, and never reported as someone else's win.
+    const hurried = new S3Ownership(options({ ...real, endpoint: front.endpoint }, { requestTimeoutMs: 2000 }));
+    await hurried.acquireLease();
     front.log.length = 0;
     const other = `c-${unique()}`;
-    front.script.push("pass", ...Array.from({ length: 3 }, () => [{ status: 429, body: r2 }, "pass"]).flat(), { status: 429, body: r2 });
-    await assert.rejects(own.claim(other), (e) => e.code === "transport" && e.message.includes("429 TooManyRequests"));
-    assert.equal(await own.owner(other), null);
-    await own.close();
+    front.script.push("pass", ...Array.from({ length: 60 }, () => [{ status: 429, body: r2 }, "pass"]).flat());
+    const started = Date.now();
+    await assert.rejects(hurried.claim(other), (e) => e.code === "throttled" && e.status === 429 && e.s3Code === "TooManyRequests" && /turned away \d+ times/.test(e.message));
+    assert.ok(Date.now() - started < 4000, `gave up at the deadline: ${Date.now() - started} ms`);
+    const writes = front.log.filter((e) => e.method === "PUT").length;
+    assert.ok(writes >= 2 && writes < 30, `sent again after pauses, never at once: ${writes} writes`);
+    front.script.length = 0;
+    assert.equal(await hurried.owner(other), null);
+    await hurried.close();
   } finally {
     await front.close();
   }

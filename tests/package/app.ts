@@ -97,6 +97,7 @@ function retryable(e: CelldEdgeError): boolean {
   switch (e.code) {
     case "transport":
     case "ambiguous":
+    case "throttled":
       return true;
     case "not-leased":
     case "fenced":

@@ -4,6 +4,7 @@
 use super::{Budget, Seen, Store};
 use crate::env::{Env, Event};
 use crate::error::{Error, Fault, Result};
+use crate::ownership::throttle::full_jitter_ms;
 use crate::s3::list::{classify_list, ListAnswer, ListPage};
 use crate::s3::{classify_get, GetAnswer};
 
@@ -76,14 +77,20 @@ impl<E: Env> Store<E> {
     }
 
     /// The pause before retry `attempt` of a read of `key` that failed with `detail`: full jitter over an
-    /// exponential window (50, 100, 200 ms), or `transport` once the retries are used up.
+    /// exponential window (50, 100, 200 ms; when throttled `throttle::full_jitter_ms`, one try more), or
+    /// `transport` (`throttled`) once the retries are used up.
     async fn pause_before_retry(&self, key: &str, attempt: u32, fault: Fault) -> Result<()> {
-        if attempt > READ_RETRIES {
+        // A store that turns reads away is given the throttle's longer windows and one try more: at once
+        // after a 429, after a first short retry for a 503 SlowDown (a brief burst, like any 5xx).
+        let throttled = fault.status == 429 || (fault.code == "SlowDown" && attempt > 1);
+        if attempt > READ_RETRIES + u32::from(throttled) {
             let detail = format!("{} (gave up after {attempt} attempts)", fault.detail);
-            return Err(Error::transport(key.to_owned(), Fault { detail, ..fault }));
+            let key = key.to_owned();
+            return Err(if throttled { Error::throttled(key, Fault { detail, ..fault }) } else { Error::transport(key, Fault { detail, ..fault }) });
         }
         let window = 50u64 << (attempt - 1);
-        let backoff_ms = (self.env.random_u64() % window + 1) as u32;
+        let backoff_ms =
+            if throttled { full_jitter_ms(attempt, self.env.random_u64(), u64::MAX) } else { (self.env.random_u64() % window + 1) as u32 };
         self.observer.observe(Event::ReadRetried { key, attempt, backoff_ms, detail: &fault.detail });
         self.env.sleep(backoff_ms).await;
         Ok(())

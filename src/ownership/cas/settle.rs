@@ -110,7 +110,10 @@ impl<E: Env> Store<E> {
         let mut ambiguity: Option<Fault> = None;
         // Why the last attempt did not land, when the store said so without deciding (409, 429).
         let mut turned_away = String::new();
+        // Throttles so far, since the first send: what bounds them is time, not the readbacks.
+        let (started, mut turned) = (self.env.mono_ms(), 0u32);
         loop {
+            let mut after_throttle = false;
             let nonce = self.nonce();
             let answer = self.put_cas(key, guard, body(&nonce), budget).await;
             if let FirstRejection::CallerReads(sent) = &first {
@@ -136,7 +139,23 @@ impl<E: Env> Store<E> {
                 PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
                 // Not applied either (never someone else's win): pause, then the readback decides.
                 PutAnswer::Throttled(fault) => {
-                    self.back_off(budget).await;
+                    turned += 1;
+                    // Only a 429 is known not to have landed (R2 turns the write away before serving it).
+                    // A 503 SlowDown is settled like an ambiguous answer (a store or a proxy may answer it
+                    // after applying), at once the first time, and paced like a 429 when it repeats: one
+                    // SlowDown is a blip, several are throttling (docs/load.md).
+                    let sure = fault.status == 429;
+                    if sure || turned > 1 {
+                        let Some(pause) = self.throttle_pause(budget, started, turned) else {
+                            return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
+                        };
+                        self.env.sleep(pause).await;
+                    }
+                    if sure {
+                        after_throttle = true;
+                    } else {
+                        ambiguity = Some(fault.clone());
+                    }
                     turned_away = fault.detail;
                 }
                 PutAnswer::Ambiguous(_) if !self.rules.settle_by_readback => {
@@ -158,7 +177,9 @@ impl<E: Env> Store<E> {
             let moved_on = if ambiguity.is_some() { Settled::Superseded } else { Settled::Rejected };
             let mut undecodable = false;
             loop {
-                if !reconciles.take() {
+                // The readback after a throttle settles no ambiguity: the deadline bounds it, not the
+                // operation's readbacks.
+                if !core::mem::take(&mut after_throttle) && !reconciles.take() {
                     return Err(unsettled(key, ambiguity, undecodable, &turned_away));
                 }
                 let current = match self.get(key, budget).await {
@@ -213,7 +234,9 @@ impl<E: Env> Store<E> {
         let guard = CasGuard::Match(etag.to_owned());
         let mut ambiguity: Option<Fault> = None;
         let mut turned_away = String::new();
+        let (started, mut turned) = (self.env.mono_ms(), 0u32);
         loop {
+            let mut after_throttle = false;
             let (status, answer) = self.delete(key, Some(&guard), budget).await;
             match answer {
                 _ if (200..300).contains(&status) => return Ok(Removal::Gone),
@@ -226,13 +249,24 @@ impl<E: Env> Store<E> {
                 }
                 PutAnswer::Refused(e) => return Err(e),
                 PutAnswer::Conflict { code } => turned_away = format!("409 {code}"),
+                // Paced as a write is (docs/load.md); only a 429 is known not to have landed, and its
+                // readback is not one of the operation's.
                 PutAnswer::Throttled(fault) => {
-                    self.back_off(budget).await;
+                    turned += 1;
+                    let Some(pause) = self.throttle_pause(budget, started, turned) else {
+                        return Err(out_of_time(key, fault, turned, self.env.mono_ms() - started, ambiguity));
+                    };
+                    self.env.sleep(pause).await;
+                    if fault.status == 429 {
+                        after_throttle = true;
+                    } else {
+                        ambiguity = Some(fault.clone());
+                    }
                     turned_away = fault.detail;
                 }
                 PutAnswer::Ambiguous(fault) => ambiguity = Some(fault),
             }
-            if !reconciles.take() {
+            if !after_throttle && !reconciles.take() {
                 return Err(unsettled(key, ambiguity, false, &turned_away));
             }
             let current = match self.get(key, budget).await {
@@ -253,8 +287,24 @@ impl<E: Env> Store<E> {
     }
 }
 
+/// A write the store kept turning away until the caller's deadline: `throttled` naming the store's last
+/// answer, unless an earlier attempt was ambiguous (it may have landed).
+fn out_of_time(key: &str, last: Fault, turned: u32, ms: f64, ambiguity: Option<Fault>) -> Error {
+    let turned = format!("turned away {turned} times in {ms:.0} ms ({})", last.detail);
+    match ambiguity {
+        Some(first) => {
+            let detail = format!("an earlier attempt was ambiguous ({}), then the store {turned}", first.detail);
+            Error::ambiguous(key.to_owned(), Fault { detail, ..first })
+        }
+        None => {
+            let detail = format!("{turned}, backing off with full jitter until the caller's deadline; not applied");
+            Error::throttled(key.to_owned(), Fault { detail, ..last })
+        }
+    }
+}
+
 /// Why a write could not be settled within the operation's readbacks.
-/// `turned_away`: the last not-applied answer that decided nothing (409 or 429).
+/// `turned_away`: the last not-applied answer that decided nothing (409, or a 429 before it).
 fn unsettled(key: &str, ambiguity: Option<Fault>, undecodable: bool, turned_away: &str) -> Error {
     let key = key.to_owned();
     let readbacks = if undecodable { " readbacks (the last did not decode)" } else { " readbacks" };

@@ -3,11 +3,13 @@
 
 use super::{Budget, Store};
 use crate::env::Env;
+use crate::ownership::clock::authority_left_ms;
 use crate::ownership::records::CasGuard;
+use crate::ownership::throttle::{full_jitter_ms, worth_resending};
 use crate::s3::{classify_put, PutAnswer};
 
-/// The longest pause after a throttled write: R2 takes one write per second per key.
-const THROTTLE_PAUSE_MS: u32 = 1000;
+/// What a write sent again after a throttle needs left before the deadline: its readback and itself.
+const RESEND_ROOM_MS: u64 = 250;
 
 impl<E: Env> Store<E> {
     /// One conditional PUT, classified. Never retried here.
@@ -64,11 +66,17 @@ impl<E: Env> Store<E> {
         self.sent(key, "delete", req, budget).await
     }
 
-    /// The pause after a write the store turned away with 429 (R2 takes one write per second per key),
-    /// before reading the record back: half a second to a second, jittered so that throttled writers
-    /// spread out, and never longer than one request of `budget` may take (a renewal's authority).
-    pub async fn back_off(&self, budget: Budget) {
-        let window = THROTTLE_PAUSE_MS.min(self.timeout(budget)).max(2);
-        self.env.sleep(window / 2 + (self.env.random_u64() % u64::from(window / 2)) as u32 + 1).await;
+    /// The pause after a write the store turned away `turned` times (429, 503 SlowDown) since the write's
+    /// first send at `started` (monotonic), before reading the record back: full jitter
+    /// (`throttle::full_jitter_ms`), within the caller's deadline — the write's own timeout counted from
+    /// its first send, or a renewal's remaining authority. `None`: no resend fits before it.
+    pub fn throttle_pause(&self, budget: Budget, started: f64, turned: u32) -> Option<u32> {
+        let left = match budget {
+            Budget::PerRequest(ms) | Budget::Closing(ms) => started + f64::from(ms) - self.env.mono_ms(),
+            Budget::Authority { anchor, ttl_ms, skew_ms } => authority_left_ms(anchor, self.reading(), ttl_ms, skew_ms),
+        };
+        let left = left.max(0.0) as u64;
+        let pause = full_jitter_ms(turned, self.env.random_u64(), left);
+        worth_resending(pause, left, RESEND_ROOM_MS).then_some(pause)
     }
 }
