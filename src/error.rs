@@ -48,6 +48,20 @@ pub struct Refusal {
     pub source: Option<Source>,
 }
 
+impl Refusal {
+    /// `403 AccessDenied: message`, without the empty parts (`404: message`, `403 AccessDenied`).
+    fn answer(&self) -> String {
+        let mut out = self.status.to_string();
+        if !self.code.is_empty() {
+            out = format!("{out} {}", self.code);
+        }
+        if !self.message.is_empty() {
+            out = format!("{out}: {}", self.message);
+        }
+        out
+    }
+}
+
 /// Where something failed (a key, or a probe step) and what happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
@@ -203,10 +217,8 @@ impl Error {
         match self {
             Error::InvalidInput(m) => format!("invalid input: {}", m),
             Error::Auth(r) if r.status == 0 => format!("no usable credentials for {}: {}: {}", r.key, r.code, r.message),
-            Error::Auth(r) => {
-                format!("store refused credentials for {}: {} {}: {}", r.key, r.status, r.code, r.message)
-            }
-            Error::Request(r) => format!("store refused request for {}: {} {}: {}", r.key, r.status, r.code, r.message),
+            Error::Auth(r) => format!("store refused credentials for {}: {}", r.key, r.answer()),
+            Error::Request(r) => format!("store refused request for {}: {}", r.key, r.answer()),
             Error::Transport(f) => format!("transport failure on {}: {}", f.key, f.fault.detail),
             Error::Ambiguous(f) => format!("write to {} may or may not have landed: {}", f.key, f.fault.detail),
             Error::CorruptRecord(f) => format!("corrupt record at {}: {}", f.key, f.fault.detail),
@@ -297,5 +309,8 @@ mod tests {
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());
         assert_eq!(format!("x {} {e}", String::from("y")), format!("x y {e}"));
+        // No S3 code (an answer that is not S3's): no empty slot between the status and the message.
+        let r = Refusal { key: "k".into(), status: 404, code: String::new(), message: "not an S3 API".into(), source: None };
+        assert_eq!(Error::Request(Box::new(r)).message(), "store refused request for k: 404: not an S3 API");
     }
 }
