@@ -35,6 +35,9 @@ pub enum Error {
     UninitializedFleet(Box<Failure>),
     /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
     Aborted(String),
+    /// A browser would not send the request because the bucket's CORS rule does not allow it (its
+    /// preflight was refused): nothing reached the store, and only changing the rule helps.
+    Cors(Box<Failure>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message. A credentials
@@ -143,6 +146,7 @@ impl Error {
             Error::UnsupportedBackend(_) => "unsupported-backend",
             Error::UninitializedFleet(_) => "uninitialized-fleet",
             Error::Aborted(_) => "aborted",
+            Error::Cors(_) => "cors",
         }
     }
 
@@ -182,7 +186,7 @@ impl Error {
         match self {
             Error::Auth(r) | Error::Request(r) => Some(&r.key),
             Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
-            | Error::UninitializedFleet(f) => Some(&f.key),
+            | Error::UninitializedFleet(f) | Error::Cors(f) => Some(&f.key),
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
         }
     }
@@ -193,7 +197,7 @@ impl Error {
         match self {
             Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: r.source.clone() },
             Error::Transport(f) | Error::Ambiguous(f) | Error::CorruptRecord(f) | Error::StoreViolation(f) | Error::UnsupportedBackend(f)
-            | Error::UninitializedFleet(f) => Fault { detail: String::new(), ..f.fault.clone() },
+            | Error::UninitializedFleet(f) | Error::Cors(f) => Fault { detail: String::new(), ..f.fault.clone() },
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
         }
     }
@@ -228,6 +232,7 @@ impl Error {
             Error::UnsupportedBackend(f) => format!("unsupported fleet backend at {}: {}", f.key, f.fault.detail),
             Error::UninitializedFleet(f) => format!("uninitialized celld fleet at {}: {}", f.key, f.fault.detail),
             Error::Aborted(m) => format!("aborted: {}", m),
+            Error::Cors(f) => format!("the browser would not send the request for {} (the bucket's CORS rule refused it): {}", f.key, f.fault.detail),
         }
     }
 }

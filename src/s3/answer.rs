@@ -4,8 +4,8 @@
 //! sends XML or nothing) is a `request` refusal saying "not an S3 API": a wrong endpoint must never read
 //! as a store that breaks conditional writes, nor as a write that may have landed.
 
-use crate::env::{HttpResponse, TransportError};
-use crate::error::{Error, Fault, Quoted, Refusal};
+use crate::env::{HttpResponse, NetworkError, TransportError, Unsent};
+use crate::error::{Error, Failure, Fault, Quoted, Refusal};
 use super::xml::unescape_lenient;
 use crate::sigv4::split_once_str;
 
@@ -152,6 +152,17 @@ fn transport_fault(e: TransportError) -> Fault {
         TransportError::TimedOut => Fault::new("timed out (aborted)"),
         TransportError::Network(n) => Fault { detail: format!("network error: {}", n.detail), source: n.source, ..Fault::default() },
         TransportError::Unreadable { status, detail } => Fault { detail, status, ..Fault::default() },
+        TransportError::Unsent(_, n) => Fault { detail: n.detail, source: n.source, ..Fault::default() },
+    }
+}
+
+/// The error of a request the runtime would not send (nothing reached the store): `cors` for a browser's
+/// refusal, else `transport`; either way final, as sending it again cannot change it.
+fn unsent(key: &str, why: Unsent, n: NetworkError) -> Error {
+    let failure = Box::new(Failure { key: key.to_owned(), fault: Fault { detail: n.detail, source: n.source, ..Fault::default() } });
+    match why {
+        Unsent::Cors => Error::Cors(failure),
+        Unsent::NoTls => Error::Transport(failure),
     }
 }
 
@@ -159,6 +170,7 @@ fn transport_fault(e: TransportError) -> Fault {
 pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> PutAnswer {
     let resp = match answer {
         Ok(resp) => resp,
+        Err(TransportError::Unsent(why, n)) => return PutAnswer::Refused(unsent(key, why, n)),
         Err(e) => return PutAnswer::Ambiguous(transport_fault(e)),
     };
     match resp.status {
@@ -200,6 +212,7 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         Err(TransportError::Unreadable { status, detail }) => {
             return GetAnswer::Refused(Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message: detail, source: None })));
         }
+        Err(TransportError::Unsent(why, n)) => return GetAnswer::Refused(unsent(key, why, n)),
         Err(e) => return GetAnswer::Retryable(transport_fault(e)),
     };
     match resp.status {
@@ -281,6 +294,21 @@ mod tests {
             assert_eq!(got, want, "{answer:?}");
         }
         assert_eq!(classify_put("k", resp(200, Some("\"t\""), "")), Applied { etag: "\"t\"".into() });
+    }
+
+    #[test]
+    fn a_request_the_runtime_would_not_send_is_refused_at_once_and_never_ambiguous() {
+        let source = Source::new("TypeError: Failed to fetch".to_owned());
+        let unsent = |why| Err(TransportError::Unsent(why, NetworkError { detail: "the rule lacks if-none-match".into(), source: Some(source.clone()) }));
+        let PutAnswer::Refused(e) = classify_put("nodes/n.json", unsent(Unsent::Cors)) else { panic!("a write never sent did not land") };
+        assert_eq!((e.code(), e.key(), e.fault().source.as_ref()), ("cors", Some("nodes/n.json"), Some(&source)));
+        assert_eq!(e.to_string(), "the browser would not send the request for nodes/n.json (the bucket's CORS rule refused it): the rule lacks if-none-match");
+        let GetAnswer::Refused(e) = classify_get("k", unsent(Unsent::Cors)) else { panic!("not retried") };
+        assert_eq!(e.code(), "cors");
+        let PutAnswer::Refused(e) = classify_put("k", unsent(Unsent::NoTls)) else { panic!("a write never sent did not land") };
+        assert_eq!(e.code(), "transport");
+        let GetAnswer::Refused(e) = classify_get("k", unsent(Unsent::NoTls)) else { panic!("not retried") };
+        assert_eq!(e.to_string(), "transport failure on k: the rule lacks if-none-match");
     }
 
     #[test]
