@@ -266,7 +266,7 @@ test("inspect reports store refusals with their code, exit 1", async (t) => {
     // https:// to that plain-HTTP port: said in words, not in OpenSSL's; nothing retried.
     const tls = await run(["inspect", "--endpoint", `https://127.0.0.1:${html.address().port}`, "--bucket", bucket], storeEnv());
     assert.equal(tls.code, 1, tls.stderr);
-    assert.match(tls.stderr, /^celld-edge: transport: transport failure on list \S+: the endpoint does not speak TLS; use http:\/\/\n/);
+    assert.match(tls.stderr, /^celld-edge: transport: transport failure on \S+: the endpoint does not speak TLS; use http:\/\/\n/);
     assert.ok(!/SSL routines|\\n/.test(tls.stderr.split("\n")[0]), tls.stderr);
   } finally {
     html.close();
