@@ -73,15 +73,21 @@ function edits(a, b) {
   return row[b.length];
 }
 
+/** The known name closest to `typed` when it is close enough to be a typo of it, else undefined. */
+function closest(typed, known) {
+  const [best] = known.map((k) => [edits(typed, k), k]).sort((x, y) => x[0] - y[0]);
+  return best && best[0] <= Math.max(2, Math.floor(best[1].length / 3)) ? best[1] : undefined;
+}
+
+const COMMANDS = ["inspect", "probe", "help"];
+
 /** parseArgs's refusal in this tool's words: an unknown option is named with the closest known one
  * (Node's own text talks about positional arguments, which this tool does not take). */
 function usageError(e) {
   const name = /'([^']+)'/.exec(e.message)?.[1];
   if (e.code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || name === undefined) return new UsageError(e.message);
-  const bare = name.replace(/^-+/, "").split("=")[0].toLowerCase();
-  const [best] = Object.keys(OPTIONS).map((o) => [edits(bare, o), o]).sort((x, y) => x[0] - y[0]);
-  const hint = best && best[0] <= Math.max(2, Math.floor(best[1].length / 3)) ? `: did you mean --${best[1]}?` : "";
-  return new UsageError(`unknown option ${name}${hint} (--help lists them)`);
+  const meant = closest(name.replace(/^-+/, "").split("=")[0].toLowerCase(), Object.keys(OPTIONS));
+  return new UsageError(`unknown option ${name}${meant ? `: did you mean --${meant}?` : ""} (--help lists them)`);
 }
 
 /** Characters a terminal acts on (C0 and C1 controls, DEL: escape sequences, OSC 52 clipboard writes)
@@ -117,7 +123,10 @@ function parse(argv, env) {
   const [command, ...extra] = positionals;
   if (command === undefined) throw new UsageError("no command given (inspect, probe or help)");
   if (command === "help") return { command };
-  if (command !== "inspect" && command !== "probe") throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  if (command !== "inspect" && command !== "probe") {
+    const meant = closest(command.toLowerCase(), COMMANDS);
+    throw new UsageError(`unknown command ${JSON.stringify(command)}${meant ? `: did you mean ${meant}?` : ""} (${COMMANDS.join(", ")})`);
+  }
   if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
   if (values["path-style"] && values["virtual-hosted"]) throw new UsageError("--path-style and --virtual-hosted exclude each other");
   const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
@@ -306,7 +315,10 @@ async function main(argv, env, io) {
       io.out(jsonError(code, e));
       return code === "invalid-input" ? 2 : 1;
     }
-    io.err(`celld-edge: ${clean(code)}: ${clean(e?.message ?? e)}`);
+    // The library's messages may begin with what the code says ("invalid input: ..."): said once.
+    const message = String(e?.message ?? e);
+    const said = `${code.replace(/-/g, " ")}: `;
+    io.err(`celld-edge: ${clean(code)}: ${clean(message.startsWith(said) ? message.slice(said.length) : message)}`);
     if (e?.cause && e.cause !== e) io.err(`  cause: ${clean(e.cause?.message ?? e.cause)}`);
     return code === "invalid-input" ? 2 : 1;
   }

@@ -8,6 +8,9 @@ export type ErrorCode =
   | "invalid-input"
   | "auth"
   | "request"
+  /** In a browser: the bucket's CORS rule does not allow `if-match` / `if-none-match`, so the browser refused
+   * to send a conditional write (its preflight failed); nothing was sent, and only the rule can change that. */
+  | "cors"
   | "transport"
   | "ambiguous"
   /** The store kept turning a request away (429, 503 SlowDown) until the caller's deadline (`requestTimeoutMs`

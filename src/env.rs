@@ -45,6 +45,18 @@ pub enum TransportError {
     /// only the headers a cross-origin answer's CORS rule exposes, so a 2xx without a readable `ETag`.
     /// Trying again cannot change it: never retried. A write answered so may have landed.
     Unreadable { status: u16, detail: String },
+    /// The runtime would not send the request, and sending it again cannot change that: nothing reached
+    /// the store, so a write was not applied. Never retried.
+    Unsent(Unsent, NetworkError),
+}
+
+/// Why a request could not be sent (`TransportError::Unsent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsent {
+    /// A browser refused it: the bucket's CORS rule does not allow what it carries (its preflight failed).
+    Cors,
+    /// `https://` to a port that answers in plain HTTP.
+    NoTls,
 }
 
 /// What the runtime said when a request got no answer: a description (with the reason the runtime

@@ -38,6 +38,9 @@ pub enum Error {
     UninitializedFleet(Box<Failure>),
     /// The caller gave up: a waiting claim's `AbortSignal` fired before the cell could be claimed.
     Aborted(String),
+    /// A browser would not send the request because the bucket's CORS rule does not allow it (its
+    /// preflight was refused): nothing reached the store, and only changing the rule helps.
+    Cors(Box<Failure>),
 }
 
 /// The store's refusal of one request: its status and S3 error code and message. A credentials
@@ -49,6 +52,20 @@ pub struct Refusal {
     pub code: String,
     pub message: String,
     pub source: Option<Source>,
+}
+
+impl Refusal {
+    /// `403 AccessDenied: message`, without the empty parts (`404: message`, `403 AccessDenied`).
+    fn answer(&self) -> String {
+        let mut out = self.status.to_string();
+        if !self.code.is_empty() {
+            out = format!("{out} {}", self.code);
+        }
+        if !self.message.is_empty() {
+            out = format!("{out}: {}", self.message);
+        }
+        out
+    }
 }
 
 /// Where something failed (a key, or a probe step) and what happened.
@@ -133,6 +150,7 @@ impl Error {
             Error::UnsupportedBackend(_) => "unsupported-backend",
             Error::UninitializedFleet(_) => "uninitialized-fleet",
             Error::Aborted(_) => "aborted",
+            Error::Cors(_) => "cors",
         }
     }
 
@@ -176,7 +194,7 @@ impl Error {
         match self {
             Error::Auth(r) | Error::Request(r) => Some(&r.key),
             Error::Transport(f) | Error::Ambiguous(f) | Error::Throttled(f) | Error::CorruptRecord(f) | Error::StoreViolation(f)
-            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) => Some(&f.key),
+            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) | Error::Cors(f) => Some(&f.key),
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => None,
         }
     }
@@ -187,7 +205,7 @@ impl Error {
         match self {
             Error::Auth(r) | Error::Request(r) => Fault { detail: String::new(), status: r.status, code: r.code.clone(), source: r.source.clone() },
             Error::Transport(f) | Error::Ambiguous(f) | Error::Throttled(f) | Error::CorruptRecord(f) | Error::StoreViolation(f)
-            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) => Fault { detail: String::new(), ..f.fault.clone() },
+            | Error::UnsupportedBackend(f) | Error::UninitializedFleet(f) | Error::Cors(f) => Fault { detail: String::new(), ..f.fault.clone() },
             Error::InvalidInput(_) | Error::NotLeased(_) | Error::Fenced(_) | Error::Aborted(_) => Fault::default(),
         }
     }
@@ -211,10 +229,8 @@ impl Error {
         match self {
             Error::InvalidInput(m) => format!("invalid input: {}", m),
             Error::Auth(r) if r.status == 0 => format!("no usable credentials for {}: {}: {}", r.key, r.code, r.message),
-            Error::Auth(r) => {
-                format!("store refused credentials for {}: {} {}: {}", r.key, r.status, r.code, r.message)
-            }
-            Error::Request(r) => format!("store refused request for {}: {} {}: {}", r.key, r.status, r.code, r.message),
+            Error::Auth(r) => format!("store refused credentials for {}: {}", r.key, r.answer()),
+            Error::Request(r) => format!("store refused request for {}: {}", r.key, r.answer()),
             Error::Transport(f) => format!("transport failure on {}: {}", f.key, f.fault.detail),
             Error::Ambiguous(f) => format!("write to {} may or may not have landed: {}", f.key, f.fault.detail),
             Error::Throttled(f) => format!("store throttled {}: {}", f.key, f.fault.detail),
@@ -225,6 +241,7 @@ impl Error {
             Error::UnsupportedBackend(f) => format!("unsupported fleet backend at {}: {}", f.key, f.fault.detail),
             Error::UninitializedFleet(f) => format!("uninitialized celld fleet at {}: {}", f.key, f.fault.detail),
             Error::Aborted(m) => format!("aborted: {}", m),
+            Error::Cors(f) => format!("the browser would not send the request for {} (the bucket's CORS rule refused it): {}", f.key, f.fault.detail),
         }
     }
 }
@@ -306,5 +323,8 @@ mod tests {
         assert_eq!(e.message(), "store refused credentials for k: 403 SignatureDoesNotMatch: m");
         assert_eq!(e.to_string(), e.message());
         assert_eq!(format!("x {} {e}", String::from("y")), format!("x y {e}"));
+        // No S3 code (an answer that is not S3's): no empty slot between the status and the message.
+        let r = Refusal { key: "k".into(), status: 404, code: String::new(), message: "not an S3 API".into(), source: None };
+        assert_eq!(Error::Request(Box::new(r)).message(), "store refused request for k: 404: not an S3 API");
     }
 }

@@ -5,7 +5,7 @@
 
 mod support;
 
-use celld_edge::env::TransportError;
+use celld_edge::env::{TransportError, Unsent};
 use celld_edge::ownership::clock::{rate_margin_ms, RATE};
 use celld_edge::ownership::{CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, Config, IdSet, ProbePolicy, S3Ownership};
 use support::mem::{block_on, Fault, MemEnv, BUCKET, ENDPOINT};
@@ -210,6 +210,22 @@ fn expect_new_on_a_new_cell_is_one_create() {
     }
     assert_eq!(wire, [format!("PUT {OWN} if-none-match")]);
     assert!(block_on(a.verify("c", 1)).unwrap());
+}
+
+#[test]
+fn a_write_the_runtime_would_not_send_fails_at_once_never_read_back_nor_retried() {
+    // A browser refused the preflight (cors), or https:// met a plain-HTTP port: nothing reached the store.
+    for (why, code) in [(Unsent::Cors, "cors"), (Unsent::NoTls, "transport")] {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::Drop(Err(TransportError::Unsent(why, "the rule does not allow if-none-match".into()))));
+        let (out, wire) = wire_of(&env, a.claim_with("c", NEW));
+        let e = out.unwrap_err();
+        assert_eq!((e.code(), e.key()), (code, Some(OWN)), "{e}");
+        assert_eq!(wire, [format!("PUT {OWN} if-none-match")], "one attempt, no readback");
+        assert!(env.body(OWN).is_none());
+        assert!(block_on(a.renew_lease()).is_ok(), "the lease is kept");
+    }
 }
 
 #[test]

@@ -2,7 +2,9 @@
 // id, no lease) lists every cell (owner, epoch, status, the owner's lease expiry and age) and every node
 // lease once a second. Claiming makes the page a node of its own (an S3Ownership with a random id, created
 // at the first claim, its lease kept renewed); the view itself never needs one. It only displays what the
-// library answers: liveness is the library's peer rule, never recomputed here.
+// library answers: liveness is the library's peer rule, never recomputed here. Where the store is comes
+// from the server (/store); the keys are short-lived ones for this prefix only, asked of the server
+// (/credentials) whenever the library needs fresh ones: the page never sees long-lived keys.
 import { S3Inspector, S3Ownership } from "celld-edge";
 
 const $ = (id) => document.getElementById(id);
@@ -12,10 +14,17 @@ let view = null;
 let own = null;
 let node = "";
 let refreshing = false;
+let listed = new Set(); // the cells of the last listing
 
 function status(text, isError = false) {
   $("status").textContent = text;
   $("status").className = isError ? "error" : "";
+}
+
+/** What the last claim or release said, until the next one: shown under the listing's summary. */
+function notice(text, isError = true) {
+  $("notice").textContent = text;
+  $("notice").className = isError ? "error" : "";
 }
 
 /** `1.2s`, `350ms`, `3m05s`: short enough for a table cell. */
@@ -86,6 +95,7 @@ async function refresh() {
   refreshing = true;
   try {
     const [cells, nodes] = await Promise.all([view.listCells(), view.listNodes()]);
+    listed = new Set(cells.map((c) => c.cell));
     fill("cells-table", cells, "cell", cellColumns, cellActions);
     fill("nodes-table", nodes, "node", nodeColumns, (tr, n) => tr.classList.add(`lease-${n.lease}`));
     const live = nodes.filter((n) => n.live).length;
@@ -98,12 +108,13 @@ async function refresh() {
   }
 }
 
-/** This page's own node, made and leased at the first claim. */
+/** This page's own node, made and leased at the first claim. No `node` option: the library makes up an
+ * id no other process has, and so writes its first lease without reading it first. */
 async function member() {
   if (own === null) {
-    node = `browser-${crypto.randomUUID().slice(0, 8)}`;
-    own = new S3Ownership({ ...store, node });
-    own.startRenewing((e) => status(`lease renewal: ${e.code}: ${e.message}`, true));
+    own = new S3Ownership(store);
+    node = own.node;
+    own.startRenewing((e) => notice(`lease renewal: ${e.code}: ${e.message}`));
   }
   if (!own.leaseValid()) await own.acquireLease(); // first claim, or fenced earlier: a fresh lease
   return own;
@@ -111,47 +122,47 @@ async function member() {
 
 async function claim(cell) {
   try {
-    const result = await (await member()).claim(cell);
-    if (result.outcome === "rejected") status(`${cell} is owned by ${result.owner.node} (live): route to it`, true);
+    // A cell the last listing did not show is most likely new: written at once (If-None-Match), not read
+    // first; if it exists after all the write is refused, and the claim reads it and decides as usual.
+    const result = await (await member()).claim(cell, { expectNew: !listed.has(cell) });
+    if (result.outcome === "rejected") notice(`${cell} is owned by ${result.owner.node} (live): route to it`);
+    else notice(`claimed ${cell} at epoch ${result.epoch}`, false);
   } catch (e) {
-    status(`claim ${cell}: ${e.code}: ${e.message}`, true);
+    notice(`claim ${cell}: ${e.code}: ${e.message}`);
   }
   await refresh();
 }
 
 async function release(cell) {
   try {
-    await own.release(cell);
+    notice(`release ${cell}: ${await own.release(cell)}`, false);
   } catch (e) {
-    status(`release ${cell}: ${e.code}: ${e.message}`, true);
+    notice(`release ${cell}: ${e.code}: ${e.message}`);
   }
   await refresh();
 }
 
-$("connect").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const value = (id) => $(id).value.trim();
+async function connect() {
   try {
-    store = {
-      endpoint: value("endpoint"), bucket: value("bucket"), region: value("region"), prefix: value("prefix"),
-      accessKeyId: value("accessKeyId"), secretAccessKey: value("secretAccessKey"),
-    };
+    const where = await (await fetch("/store")).json(); // { endpoint, bucket, region, prefix }
+    store = { ...where, credentials: async () => (await fetch("/credentials", { method: "POST" })).json() };
     view = new S3Inspector(store);
   } catch (e) {
-    status(`connect: ${e.code}: ${e.message}`, true);
+    status(`connect: ${e.code ?? "error"}: ${e.message}`, true);
     return;
   }
-  $("connect-button").disabled = true;
   $("claim").hidden = false;
   const tick = async () => {
     await refresh();
     setTimeout(tick, REFRESH_MS);
   };
   tick();
-});
+}
 
 $("claim").addEventListener("submit", (event) => {
   event.preventDefault();
   const cell = $("claim-cell").value.trim();
   if (cell) claim(cell);
 });
+
+connect();

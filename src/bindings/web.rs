@@ -14,7 +14,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
 use super::trap::Hooks;
-use crate::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError};
+use crate::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError, Unsent};
 use crate::error::{Fault, Source};
 
 #[wasm_bindgen]
@@ -129,7 +129,47 @@ fn hidden_etag(req: &HttpRequest, res: &HttpResponse, response_type: Option<&str
     })
 }
 
+/// The detail of a failed `https://` request whose port answered in plain HTTP (Node: OpenSSL's "wrong
+/// version number"; Deno: rustls's "InvalidContentType"), instead of the TLS library's own text.
+fn no_tls(url: &str, detail: &str) -> Option<String> {
+    let plain = ["WRONG_VERSION_NUMBER", "wrong version number", "InvalidContentType"].iter().any(|s| detail.contains(s));
+    (plain && url.starts_with("https://")).then(|| "the endpoint does not speak TLS; use http://".to_owned())
+}
+
 impl WebEnv {
+    /// Whether a browser's CORS rule refuses `header` on requests to `url`, found with two reads that
+    /// cannot write (unsigned GETs, nothing about them but the header): a plain GET (no preflight) is
+    /// answered, whatever its status, and a GET carrying `header: value` fails before any answer.
+    async fn preflight_refused(&self, url: &str, header: &str, value: &str, timeout_ms: Option<u32>) -> bool {
+        self.answers(url, None, timeout_ms).await && !self.answers(url, Some((header, value)), timeout_ms).await
+    }
+
+    /// Whether an unsigned GET of `url` with at most one header gets an answer (any status) in time.
+    async fn answers(&self, url: &str, header: Option<(&str, &str)>, timeout_ms: Option<u32>) -> bool {
+        let Ok(ctrl) = AbortController::new() else { return false };
+        let headers = js_sys::Object::new();
+        if let Some((name, value)) = header {
+            let _ = js_sys::Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value));
+        }
+        let init = RequestInit::new();
+        init.set_method("GET");
+        init.set_headers(&headers);
+        init.set_signal(Some(&ctrl.signal()));
+        // From the store, not from the HTTP cache: a cached answer says nothing about the network now.
+        init.set_cache(RequestCache::NoStore);
+        let Ok(request) = Request::new_with_str_and_init(url, &init) else { return false };
+        let abort = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort")).map(|f| f.unchecked_into::<Function>().bind0(&ctrl));
+        let timer = abort.ok().map(|abort| set_timeout(&abort, f64::from(timeout_ms.unwrap_or(5_000).max(1))));
+        let answered = match self.fetch.call1(&js_sys::global(), &request) {
+            Ok(sent) => self.wait(&Promise::resolve(&sent)).await.is_ok_and(|res| res.is_instance_of::<Response>()),
+            Err(_) => false,
+        };
+        if let Some(timer) = &timer {
+            clear_timeout(timer);
+        }
+        answered
+    }
+
     pub(crate) fn new(fetch: Function, hooks: Hooks) -> Self {
         WebEnv { fetch, hooks, sleeping: RefCell::default(), provider: None, r2: None }
     }
@@ -223,11 +263,18 @@ impl Env for WebEnv {
             // The runtime's error itself travels on, as the caller's error's `cause`.
             Err(e) => {
                 let mut detail = describe_failure(&e);
+                if let Some(unsent) = no_tls(&req.url, &detail) {
+                    return Err(TransportError::Unsent(Unsent::NoTls, NetworkError { detail: unsent, source: Some(Source::new(e)) }));
+                }
                 // A browser says only "Failed to fetch" when the preflight is refused; a conditional write
                 // is the request whose preflight asks for if-match / if-none-match.
-                let conditional = req.header("if-match").is_some() || req.header("if-none-match").is_some();
-                if let Some(page) = cross_origin_page(&req.url).filter(|_| conditional) {
-                    detail = format!("{detail}; no answer came to a conditional write from {page}: most likely the bucket's CORS rule refused its preflight (it must allow this origin, the method {} and the headers if-match and if-none-match, besides authorization, content-type and x-amz-*)", req.method);
+                let condition = ["if-match", "if-none-match"].into_iter().find_map(|h| Some((h, req.header(h)?)));
+                if let (Some(page), Some((header, value))) = (cross_origin_page(&req.url), condition) {
+                    if self.preflight_refused(&req.url, header, value, timeout_ms).await {
+                        let detail = format!("it does not allow the header {header} from {page} (the preflight of a GET with {header} was refused while a plain GET was answered; the {} was never sent): add if-match and if-none-match to the rule's AllowedHeaders, beside authorization, content-type and x-amz-*", req.method);
+                        return Err(TransportError::Unsent(Unsent::Cors, NetworkError { detail, source: Some(Source::new(e)) }));
+                    }
+                    detail = format!("{detail}; no answer came to a conditional write from {page}: if this persists, check that the bucket's CORS rule allows this origin and the method {}", req.method);
                 }
                 Err(TransportError::Network(NetworkError { detail, source: Some(Source::new(e)) }))
             }

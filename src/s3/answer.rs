@@ -4,8 +4,9 @@
 //! sends XML or nothing) is a `request` refusal saying "not an S3 API": a wrong endpoint must never read
 //! as a store that breaks conditional writes, nor as a write that may have landed.
 
-use crate::env::{HttpResponse, TransportError};
-use crate::error::{Error, Fault, Refusal};
+use crate::env::{HttpResponse, NetworkError, TransportError, Unsent};
+use crate::error::{Error, Failure, Fault, Quoted, Refusal};
+use super::xml::unescape_lenient;
 use crate::sigv4::split_once_str;
 
 /// A conditional PUT's answer, before any readback.
@@ -46,20 +47,8 @@ pub fn parse_error(body: &[u8]) -> (String, String) {
 /// The text of the first `<name>…</name>`, entity-decoded and bounded in length (it ends up in messages).
 fn xml_element(text: &str, name: &str) -> String {
     let Some((_, after)) = split_once_str(text, &format!("<{name}>")) else { return String::new() };
-    let Some((mut raw, _)) = split_once_str(after, &format!("</{name}>")) else { return String::new() };
-    // The five XML entities, decoded in one pass (what `&amp;lt;` means: `&lt;`).
-    let mut decoded = String::with_capacity(raw.len());
-    while let Some((before, rest)) = raw.split_once('&') {
-        decoded.push_str(before);
-        let (c, after) = [("lt;", '<'), ("gt;", '>'), ("quot;", '"'), ("apos;", '\''), ("amp;", '&')]
-            .into_iter()
-            .find_map(|(e, c)| rest.strip_prefix(e).map(|after| (c, after)))
-            .unwrap_or(('&', rest));
-        decoded.push(c);
-        raw = after;
-    }
-    decoded.push_str(raw);
-    decoded.chars().take(300).collect()
+    let Some((raw, _)) = split_once_str(after, &format!("</{name}>")) else { return String::new() };
+    unescape_lenient(raw).chars().take(300).collect()
 }
 
 fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
@@ -80,9 +69,31 @@ fn store_error(key: &str, status: u16, body: &[u8]) -> Error {
         "UnrecognizedClientException",
     ];
     let key = key.to_owned();
+    if let Some(region) = wanted_region(&code, &message, body) {
+        // Signed for another region: the configuration is wrong, not the keys.
+        let message = format!("the bucket is in region {}: set the region option to it (the store said: {message})", Quoted(&region));
+        return Error::Request(Box::new(Refusal { key, status, code, message, source: None }));
+    }
     let auth = status == 401 || status == 403 || auth_codes.contains(&code.as_str());
     let refusal = Box::new(Refusal { key, status, code, message, source: None });
     if auth { Error::Auth(refusal) } else { Error::Request(refusal) }
+}
+
+/// The region a store says a request should have been signed for: AWS puts it in `<Region>` of its
+/// `AuthorizationHeaderMalformed`; others only say "… expecting 'eu-west-1'" (MinIO) or
+/// "… expecting \"eu-west-1\"" (versitygw) in the message. `None` unless it reads as a region name.
+fn wanted_region(code: &str, message: &str, body: &[u8]) -> Option<String> {
+    let element = xml_element(&String::from_utf8_lossy(body), "Region");
+    let region = if !element.is_empty() {
+        element
+    } else if code == "AuthorizationHeaderMalformed" && message.contains("region") {
+        let (_, after) = split_once_str(message, "expecting")?;
+        after.trim_matches(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '.' | '`')).to_owned()
+    } else {
+        return None;
+    };
+    let name = !region.is_empty() && region.len() <= 64 && region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    name.then_some(region)
 }
 
 /// What a body is when no S3 API would send it where S3 sends XML or nothing; `None` when S3 could have
@@ -142,6 +153,17 @@ fn transport_fault(e: TransportError) -> Fault {
         TransportError::TimedOut => Fault::new("timed out (aborted)"),
         TransportError::Network(n) => Fault { detail: format!("network error: {}", n.detail), source: n.source, ..Fault::default() },
         TransportError::Unreadable { status, detail } => Fault { detail, status, ..Fault::default() },
+        TransportError::Unsent(_, n) => Fault { detail: n.detail, source: n.source, ..Fault::default() },
+    }
+}
+
+/// The error of a request the runtime would not send (nothing reached the store): `cors` for a browser's
+/// refusal, else `transport`; either way final, as sending it again cannot change it.
+fn unsent(key: &str, why: Unsent, n: NetworkError) -> Error {
+    let failure = Box::new(Failure { key: key.to_owned(), fault: Fault { detail: n.detail, source: n.source, ..Fault::default() } });
+    match why {
+        Unsent::Cors => Error::Cors(failure),
+        Unsent::NoTls => Error::Transport(failure),
     }
 }
 
@@ -149,6 +171,7 @@ fn transport_fault(e: TransportError) -> Fault {
 pub fn classify_put(key: &str, answer: Result<HttpResponse, TransportError>) -> PutAnswer {
     let resp = match answer {
         Ok(resp) => resp,
+        Err(TransportError::Unsent(why, n)) => return PutAnswer::Refused(unsent(key, why, n)),
         Err(e) => return PutAnswer::Ambiguous(transport_fault(e)),
     };
     match resp.status {
@@ -192,6 +215,7 @@ pub fn classify_get(key: &str, answer: Result<HttpResponse, TransportError>) -> 
         Err(TransportError::Unreadable { status, detail }) => {
             return GetAnswer::Refused(Error::Request(Box::new(Refusal { key: key.to_owned(), status, code: String::new(), message: detail, source: None })));
         }
+        Err(TransportError::Unsent(why, n)) => return GetAnswer::Refused(unsent(key, why, n)),
         Err(e) => return GetAnswer::Retryable(transport_fault(e)),
     };
     match resp.status {
@@ -278,6 +302,21 @@ mod tests {
     }
 
     #[test]
+    fn a_request_the_runtime_would_not_send_is_refused_at_once_and_never_ambiguous() {
+        let source = Source::new("TypeError: Failed to fetch".to_owned());
+        let unsent = |why| Err(TransportError::Unsent(why, NetworkError { detail: "the rule lacks if-none-match".into(), source: Some(source.clone()) }));
+        let PutAnswer::Refused(e) = classify_put("nodes/n.json", unsent(Unsent::Cors)) else { panic!("a write never sent did not land") };
+        assert_eq!((e.code(), e.key(), e.fault().source.as_ref()), ("cors", Some("nodes/n.json"), Some(&source)));
+        assert_eq!(e.to_string(), "the browser would not send the request for nodes/n.json (the bucket's CORS rule refused it): the rule lacks if-none-match");
+        let GetAnswer::Refused(e) = classify_get("k", unsent(Unsent::Cors)) else { panic!("not retried") };
+        assert_eq!(e.code(), "cors");
+        let PutAnswer::Refused(e) = classify_put("k", unsent(Unsent::NoTls)) else { panic!("a write never sent did not land") };
+        assert_eq!(e.code(), "transport");
+        let GetAnswer::Refused(e) = classify_get("k", unsent(Unsent::NoTls)) else { panic!("not retried") };
+        assert_eq!(e.to_string(), "transport failure on k: the rule lacks if-none-match");
+    }
+
+    #[test]
     fn refusals_carry_the_store_code_and_message_and_key() {
         match classify_put("cells/c/own.json", resp(403, None, &xml("SignatureDoesNotMatch"))) {
             PutAnswer::Refused(e) => {
@@ -287,6 +326,37 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_wrong_region_is_a_request_error_naming_the_region_the_store_wants() {
+        let bodies = [
+            // AWS: the region in its own element.
+            "<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>",
+            // versitygw (Go's encoding/xml writes `"` as `&#34;`).
+            "<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region &#34;us-east-1&#34; is wrong; expecting &#34;eu-west-1&#34;</Message></Error>",
+            // MinIO.
+            "<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region is wrong; expecting 'eu-west-1'.</Message></Error>",
+        ];
+        for body in bodies {
+            for e in [
+                match classify_put("nodes/n.json", resp(400, None, body)) { PutAnswer::Refused(e) => e, other => panic!("{other:?}") },
+                match classify_get("nodes/n.json", resp(400, None, body)) { GetAnswer::Refused(e) => e, other => panic!("{other:?}") },
+            ] {
+                assert_eq!((e.code(), e.fault().status, e.fault().code.as_str()), ("request", 400, "AuthorizationHeaderMalformed"), "{body}");
+                let text = e.to_string();
+                assert!(text.starts_with("store refused request for nodes/n.json: 400 AuthorizationHeaderMalformed: the bucket is in region \"eu-west-1\": set the region option to it (the store said: The authorization header is malformed;"), "{text}");
+                assert!(!text.contains("&#34;"), "{text}");
+            }
+        }
+        // Malformed for another reason: still `auth`, as before.
+        let other = "<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; a non-empty Access Key (AKID) must be provided in the credential.</Message></Error>";
+        let PutAnswer::Refused(e) = classify_put("k", resp(400, None, other)) else { panic!("refused") };
+        assert_eq!(e.code(), "auth");
+        // A region element that is not a region name is not trusted as one.
+        let odd = "<Error><Code>AuthorizationHeaderMalformed</Code><Message>m</Message><Region>eu west</Region></Error>";
+        let PutAnswer::Refused(e) = classify_put("k", resp(400, None, odd)) else { panic!("refused") };
+        assert_eq!(e.code(), "auth");
     }
 
     #[test]
@@ -415,7 +485,7 @@ mod tests {
         match classify_put("probe/cas-x-a", resp(200, Some("\"p\""), PAGE)) {
             PutAnswer::Refused(e) => assert_eq!(
                 e.to_string(),
-                "store refused request for probe/cas-x-a: 200 : not an S3 API: it answered 200 with an HTML page (check the endpoint)"
+                "store refused request for probe/cas-x-a: 200: not an S3 API: it answered 200 with an HTML page (check the endpoint)"
             ),
             other => panic!("{other:?}"),
         }

@@ -197,23 +197,53 @@ pub fn unescape(raw: &[u8]) -> Result<String, Detail> {
         let semi = raw.get(i..).and_then(|r| r.iter().position(|&c| c == b';')).ok_or_else(|| "unterminated entity".to_owned())?;
         let entity = text_of(raw.get(i..i + semi).unwrap_or_default());
         i += semi + 1;
-        let c = match entity {
-            "lt" => '<',
-            "gt" => '>',
-            "amp" => '&',
-            "quot" => '"',
-            "apos" => '\'',
-            _ => {
-                let code = match entity.strip_prefix("#x").or_else(|| entity.strip_prefix("#X")) {
-                    Some(hex) => number(hex, 16, 6),
-                    None => entity.strip_prefix('#').and_then(|dec| number(dec, 10, 7)),
-                };
-                code.filter(|&c| c != 0).and_then(char::from_u32).ok_or_else(|| format!("unknown entity &{entity};"))?
-            }
-        };
+        let c = entity_char(entity).ok_or_else(|| format!("unknown entity &{entity};"))?;
         out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
     }
     String::from_utf8(out).map_err(|_| "invalid UTF-8".to_owned())
+}
+
+/// The character an entity's name (between `&` and `;`) stands for: one of the five predefined, or a
+/// numeric reference to a character XML can hold.
+fn entity_char(entity: &str) -> Option<char> {
+    match entity {
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "amp" => Some('&'),
+        "quot" => Some('"'),
+        "apos" => Some('\''),
+        _ => {
+            let code = match entity.strip_prefix("#x").or_else(|| entity.strip_prefix("#X")) {
+                Some(hex) => number(hex, 16, 6),
+                None => entity.strip_prefix('#').and_then(|dec| number(dec, 10, 7)),
+            };
+            code.filter(|&c| c != 0).and_then(char::from_u32)
+        }
+    }
+}
+
+/// What [`unescape`] decodes, for text that ends up in a message (an error body's `<Message>`): what
+/// does not decode is kept as sent instead of refused, so a store's sloppy XML still reads. Go's
+/// encoding/xml (versitygw, MinIO) writes `"` as `&#34;`.
+pub fn unescape_lenient(mut raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    while let Some((before, rest)) = raw.split_once('&') {
+        out.push_str(before);
+        // An entity name is short: a `;` further on belongs to the text, not to this `&`.
+        let decoded = rest.get(..rest.len().min(10)).and_then(|head| head.find(';')).and_then(|semi| Some((entity_char(rest.get(..semi)?)?, semi)));
+        match decoded {
+            Some((c, semi)) => {
+                out.push(c);
+                raw = rest.get(semi + 1..).unwrap_or_default();
+            }
+            None => {
+                out.push('&');
+                raw = rest;
+            }
+        }
+    }
+    out.push_str(raw);
+    out
 }
 
 /// 1..=`max_digits` digits in `radix` (10 or 16), folded by hand: `str::parse` costs wasm for nothing here.
@@ -302,5 +332,13 @@ mod tests {
         assert_eq!(unescape(b"&#65;&#x41;&#X41;").unwrap(), "AAA");
         assert_eq!(unescape("plain é".as_bytes()).unwrap(), "plain é");
         assert!(unescape(b"a<b").is_err());
+    }
+
+    #[test]
+    fn lenient_entities_decode_what_they_can_and_keep_the_rest() {
+        assert_eq!(unescape_lenient("the region &#34;us-east-1&#34; is wrong; expecting &#34;eu-west-1&#34;"), "the region \"us-east-1\" is wrong; expecting \"eu-west-1\"");
+        assert_eq!(unescape_lenient("&lt;&gt;&quot;&apos;&amp;&amp;lt;&#x41;"), "<>\"'&&lt;A");
+        assert_eq!(unescape_lenient("&bogus; & &#0; &#xD800; a&b;c &"), "&bogus; & &#0; &#xD800; a&b;c &");
+        assert_eq!(unescape_lenient("é&#233;"), "éé");
     }
 }

@@ -1,7 +1,8 @@
 // Browsers and the bucket's CORS rule, in headless Chromium against ministack behind fronts that apply a
-// rule as S3 does (scripts/lib/cors-proxy.mjs): the README's rule (examples/browser/cors.json) works; a rule that does not expose ETag is reported at once as an
-// ExposeHeaders problem (never retried); a rule that does not allow if-none-match makes the conditional
-// write fail before any answer, and the error names the CORS rule.
+// rule as S3 does (scripts/lib/cors-proxy.mjs): the README's rule (examples/browser/cors.json) works; a
+// rule that does not expose ETag is reported at once as an ExposeHeaders problem (never retried); a rule
+// that does not allow if-none-match / if-match makes the browser refuse the conditional write before
+// sending it, which is reported at the first attempt as `cors`, naming the header, with nothing written.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -12,7 +13,7 @@ import { resultsFromChromium } from "./harness.mjs";
 
 const store = atomicStore(process.env);
 const upstreamPort = Number(new URL(store.endpoint).port);
-const [readmeRule] = JSON.parse(readFileSync(new URL("../../examples/browser/cors.json", import.meta.url), "utf8"));
+const { CORSRules: [readmeRule] } = JSON.parse(readFileSync(new URL("../../examples/browser/cors.json", import.meta.url), "utf8"));
 /** The README's rule for the test page's origin (a loopback port), with `change` applied. */
 const rule = (change = {}) => ({ ...readmeRule, AllowedOrigins: ["http://127.0.0.1:*"], ...change });
 const fronts = [];
@@ -36,8 +37,8 @@ async function plantMarker(prefix) {
 
 /** Runs `steps` (the body of an async function of `own`, returning a value) in Chromium with an
  * S3Ownership on `endpoint`; resolves to { value } or { error: { code, message } }. */
-async function inChromium(endpoint, prefix, steps) {
-  const options = { ...store, endpoint, prefix, node: "tab-1", probe: false };
+async function inChromium(endpoint, prefix, steps, extra = { probe: false }) {
+  const options = { ...store, endpoint, prefix, node: "tab-1", ...extra };
   const [result] = await resultsFromChromium(`
     import { S3Ownership } from "/js/inline.js";
     const own = new S3Ownership(${JSON.stringify(options)});
@@ -92,12 +93,51 @@ test("a CORS rule that does not expose ETag: a 2xx without a readable ETag is re
   assert.equal(marker.length, 1, `the marker read once: ${f.seen.join("\n")}`);
 });
 
-test("a CORS rule that does not allow if-none-match: the conditional write fails before any answer, and the error names the CORS rule", async () => {
-  const f = await front(rule({ AllowedHeaders: ["authorization", "content-type", "if-match", "x-amz-*"] }));
-  const prefix = unique("no-inm");
-  const out = await inChromium(f.url, prefix, "await own.acquireLease();");
-  assert.ok(out.error, JSON.stringify(out));
-  assert.match(out.error.message, /Failed to fetch.*conditional write.*CORS rule.*if-none-match/, JSON.stringify(out));
-  assert.equal(sent(f, "PUT").length, 0, `the browser never sent the write: ${f.seen.join("\n")}`);
-  assert.ok(sent(f, "OPTIONS").length >= 1);
+/** The keys under `prefix` in the store (a signed ListObjectsV2 from Node, not through any front). */
+async function keysUnder(prefix) {
+  const { accessKeyId, secretAccessKey, region } = store;
+  const list = signRequest({ accessKeyId, secretAccessKey, region, url: `${store.endpoint}/${store.bucket}?list-type=2&prefix=${encodeURIComponent(prefix)}` });
+  const xml = await (await fetch(list.url, { headers: list.headers })).text();
+  return [...xml.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+}
+
+/** Runs `steps` in Chromium and says how long they took there: { value } or { error }, and `ms`. */
+const timed = (endpoint, prefix, steps, extra) =>
+  inChromium(endpoint, prefix, `const t0 = performance.now(); let out; try { out = { value: await (async () => { ${steps} })() }; } catch (e) { out = { error: { code: e.code, message: e.message, key: e.key } }; } return { ...out, ms: performance.now() - t0 };`, extra)
+    .then((r) => r.value);
+
+// `puts`: the writes the browser may still send. The probe's first batch goes out at once, and with
+// if-match allowed its If-Match write of a key never created is sent (answered 404, writing nothing).
+for (const [lacking, allowed, puts] of [
+  ["if-none-match", ["authorization", "content-type", "if-match", "x-amz-*"], 1],
+  ["if-match and if-none-match", ["authorization", "content-type", "x-amz-*"], 0],
+]) {
+  test(`a CORS rule without ${lacking}: cors at the first conditional write, in under 2 s, naming the header, nothing written`, async () => {
+    const f = await front(rule({ AllowedHeaders: allowed }));
+    const prefix = unique("no-inm");
+    // As a new user runs it: the probe on (its first step is a conditional create).
+    const out = await timed(f.url, prefix, "await own.acquireLease(); return own.leaseValid();", {});
+    assert.equal(out.error?.code, "cors", JSON.stringify(out));
+    assert.match(out.error.message, /^the browser would not send the request for \S+ \(the bucket's CORS rule refused it\): it does not allow the header if-none-match from http:\/\/127\.0\.0\.1:\d+ .*add if-match and if-none-match to the rule's AllowedHeaders/, out.error.message);
+    assert.ok(out.ms < 2000, `failed after ${out.ms} ms`);
+    assert.ok(sent(f, "PUT").length <= puts, `the browser sent no write it was refused: ${f.seen.join("\n")}`);
+    assert.equal(sent(f, "DELETE").length, 0, f.seen.join("\n"));
+    assert.deepEqual(await keysUnder(prefix), [], "nothing written under the prefix");
+    // No readback, no retry: the key's only GETs are the plain checking GETs, one per write of it (the
+    // probe races two writers on it); the checking GET with the header is refused before it is sent.
+    const reads = sent(f, "GET").filter((s) => s.endsWith(`/${out.error.key}`));
+    assert.ok(reads.length <= 2, `not read back: ${f.seen.join("\n")}`);
+  });
+}
+
+test("a CORS rule without if-match: the first renewal is refused as cors at once, and the lease record is left as it was", async () => {
+  const f = await front(rule({ AllowedHeaders: ["authorization", "content-type", "if-none-match", "x-amz-*"] }));
+  const prefix = unique("no-im");
+  const out = await timed(f.url, prefix, "await own.acquireLease(); await own.renewLease();");
+  assert.equal(out.error?.code, "cors", JSON.stringify(out));
+  assert.equal(out.error.key, `${prefix}nodes/tab-1.json`);
+  assert.match(out.error.message, /does not allow the header if-match from .*the PUT was never sent/, out.error.message);
+  assert.ok(out.ms < 2000, `failed after ${out.ms} ms`);
+  assert.equal(sent(f, "PUT").length, 1, `the create only: ${f.seen.join("\n")}`);
+  assert.deepEqual(await keysUnder(prefix), [`${prefix}nodes/tab-1.json`]);
 });

@@ -148,6 +148,7 @@ impl Env for Net {
             TransportError::TimedOut => None,
             TransportError::Network(n) => Some(n.detail),
             TransportError::Unreadable { detail, .. } => Some(detail),
+            TransportError::Unsent(_, n) => Some(n.detail),
         };
         let answer = on_thread(move || exchange(&req, timeout).map_err(detached)).await;
         answer.map_err(|e| e.map_or(TransportError::TimedOut, |detail| TransportError::Network(detail.into())))

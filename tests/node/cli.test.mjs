@@ -39,7 +39,9 @@ test("bad arguments exit 2 with a message naming the problem", async () => {
   const base = ["--endpoint", "http://127.0.0.1:9", "--bucket", "b"];
   const cases = [
     [[], CREDS, "no command given"],
-    [["list"], CREDS, 'unknown command "list"'],
+    [["list"], CREDS, 'unknown command "list" (inspect, probe, help)'],
+    [["inpsect", ...base], CREDS, 'unknown command "inpsect": did you mean inspect?'],
+    [["prbe", ...base], CREDS, 'unknown command "prbe": did you mean probe?'],
     [["inspect", ...base, "--bogus"], CREDS, "unknown option --bogus (--help lists them)"],
     [["inspect", ...base, "--bukcet", "b"], CREDS, "unknown option --bukcet: did you mean --bucket?"],
     [["inspect", ...base, "--endpiont=x"], CREDS, "unknown option --endpiont: did you mean --endpoint?"],
@@ -260,7 +262,12 @@ test("inspect reports store refusals with their code, exit 1", async (t) => {
   try {
     const r = await run(["inspect", "--endpoint", `http://127.0.0.1:${html.address().port}`, "--bucket", bucket], storeEnv());
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /^celld-edge: request: .*not an S3 API/);
+    assert.match(r.stderr, /^celld-edge: request: store refused request for list \S+: 200: not an S3 API: /);
+    // https:// to that plain-HTTP port: said in words, not in OpenSSL's; nothing retried.
+    const tls = await run(["inspect", "--endpoint", `https://127.0.0.1:${html.address().port}`, "--bucket", bucket], storeEnv());
+    assert.equal(tls.code, 1, tls.stderr);
+    assert.match(tls.stderr, /^celld-edge: transport: transport failure on \S+: the endpoint does not speak TLS; use http:\/\/\n/);
+    assert.ok(!/SSL routines|\\n/.test(tls.stderr.split("\n")[0]), tls.stderr);
   } finally {
     html.close();
   }
@@ -282,7 +289,8 @@ test("inspect reports store refusals with their code, exit 1", async (t) => {
   // A malformed endpoint is a bad argument.
   const bad = await run(["inspect", "--endpoint", "ftp://x", "--bucket", bucket], storeEnv());
   assert.equal(bad.code, 2, bad.stderr);
-  assert.match(bad.stderr, /^celld-edge: invalid-input: /);
+  // Its code said once: not "invalid-input: invalid input: ...".
+  assert.match(bad.stderr, /^celld-edge: invalid-input: (?!invalid input)\S.*"ftp:\/\/x"/);
 });
 
 test("probe qualifies ministack once, text and --json; a store that ignores conditions exits 1", async () => {

@@ -105,6 +105,7 @@ function retryable(e: CelldEdgeError): boolean {
     case "invalid-input":
     case "auth":
     case "request":
+    case "cors":
     case "corrupt-record":
     case "store-violation":
     case "unsupported-backend":
