@@ -11,6 +11,8 @@ pub(super) fn to_wit(e: Error) -> WitError {
         Error::Request(_) => ErrorCode::Request,
         Error::Transport(_) => ErrorCode::Transport,
         Error::Ambiguous(_) => ErrorCode::Ambiguous,
+        Error::Throttled(_) => ErrorCode::Throttled,
+        Error::Cors(_) => ErrorCode::Cors,
         Error::CorruptRecord(_) => ErrorCode::CorruptRecord,
         Error::StoreViolation(_) => ErrorCode::StoreViolation,
         Error::NotLeased(_) => ErrorCode::NotLeased,
