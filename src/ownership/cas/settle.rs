@@ -182,14 +182,7 @@ impl<E: Env> Store<E> {
                 if !core::mem::take(&mut after_throttle) && !reconciles.take() {
                     return Err(unsettled(key, ambiguity, undecodable, &turned_away));
                 }
-                let current = match self.get(key, budget).await {
-                    Ok(current) => current,
-                    Err(e) if ambiguity.is_some() => {
-                        let detail = format!("readback failed: {e}");
-                        return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
-                    }
-                    Err(e) => return Err(e),
-                };
+                let current = self.read_back(key, budget, ambiguity.is_some()).await?;
                 let (body, etag) = match (current, guard) {
                     (Some(found), _) => found,
                     // Still absent: ours did not land; send again.
@@ -211,6 +204,20 @@ impl<E: Env> Store<E> {
                     Ok(_) => break,
                 }
             }
+        }
+    }
+}
+
+impl<E: Env> Store<E> {
+    /// Reads `key` back to settle a write or a delete. A readback that fails after an attempt that may have
+    /// landed is `ambiguous` (the write's fate is still unknown), not the read's own error.
+    async fn read_back(&self, key: &str, budget: Budget, ambiguous: bool) -> Result<Option<(Vec<u8>, String)>> {
+        match self.get(key, budget).await {
+            Err(e) if ambiguous => {
+                let detail = format!("readback failed: {e}");
+                Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }))
+            }
+            found => found,
         }
     }
 }
@@ -269,14 +276,7 @@ impl<E: Env> Store<E> {
             if !after_throttle && !reconciles.take() {
                 return Err(unsettled(key, ambiguity, false, &turned_away));
             }
-            let current = match self.get(key, budget).await {
-                Ok(current) => current,
-                Err(e) if ambiguity.is_some() => {
-                    let detail = format!("readback failed: {e}");
-                    return Err(Error::ambiguous(key.to_owned(), Fault { detail, ..e.fault() }));
-                }
-                Err(e) => return Err(e),
-            };
+            let current = self.read_back(key, budget, ambiguity.is_some()).await?;
             match current {
                 None => return Ok(Removal::Gone),
                 // Still the version it names: the delete did not land; send it again.
