@@ -25,7 +25,7 @@ const observe = (server) => new S3Ownership({ ...server, region: "us-east-1", no
 
 /** The tested files the README must show verbatim. */
 const SHOWN = ["node.mjs", "deno.js", "worker.js", "wrangler.toml", "browser.js", "fencing.mjs", "scope.mjs", "sign.mjs", "inspect.mjs", "errors.mjs"].map((f) => `examples/quickstart/${f}`)
-  .concat(["examples/browser/cors.json"]);
+  .concat(["examples/browser/cors.json", "examples/component/host.py"]);
 
 test("README shows every quick start verbatim, and every code block is a tested file", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
