@@ -1452,6 +1452,32 @@ mod lifecycle {
         }
     }
 
+    /// The tooth that lets close() delete the lease with a write naming the node still in flight: a
+    /// record naming `a` lands after `a`'s lease is gone (peers then wait on a missing lease instead of
+    /// taking `c` over). The random world draws this race too rarely to catch it within a test's seeds.
+    #[test]
+    fn a_close_racing_a_write_catches_the_delete_before_writes_settle_tooth() {
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut cfg = config("a", TTL);
+        cfg.probe = ProbePolicy::Recorded;
+        let a = S3Ownership::new(cfg, gate.clone())
+            .unwrap()
+            .with_tooth(celld_edge::ownership::teeth::Tooth::DeleteBeforeWritesSettle);
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k == "cells/c/own.json");
+        let mut cas = Box::pin(a.cas_owner("c", &CasGuard::Absent, 1));
+        assert!(poll(&mut cas).is_none());
+        let held = gate.waiting()[0].0;
+        let mut close = Box::pin(a.close(CloseOptions::default()));
+        let early = poll(&mut close);
+        gate.deliver(held);
+        let _ = poll(&mut cas);
+        let closed = early.or_else(|| poll(&mut close)).expect("close finished").unwrap();
+        assert_eq!(owner_body(&env, "c")["node"], "a", "the write landed, naming a");
+        assert!(closed.deleted && env.body("nodes/a.json").is_none(), "armed: the lease is deleted under the write: {closed:?}");
+    }
+
     #[test]
     fn close_with_release_releases_then_deletes_the_retired_lease_where_deletes_are_conditional() {
         let env = MemEnv::new();
