@@ -1658,12 +1658,17 @@ mod lifecycle {
     #[test]
     fn a_delete_delivered_twice_answers_what_happened() {
         use celld_edge::ownership::LeaseRemoval;
-        for (status, code) in [(412, "PreconditionFailed"), (404, "NoSuchKey")] {
+        // A store where a's lease is dead, and a cleaner that has probed it (on another node id).
+        let dead_a = || {
             let env = MemEnv::new();
             leased(&env, "a");
             until_dead(&env, "a");
             let clean = cleaner(&env, ProbePolicy::Recorded);
-            assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent); // probed
+            assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent);
+            (env, clean)
+        };
+        for (status, code) in [(412, "PreconditionFailed"), (404, "NoSuchKey")] {
+            let (env, clean) = dead_a();
             env.push(Fault::Slow(0.0)); // the read of a's lease
             env.push(Fault::LandThen(Ok((status, code)))); // the delete, delivered twice
             let (removal, wire) = wire_of(&env, clean.remove_dead_lease("a", &[]));
@@ -1681,20 +1686,13 @@ mod lifecycle {
             assert!(closed.retired && closed.deleted, "{status}: {closed:?}");
             assert!(env.body("nodes/b.json").is_none());
         }
-        // A 412 whose readback shows another version: changed, as before.
-        let env = MemEnv::new();
-        leased(&env, "a");
-        until_dead(&env, "a");
-        let clean = cleaner(&env, ProbePolicy::Recorded);
-        assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent);
+        // A 412 whose readback shows the same version: the delete did not land, and is sent again.
+        let (env, clean) = dead_a();
         env.push(Fault::Slow(0.0));
         env.push(Fault::Drop(Ok((412, "PreconditionFailed"))));
         assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Removed, "same version still there: sent again");
-        let env = MemEnv::new();
-        leased(&env, "a");
-        until_dead(&env, "a");
-        let clean = cleaner(&env, ProbePolicy::Recorded);
-        assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent);
+        // A timeout whose readback shows another version: changed.
+        let (env, clean) = dead_a();
         env.push(Fault::Slow(0.0));
         env.push(Fault::DropAndPlant(r#"{"node":"a","expires_ms":1}"#, TransportError::TimedOut));
         assert_eq!(block_on(clean.remove_dead_lease("a", &[])).unwrap(), LeaseRemoval::Changed);
