@@ -2074,3 +2074,136 @@ fn a_write_delivered_twice_is_recognised_by_its_nonce_not_reported_rejected() {
     block_on(b.acquire_lease()).unwrap();
     assert!(b.lease_valid());
 }
+
+/// Tests written for mutants that cargo-mutants found the suites did not notice (docs/mutants.md): each
+/// asserts the behaviour the mutated line is for.
+mod mutants {
+    use super::*;
+    use celld_edge::env::{Event, HttpRequest, HttpResponse, Observer};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// Records every event as `op record outcome status` (requests) or its variant's name, and passes each on to
+    /// the `MemEnv` (which keeps `lost`).
+    #[derive(Clone)]
+    struct Heard(MemEnv, Rc<RefCell<Vec<String>>>);
+
+    impl Observer for Heard {
+        fn observe(&self, event: Event<'_>) {
+            let line = match &event {
+                Event::Request { key, op, record, outcome, status, ms } => format!("{op} {record} {key} {outcome} {status} {ms}"),
+                other => format!("{other:?}").split([' ', '{']).next().unwrap_or_default().to_owned(),
+            };
+            self.1.borrow_mut().push(line);
+            self.0.observe(event);
+        }
+    }
+
+    fn heard(env: &MemEnv, id: &str) -> (S3Ownership<MemEnv>, Rc<RefCell<Vec<String>>>) {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let n = node(env, id).observed_by(Heard(env.clone(), log.clone()));
+        (n, log)
+    }
+
+    /// `Store::answered`: each request is told to the observer with what it was for, how it was classified,
+    /// its status and its time on the monotonic clock.
+    #[test]
+    fn every_request_is_told_with_its_record_outcome_status_and_time() {
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        log.borrow_mut().clear();
+        env.push(Fault::SlowAnswer(40.0)); // the owner record's read: 40 ms on its way back
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let requests: Vec<String> = log.borrow().iter().filter(|l| l.contains(' ')).cloned().collect();
+        assert_eq!(
+            requests,
+            ["read owner cells/c/own.json missing 404 40", "write owner cells/c/own.json applied 200 0"],
+            "{:?}",
+            log.borrow()
+        );
+    }
+
+    /// `Store::exchange`: an answer whose `Date` is later than this machine's clocks allow (both stood still
+    /// while the store's clock ran: a paused VM) shows they undercounted; authority anchored before ends.
+    #[test]
+    fn an_answer_dated_beyond_what_the_clocks_counted_ends_authority() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        {
+            // The store's clock runs 30 s; neither of this machine's clocks moves.
+            let mut m = env.0.borrow_mut();
+            m.wall += 30_000;
+            m.wall_off -= 30_000;
+        }
+        assert!(a.lease_valid(), "nothing to see on the clocks themselves");
+        assert!(!block_on(a.verify("c", 1)).unwrap(), "the answer's Date says 30 s passed");
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+    }
+
+    /// `Store::forgot_store_clock` (issue 34 A): when the read before an acquisition is answered across a
+    /// move of this machine's clocks, the store's clock is not known again: read again rather than write an
+    /// expiry on the wall clock (which celld's nodes would misjudge).
+    #[test]
+    fn an_acquisition_whose_read_came_back_across_a_clock_move_reads_again_before_writing() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: authority and the store's clock are forgotten
+        assert!(!a.lease_valid());
+        env.push(Fault::SleepThenStep(5_000, -60_000)); // the lease's read, answered across another sleep and step
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        acquired.unwrap();
+        assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
+        assert!(a.lease_valid());
+        let lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").unwrap()).unwrap();
+        assert_eq!(lease["clock"], "store", "{lease}");
+    }
+
+    /// An `Env` standing for the R2 binding's adapter: every request must be one for the binding (its origin,
+    /// unsigned); it is answered by the `MemEnv` store as the binding would answer it.
+    #[derive(Clone)]
+    struct Binding(MemEnv, Rc<RefCell<Vec<String>>>);
+
+    impl celld_edge::env::Env for Binding {
+        async fn send(&self, mut req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+            assert_eq!(req.header("authorization"), None, "a binding's request is not signed");
+            let key = req.url.strip_prefix("r2://binding/").unwrap_or_else(|| panic!("not a binding request: {}", req.url)).to_owned();
+            self.1.borrow_mut().push(format!("{} {key}", req.method));
+            req.url = format!("{ENDPOINT}/{BUCKET}/{key}");
+            req.headers.push(("authorization".into(), "AWS4-HMAC-SHA256 Credential=binding/".into()));
+            self.0.send(req, timeout_ms).await
+        }
+        fn wall_ms(&self) -> u64 {
+            self.0.wall_ms()
+        }
+        fn mono_ms(&self) -> f64 {
+            self.0.mono_ms()
+        }
+        fn random_u64(&self) -> u64 {
+            self.0.random_u64()
+        }
+        async fn sleep(&self, ms: u32) {
+            self.0.sleep(ms).await
+        }
+    }
+
+    /// `Store::for_config`: a configuration for an R2 binding (no endpoint, bucket or keys) makes requests
+    /// for the binding, unsigned, and the protocol runs over them.
+    #[test]
+    fn an_r2_binding_configuration_sends_unsigned_binding_requests() {
+        let env = MemEnv::new();
+        let mut config = Config::new("", "", "n", "", "");
+        config.r2_binding = true;
+        config.lease_ttl_ms = TTL;
+        config.max_clock_skew_ms = SKEW;
+        config.probe = ProbePolicy::Off;
+        let sent = Rc::new(RefCell::new(Vec::new()));
+        let n = S3Ownership::new(config, Binding(env.clone(), sent.clone())).expect("a binding needs no endpoint or keys");
+        block_on(n.acquire_lease()).unwrap();
+        assert_eq!(applied_epoch(block_on(n.claim("c")).unwrap()), 1);
+        assert_eq!(owner_body(&env, "c")["node"], "n");
+        let sent = sent.borrow();
+        assert!(sent.iter().any(|s| s == "PUT nodes/n.json") && sent.last().is_some_and(|s| s == "PUT cells/c/own.json"), "{sent:?}");
+    }
+}
