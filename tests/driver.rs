@@ -2079,7 +2079,7 @@ fn a_write_delivered_twice_is_recognised_by_its_nonce_not_reported_rejected() {
 /// asserts the behaviour the mutated line is for.
 mod mutants {
     use super::*;
-    use celld_edge::env::{Event, HttpRequest, HttpResponse, Observer};
+    use celld_edge::env::{Env, Event, HttpRequest, HttpResponse, Observer};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -2092,6 +2092,7 @@ mod mutants {
         fn observe(&self, event: Event<'_>) {
             let line = match &event {
                 Event::Request { key, op, record, outcome, status, ms } => format!("{op} {record} {key} {outcome} {status} {ms}"),
+                Event::ReadRetried { attempt, backoff_ms, .. } => format!("retry {attempt} after {backoff_ms}"),
                 other => format!("{other:?}").split([' ', '{']).next().unwrap_or_default().to_owned(),
             };
             self.1.borrow_mut().push(line);
@@ -2115,7 +2116,7 @@ mod mutants {
         log.borrow_mut().clear();
         env.push(Fault::SlowAnswer(40.0)); // the owner record's read: 40 ms on its way back
         assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
-        let requests: Vec<String> = log.borrow().iter().filter(|l| l.contains(' ')).cloned().collect();
+        let requests: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("read ") || l.starts_with("write ")).cloned().collect();
         assert_eq!(
             requests,
             ["read owner cells/c/own.json missing 404 40", "write owner cells/c/own.json applied 200 0"],
@@ -2165,7 +2166,7 @@ mod mutants {
     #[derive(Clone)]
     struct Binding(MemEnv, Rc<RefCell<Vec<String>>>);
 
-    impl celld_edge::env::Env for Binding {
+    impl Env for Binding {
         async fn send(&self, mut req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
             assert_eq!(req.header("authorization"), None, "a binding's request is not signed");
             let key = req.url.strip_prefix("r2://binding/").unwrap_or_else(|| panic!("not a binding request: {}", req.url)).to_owned();
@@ -2205,5 +2206,70 @@ mod mutants {
         assert_eq!(owner_body(&env, "c")["node"], "n");
         let sent = sent.borrow();
         assert!(sent.iter().any(|s| s == "PUT nodes/n.json") && sent.last().is_some_and(|s| s == "PUT cells/c/own.json"), "{sent:?}");
+    }
+
+    /// `Store::pause_before_retry`: a 503 SlowDown is a brief burst at first (a short retry), then a store
+    /// turning reads away: the throttle's windows and one try more, ending `throttled`.
+    #[test]
+    fn a_read_slowed_down_again_is_throttled_with_one_try_more() {
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        for _ in 0..5 {
+            env.push(Fault::Drop(Ok((503, "SlowDown"))));
+        }
+        let err = block_on(a.read_owner("c")).unwrap_err();
+        assert_eq!(err.code(), "throttled");
+        assert!(err.to_string().contains("5 attempts"), "{err}");
+        let retries: Vec<(u32, u32)> = log
+            .borrow()
+            .iter()
+            .filter_map(|l| l.strip_prefix("retry "))
+            .map(|l| l.split_once(" after ").map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
+            .collect();
+        assert_eq!(retries.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert!(retries[0].1 <= 50, "the first retry is a short one: {retries:?}");
+    }
+
+    /// An `Env` whose random numbers are all `.1`.
+    #[derive(Clone)]
+    struct Rigged(MemEnv, u64);
+
+    impl Env for Rigged {
+        async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+            self.0.send(req, timeout_ms).await
+        }
+        fn wall_ms(&self) -> u64 {
+            self.0.wall_ms()
+        }
+        fn mono_ms(&self) -> f64 {
+            self.0.mono_ms()
+        }
+        fn random_u64(&self) -> u64 {
+            self.1
+        }
+        async fn sleep(&self, ms: u32) {
+            self.0.sleep(ms).await
+        }
+    }
+
+    /// `Store::pause_before_retry`: a failed read's retry waits 1..=50 ms, doubling: never 0 (at once), up to
+    /// the whole window.
+    #[test]
+    fn read_retries_wait_at_least_a_millisecond_and_up_to_the_whole_window() {
+        for (random, pauses) in [(0, [1, 1, 1]), (399, [50, 100, 200])] {
+            let env = MemEnv::new();
+            let log = Rc::new(RefCell::new(Vec::new()));
+            let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+            config.probe = ProbePolicy::Off;
+            let a = S3Ownership::new(config, Rigged(env.clone(), random)).unwrap().observed_by(Heard(env.clone(), log.clone()));
+            for _ in 0..3 {
+                env.push(Fault::Drop(Err(TransportError::Network("refused".into()))));
+            }
+            let mono = env.mono_ms();
+            assert_eq!(block_on(a.read_owner("c")).unwrap(), None);
+            let waited: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("retry ")).cloned().collect();
+            assert_eq!(waited, pauses.iter().enumerate().map(|(i, p)| format!("retry {} after {p}", i + 1)).collect::<Vec<_>>());
+            assert_eq!(env.mono_ms() - mono, pauses.iter().sum::<u32>() as f64, "slept that long");
+        }
     }
 }
