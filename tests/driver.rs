@@ -2272,4 +2272,21 @@ mod mutants {
             assert_eq!(env.mono_ms() - mono, pauses.iter().sum::<u32>() as f64, "slept that long");
         }
     }
+
+    /// `Store::cas_settled_then`: a resent write (after a 429) rejected because its own earlier delivery
+    /// landed (a retry below us delivered it twice) is read back, and found to be this claim's.
+    #[test]
+    fn a_resent_write_rejected_by_its_own_earlier_delivery_is_read_back_and_applied() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::Slow(0.0)); // the claim's read
+        env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+        env.push(Fault::Slow(0.0)); // the readback: still absent
+        env.push(Fault::LandThen(Ok((412, "PreconditionFailed")))); // the resend, delivered twice
+        let (outcome, wire) = wire_of(&env, a.claim("c"));
+        assert_eq!(applied_epoch(outcome.unwrap()), 1);
+        let own = "cells/c/own.json";
+        assert_eq!(wire[3..], [format!("PUT {own} if-none-match"), format!("GET {own}")]);
+        assert_eq!(a.claimed(), [("c".to_owned(), 1)]);
+    }
 }
