@@ -2274,19 +2274,18 @@ mod mutants {
     }
 
     /// `Store::cas_settled_then`: a resent write (after a 429) rejected because its own earlier delivery
-    /// landed (a retry below us delivered it twice) is read back, and found to be this claim's.
+    /// landed (a retry below us delivered it twice) is read back, and found to be this write.
     #[test]
     fn a_resent_write_rejected_by_its_own_earlier_delivery_is_read_back_and_applied() {
         let env = MemEnv::new();
         let a = leased(&env, "a");
-        env.push(Fault::Slow(0.0)); // the claim's read
         env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
         env.push(Fault::Slow(0.0)); // the readback: still absent
         env.push(Fault::LandThen(Ok((412, "PreconditionFailed")))); // the resend, delivered twice
-        let (outcome, wire) = wire_of(&env, a.claim("c"));
-        assert_eq!(applied_epoch(outcome.unwrap()), 1);
-        let own = "cells/c/own.json";
-        assert_eq!(wire[3..], [format!("PUT {own} if-none-match"), format!("GET {own}")]);
-        assert_eq!(a.claimed(), [("c".to_owned(), 1)]);
+        let (outcome, wire) = wire_of(&env, a.cas_owner("d", &CasGuard::Absent, 1));
+        assert_eq!(outcome.unwrap(), CasOutcome::Applied);
+        let own = "cells/d/own.json";
+        assert_eq!(wire, [format!("PUT {own} if-none-match"), format!("GET {own}"), format!("PUT {own} if-none-match"), format!("GET {own}")]);
+        assert_eq!(a.claimed(), [("d".to_owned(), 1)]);
     }
 }
