@@ -2288,4 +2288,47 @@ mod mutants {
         assert_eq!(wire, [format!("PUT {own} if-none-match"), format!("GET {own}"), format!("PUT {own} if-none-match"), format!("GET {own}")]);
         assert_eq!(a.claimed(), [("d".to_owned(), 1)]);
     }
+
+    /// `Store::delete_settled`: a DELETE the store keeps turning away (429) is `throttled` at the caller's
+    /// deadline, saying how often and for how long (on the monotonic clock, from the first send).
+    #[test]
+    fn a_delete_turned_away_until_the_deadline_says_for_how_long() {
+        use celld_edge::ownership::LeaseRemoval;
+        let env = MemEnv::new();
+        leased(&env, "a");
+        until_dead(&env, "a");
+        let mut config = Config::new(ENDPOINT, BUCKET, "cleaner", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Recorded);
+        let clean = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
+        assert_eq!(block_on(clean.remove_dead_lease("x", &[])).unwrap(), LeaseRemoval::Absent); // probes
+        env.push(Fault::Slow(0.0)); // the read of a's lease
+        for _ in 0..40 {
+            env.push(Fault::Drop(Ok((429, "TooManyRequests"))));
+            env.push(Fault::Slow(0.0)); // its readback: the same version, still there
+        }
+        let mono = env.mono_ms();
+        let err = block_on(clean.remove_dead_lease("a", &[])).unwrap_err();
+        let waited = env.mono_ms() - mono;
+        assert_eq!(err.code(), "throttled", "{err}");
+        assert!(waited > 0.0 && err.to_string().contains(&format!(" in {waited:.0} ms")), "{waited} ms: {err}");
+        assert!(env.body("nodes/a.json").is_some());
+    }
+
+    /// `unsettled`: a write turned away (409) whose readbacks never decode is a `transport` error that says
+    /// so (the record may be fine, the transfers were not).
+    #[test]
+    fn a_write_whose_readbacks_never_decode_says_so() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let from = env.sent_count();
+        env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+        for _ in 0..6 {
+            env.push(Fault::Garble);
+        }
+        let err = block_on(a.release("c")).unwrap_err();
+        assert_eq!(err.code(), "transport", "{err}");
+        assert!(err.to_string().contains("409 ConditionalRequestConflict") && err.to_string().contains("the last did not decode"), "{err}");
+        assert_eq!(env.wire_since(from)[0], "PUT cells/c/own.json if-match");
+    }
 }
