@@ -2083,8 +2083,8 @@ mod mutants {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    /// Records every event as `op record outcome status` (requests) or its variant's name, and passes each on to
-    /// the `MemEnv` (which keeps `lost`).
+    /// Records every event (requests as `op record key outcome status ms`, retries as `retry attempt after
+    /// ms`, others as `Debug` shows them), and passes each on to the `MemEnv` (which keeps `lost`).
     #[derive(Clone)]
     struct Heard(MemEnv, Rc<RefCell<Vec<String>>>);
 
@@ -2093,7 +2093,7 @@ mod mutants {
             let line = match &event {
                 Event::Request { key, op, record, outcome, status, ms } => format!("{op} {record} {key} {outcome} {status} {ms}"),
                 Event::ReadRetried { attempt, backoff_ms, .. } => format!("retry {attempt} after {backoff_ms}"),
-                other => format!("{other:?}").split([' ', '{']).next().unwrap_or_default().to_owned(),
+                other => format!("{other:?}"),
             };
             self.1.borrow_mut().push(line);
             self.0.observe(event);
@@ -2330,5 +2330,40 @@ mod mutants {
         assert_eq!(err.code(), "transport", "{err}");
         assert!(err.to_string().contains("409 ConditionalRequestConflict") && err.to_string().contains("the last did not decode"), "{err}");
         assert_eq!(env.wire_since(from)[0], "PUT cells/c/own.json if-match");
+    }
+
+    /// `claim_rejected`: a claim that finds a live owner says so, with the time it took (monotonic clock).
+    #[test]
+    fn a_rejected_claim_says_who_owns_the_cell_and_how_long_it_took() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        let (b, log) = heard(&env, "b");
+        block_on(b.acquire_lease()).unwrap();
+        env.push(Fault::SlowAnswer(40.0)); // the owner record's read
+        assert!(matches!(block_on(b.claim("c")).unwrap(), ClaimOutcome::Rejected { .. }));
+        let rejected: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("ClaimRejected")).cloned().collect();
+        assert_eq!(rejected, [r#"ClaimRejected { cell: "c", owner: "a", epoch: 1, ms: 40.0 }"#]);
+    }
+
+    /// `lose_all`: claims dropped with a lease leave records naming this node; a second lease's claims dropped
+    /// the same way do not make up for the first. `close()` then keeps the lease, retired, for their takeover
+    /// (a deleted one would make peers wait out a missing lease).
+    #[test]
+    fn claims_dropped_with_two_leases_keep_the_retired_lease_at_close() {
+        use celld_edge::ownership::CloseOptions;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        env.advance(TTL);
+        block_on(a.acquire_lease()).unwrap(); // c's claim is dropped; its record still names a
+        block_on(a.claim("d")).unwrap();
+        env.advance(TTL);
+        block_on(a.acquire_lease()).unwrap(); // and d's
+        assert!(a.claimed().is_empty());
+        let closed = block_on(a.close(CloseOptions::default())).unwrap();
+        assert!(closed.retired && !closed.deleted, "{closed:?}");
+        let lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").expect("kept")).unwrap();
+        assert_eq!(lease["expires_ms"], 0, "retired");
     }
 }
