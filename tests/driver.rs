@@ -2353,7 +2353,10 @@ mod mutants {
     fn claims_dropped_with_two_leases_keep_the_retired_lease_at_close() {
         use celld_edge::ownership::CloseOptions;
         let env = MemEnv::new();
-        let a = leased(&env, "a");
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Recorded);
+        let a = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
+        block_on(a.acquire_lease()).unwrap(); // probes the store: its deletes are conditional
         block_on(a.claim("c")).unwrap();
         env.advance(TTL);
         block_on(a.acquire_lease()).unwrap(); // c's claim is dropped; its record still names a
