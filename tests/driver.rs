@@ -2369,4 +2369,18 @@ mod mutants {
         let lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").expect("kept")).unwrap();
         assert_eq!(lease["expires_ms"], 0, "retired");
     }
+
+    /// `close_once`: the retirement is told (`LeaseRetired`), with how long the close took.
+    #[test]
+    fn a_close_tells_of_the_retirement_and_how_long_it_took() {
+        use celld_edge::ownership::CloseOptions;
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        env.push(Fault::SlowAnswer(30.0)); // the retirement's write
+        let closed = block_on(a.close(CloseOptions::default())).unwrap();
+        assert!(closed.retired && !closed.deleted, "{closed:?}");
+        let retired: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("LeaseRetired")).cloned().collect();
+        assert_eq!(retired, [r#"LeaseRetired { node: "a", deleted: false, ms: 30.0 }"#]);
+    }
 }
