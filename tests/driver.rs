@@ -2383,4 +2383,17 @@ mod mutants {
         let retired: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("LeaseRetired")).cloned().collect();
         assert_eq!(retired, [r#"LeaseRetired { node: "a", deleted: false, ms: 30.0 }"#]);
     }
+
+    /// `Config::check`: a lease ttl of a day is accepted, a millisecond more is not.
+    #[test]
+    fn a_lease_ttl_of_up_to_a_day_is_accepted() {
+        let env = MemEnv::new();
+        let with_ttl = |ttl| {
+            let mut config = Config::new(ENDPOINT, BUCKET, "n", "AKIDEXAMPLE", "secret");
+            config.lease_ttl_ms = ttl;
+            S3Ownership::new(config, env.clone()).err().map(|e| e.code())
+        };
+        assert_eq!(with_ttl(86_400_000), None);
+        assert_eq!(with_ttl(86_400_001), Some("invalid-input"));
+    }
 }
