@@ -2396,4 +2396,20 @@ mod mutants {
         assert_eq!(with_ttl(86_400_000), None);
         assert_eq!(with_ttl(86_400_001), Some("invalid-input"));
     }
+
+    /// `cas_owner`: a token this instance never saw (another instance read it) is checked by a read; when it
+    /// is the current version, the write is sent and applies.
+    #[test]
+    fn cas_owner_under_a_token_read_elsewhere_applies_when_it_is_current() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        block_on(a.claim("c")).unwrap();
+        assert_eq!(block_on(a.release("c")).unwrap(), CasOutcome::Applied);
+        let token = block_on(node(&env, "reader").read_owner("c")).unwrap().expect("released record").etag;
+        let b = leased(&env, "b");
+        let (outcome, wire) = wire_of(&env, b.cas_owner("c", &CasGuard::Match(token), 2));
+        assert_eq!(outcome.unwrap(), CasOutcome::Applied);
+        assert_eq!(wire, ["GET cells/c/own.json", "PUT cells/c/own.json if-match"]);
+        assert_eq!((owner_body(&env, "c")["node"].as_str(), b.claimed()), (Some("b"), vec![("c".to_owned(), 2)]));
+    }
 }
