@@ -2412,4 +2412,69 @@ mod mutants {
         assert_eq!(wire, ["GET cells/c/own.json", "PUT cells/c/own.json if-match"]);
         assert_eq!((owner_body(&env, "c")["node"].as_str(), b.claimed()), (Some("b"), vec![("c".to_owned(), 2)]));
     }
+
+    /// Two safety rules whose mutants only a tooth shows (`Rules::ALL` keeps them on in production): with the
+    /// tooth armed, the bug it stands for happens here, natively, as the soak's teeth check expects.
+    #[test]
+    fn the_teeth_of_settling_and_of_conflicts_turn_their_rule_off() {
+        use celld_edge::ownership::teeth::Tooth;
+        // SkipReadback: an ambiguous write taken as applied, unread (nothing landed).
+        let env = MemEnv::new();
+        let a = node(&env, "a").with_tooth(Tooth::SkipReadback);
+        block_on(a.acquire_lease()).unwrap();
+        env.push(Fault::Slow(0.0)); // the claim's read
+        env.push(Fault::Drop(Err(TransportError::TimedOut)));
+        let (outcome, wire) = wire_of(&env, a.claim("c"));
+        assert_eq!(applied_epoch(outcome.unwrap()), 1);
+        assert_eq!(wire, ["GET cells/c/own.json", "PUT cells/c/own.json if-none-match"]);
+        assert_eq!(env.body("cells/c/own.json"), None, "the bug: claimed, with no record");
+        // ConflictMeansOwned: a 409 taken as another owner's claim, unread.
+        let env = MemEnv::new();
+        let a = node(&env, "a").with_tooth(Tooth::ConflictMeansOwned);
+        block_on(a.acquire_lease()).unwrap();
+        env.push(Fault::Slow(0.0));
+        env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+        let (outcome, wire) = wire_of(&env, a.claim("c"));
+        assert!(matches!(outcome.unwrap(), ClaimOutcome::Rejected { .. }), "the bug: rejected by nobody");
+        assert_eq!(wire, ["GET cells/c/own.json", "PUT cells/c/own.json if-none-match"]);
+        // Neither, with the rules on: both settle by reading back and claim the cell.
+        for fault in [Fault::Drop(Err(TransportError::TimedOut)), Fault::Drop(Ok((409, "ConditionalRequestConflict")))] {
+            let env = MemEnv::new();
+            let a = leased(&env, "a");
+            env.push(Fault::Slow(0.0));
+            env.push(fault);
+            assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+            assert_eq!(owner_body(&env, "c")["node"], "a");
+        }
+    }
+
+    /// `record_claim`: answers of one cell's writes arriving out of order never put an older claim over a
+    /// newer one (epoch 2's answer first, then epoch 1's).
+    #[test]
+    fn a_late_answer_of_an_older_claim_does_not_replace_the_newer_one() {
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "PUT" && k.starts_with("cells/"));
+        let mut first = Box::pin(a.cas_owner("c", &CasGuard::Absent, 1));
+        assert!(poll(&mut first).is_none());
+        let one = gate.waiting()[0].0;
+        gate.land(one); // epoch 1 is in the store; its answer is on its way
+        let token = env.0.borrow().objects["cells/c/own.json"].1.clone();
+        let guard = CasGuard::Match(token);
+        let mut second = Box::pin(a.cas_owner("c", &guard, 2));
+        assert!(poll(&mut second).is_none());
+        let two = gate.waiting().iter().find(|(i, _)| *i != one).expect("epoch 2's write").0;
+        gate.deliver(two);
+        assert_eq!(poll(&mut second).unwrap().unwrap(), CasOutcome::Applied);
+        assert_eq!(a.claimed(), [("c".to_owned(), 2)]);
+        gate.deliver(one);
+        let _ = poll(&mut first).expect("answered");
+        assert_eq!(a.claimed(), [("c".to_owned(), 2)], "epoch 1's late answer");
+        assert_eq!(owner_body(&env, "c")["epoch"], 2);
+    }
 }
