@@ -2477,4 +2477,106 @@ mod mutants {
         assert_eq!(a.claimed(), [("c".to_owned(), 2)], "epoch 1's late answer");
         assert_eq!(owner_body(&env, "c")["epoch"], 2);
     }
+
+    /// `cas_settled_then`: one 503 SlowDown is a blip, settled by reading back at once; a second one in the
+    /// same write is throttling, and paced.
+    #[test]
+    fn one_slow_down_is_read_back_at_once_and_a_second_is_paced() {
+        for (slowdowns, paced) in [(1, false), (2, true)] {
+            let env = MemEnv::new();
+            let a = leased(&env, "a");
+            for _ in 0..slowdowns {
+                env.push(Fault::Drop(Ok((503, "SlowDown"))));
+                env.push(Fault::Slow(0.0)); // its readback: still absent
+            }
+            let mono = env.mono_ms();
+            assert_eq!(block_on(a.cas_owner("d", &CasGuard::Absent, 1)).unwrap(), CasOutcome::Applied);
+            assert_eq!(env.mono_ms() > mono, paced, "{slowdowns} SlowDown(s)");
+        }
+    }
+
+    /// `read_back`: a readback that fails after an attempt known not to have landed (a 409) is the read's own
+    /// error, not `ambiguous`.
+    #[test]
+    fn a_failed_readback_after_a_write_that_did_not_land_is_the_reads_own_error() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::Drop(Ok((409, "ConditionalRequestConflict"))));
+        env.push(Fault::Drop(Ok((400, "InvalidRequest")))); // the readback
+        assert_eq!(block_on(a.cas_owner("d", &CasGuard::Absent, 1)).unwrap_err().code(), "request");
+        // After a timeout (it may have landed), the same failure is `ambiguous`.
+        env.push(Fault::Drop(Err(TransportError::TimedOut)));
+        env.push(Fault::Drop(Ok((400, "InvalidRequest"))));
+        assert_eq!(block_on(a.cas_owner("e", &CasGuard::Absent, 1)).unwrap_err().code(), "ambiguous");
+    }
+
+    /// Two more teeth: `TrustFirstRejection` takes a write's first rejection at face value (its own earlier
+    /// delivery), `DeleteRejectionAtFaceValue` a delete's.
+    #[test]
+    fn the_teeth_of_first_rejections_and_of_deletes_turn_their_rule_off() {
+        use celld_edge::ownership::teeth::Tooth;
+        use celld_edge::ownership::CloseOptions;
+        let twice = || Fault::LandThen(Ok((412, "PreconditionFailed")));
+        for (tooth, applied) in [(Some(Tooth::TrustFirstRejection), false), (None, true)] {
+            let env = MemEnv::new();
+            let a = node(&env, "a");
+            let a = if let Some(t) = tooth { a.with_tooth(t) } else { a };
+            block_on(a.acquire_lease()).unwrap();
+            env.push(twice());
+            let outcome = block_on(a.cas_owner("d", &CasGuard::Absent, 1)).unwrap();
+            assert_eq!(outcome == CasOutcome::Applied, applied, "{tooth:?}: {outcome:?}");
+        }
+        for (tooth, deleted) in [(Some(Tooth::DeleteRejectionAtFaceValue), false), (None, true)] {
+            let env = MemEnv::new();
+            let mut config = Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret");
+            (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Recorded);
+            let b = S3Ownership::new(config, env.clone()).unwrap().observed_by(env.clone());
+            let b = if let Some(t) = tooth { b.with_tooth(t) } else { b };
+            block_on(b.acquire_lease()).unwrap();
+            env.push(Fault::Slow(0.0)); // the retirement
+            env.push(twice()); // the delete
+            let closed = block_on(b.close(CloseOptions::default())).unwrap();
+            assert_eq!(closed.deleted, deleted, "{tooth:?}: {closed:?}");
+            assert!(env.body("nodes/b.json").is_none(), "gone either way");
+        }
+    }
+
+    /// `read_node_lease`: a celld lease is read with its node log (which gates takeover, SPEC §2).
+    #[test]
+    fn a_celld_lease_is_read_with_its_node_log() {
+        let env = MemEnv::new();
+        env.put_raw("nodes/celld-b.json", include_str!("data/celld/lease-v0.6-open.json"));
+        let a = leased(&env, "a");
+        let lease = block_on(a.read_node_lease("celld-b")).unwrap().expect("present");
+        let log = lease.log.expect("its node log");
+        assert_eq!((log.state.as_str(), log.epoch), ("open", 6));
+    }
+
+    /// `retire`: a retirement that finds the lease record moved to another write of ours (a late renewal:
+    /// its nonce and expiry, other bytes) retires that version in turn.
+    #[test]
+    fn a_retirement_that_finds_another_write_of_ours_retires_it() {
+        use celld_edge::ownership::CloseOptions;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        let ours: &'static str = Box::leak(format!("{} ", env.body("nodes/a.json").unwrap()).into_boxed_str());
+        env.push(Fault::DropAndPlant(ours, TransportError::TimedOut)); // the retirement, lost; ours lands meanwhile
+        let closed = block_on(a.close(CloseOptions::default())).unwrap();
+        assert!(closed.retired, "{closed:?}");
+        let lease: serde_json::Value = serde_json::from_str(&env.body("nodes/a.json").unwrap()).unwrap();
+        assert_eq!(lease["expires_ms"], 0, "retired");
+    }
+
+    /// `claim_landed`: an applied claim is told (`ClaimApplied`) with the time it took (monotonic clock).
+    #[test]
+    fn an_applied_claim_is_told_with_how_long_it_took() {
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        env.push(Fault::Slow(0.0)); // the owner record's read
+        env.push(Fault::SlowAnswer(25.0)); // the claim's write
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let applied: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("ClaimApplied")).cloned().collect();
+        assert_eq!(applied, [r#"ClaimApplied { cell: "c", epoch: 1, ms: 25.0 }"#]);
+    }
 }
