@@ -2579,4 +2579,16 @@ mod mutants {
         let applied: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("ClaimApplied")).cloned().collect();
         assert_eq!(applied, [r#"ClaimApplied { cell: "c", epoch: 1, ms: 25.0 }"#]);
     }
+
+    /// `read_node_lease_seen`: a lease whose transfer came garbled is read again, not reported corrupt at
+    /// the first undecodable body (only the same bytes failing again are a corrupt record).
+    #[test]
+    fn a_garbled_lease_read_is_read_again() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::Garble);
+        let (read, wire) = wire_of(&env, a.read_node_lease("a"));
+        assert_eq!(read.unwrap().expect("present").node, "a");
+        assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json"]);
+    }
 }
