@@ -2591,4 +2591,40 @@ mod mutants {
         assert_eq!(read.unwrap().expect("present").node, "a");
         assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json"]);
     }
+
+    /// `stop_renewing`: it retires the running renewal loop, and a loop started after it is the only one
+    /// left running (the stopped one never comes back).
+    #[test]
+    fn a_stopped_renewal_loop_stays_stopped_when_another_starts() {
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        let never = || false;
+        let mut first = Box::pin(async { a.renew_until_stopped(&never, &mut |_| ()).await });
+        assert!(poll(&mut first).is_none());
+        a.stop_renewing();
+        let mut second = Box::pin(async { a.renew_until_stopped(&never, &mut |_| ()).await });
+        assert!(poll(&mut second).is_none());
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps();
+        assert_eq!(poll(&mut first), Some(Ok(())), "the stopped loop returns at its wake");
+        assert!(poll(&mut second).is_none());
+        assert_eq!(env.0.borrow().writes.len(), writes + 1, "one renewal, the newer loop's");
+    }
+
+    /// `acquisition_guard`: an acquisition whose read of the lease came garbled reads it again.
+    #[test]
+    fn an_acquisition_whose_lease_read_came_garbled_reads_it_again() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.advance(TTL); // lapsed: the next acquisition reads the record first
+        env.push(Fault::Garble);
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        acquired.unwrap();
+        assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
+    }
 }
