@@ -2627,4 +2627,27 @@ mod mutants {
         acquired.unwrap();
         assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
     }
+
+    /// `lease_write`: an acquisition joining another acquisition takes its outcome, failure included (one
+    /// lease write, not one per caller); only a failed renewal makes a joining acquisition try itself.
+    #[test]
+    fn an_acquisition_joining_a_failed_acquisition_takes_its_error() {
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        gate.hold(|m, k| m == "GET" && k == "nodes/a.json");
+        let mut first = Box::pin(a.acquire_lease());
+        assert!(poll(&mut first).is_none());
+        let mut second = Box::pin(a.acquire_lease());
+        assert!(poll(&mut second).is_none());
+        let read = gate.waiting()[0].0;
+        env.push(Fault::Drop(Ok((403, "AccessDenied")))); // the lease write
+        gate.deliver(read);
+        assert_eq!(poll(&mut first).map(|r| r.unwrap_err().code()), Some("auth"));
+        assert_eq!(poll(&mut second).map(|r| r.unwrap_err().code()), Some("auth"), "joined, not sent again");
+        assert!(gate.waiting().is_empty());
+    }
 }
