@@ -610,8 +610,7 @@ fn lease_validity_ends_ttl_minus_skew_after_the_anchor_taken_before_the_write() 
     let a = node(&env, "a");
     env.push(Fault::Slow(0.0)); // the read of the fleet marker
     env.push(Fault::Slow(0.0)); // its create
-    env.push(Fault::Slow(0.0)); // the read of the lease record
-    env.push(Fault::Slow(300.0)); // the write takes 300 ms: it counts against us
+    env.push(Fault::Slow(300.0)); // the lease's create (an instance's first, sent unread) takes 300 ms: it counts against us
     block_on(a.acquire_lease()).unwrap();
     env.advance(authority_ms() - 300 - 1);
     assert!(a.lease_valid());
@@ -927,8 +926,7 @@ mod split_brain {
         let n = node(&env, "n");
         env.push(Fault::Slow(0.0)); // the read of the fleet marker
         env.push(Fault::Slow(0.0)); // its create
-        env.push(Fault::Slow(0.0)); // the read of the lease record
-        env.push(Fault::SleepThenStep(48_000, -60_000));
+        env.push(Fault::SleepThenStep(48_000, -60_000)); // the lease's create, sent unread
         let _ = block_on(n.acquire_lease());
         assert!(!n.lease_valid(), "authority from a lease the store wrote 48 s before the answer arrived");
         drop(b);
