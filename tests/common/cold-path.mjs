@@ -1,9 +1,9 @@
 // A new instance's first requests, counted in round trips *in sequence* (tests/common/round-trips.mjs), on
 // either transport (SPEC §8): on a qualified bucket, the first reads go out together (the qualification
-// record, the backend marker, wake/format.json), a lease for a node id the instance made up is created
-// without reading first, then the claim. And the guarantees that must survive it: nothing is written
-// before the marker and the qualification say it may be, and a node id given by the caller (which a
-// predecessor may have used) is read first, as a 412 on the made-up id's create also is.
+// record, the backend marker, wake/format.json), an instance's first lease is created without reading
+// first (a made-up node id or a given one), then the claim. And the guarantees that must survive it: nothing
+// is written before the marker and the qualification say it may be, and a lease record already at the key
+// (a given id's predecessor) is read and judged after the create's refusal.
 // Runtime-neutral: each harness supplies the API and `transport(trips)`, the store options with every
 // request going through `trips` (an injected fetch, or a wrapped R2 binding), and `plant(key, body)`, which
 // writes a whole key (prefix included) directly.

@@ -16,7 +16,7 @@ use crate::ownership::node::closed_error;
 /// How an acquisition's write went, when it did not fail.
 enum Acquired {
     Yes,
-    /// The create of a made-up node id's lease was refused: read the record, then decide.
+    /// The instance's unread create was refused: read the record, then decide.
     Refused,
 }
 
