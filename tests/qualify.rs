@@ -574,3 +574,124 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
     assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
 }
+
+/// `Yielding` that gives every request a depth, one more than the deepest request already answered when it
+/// was sent (as tests/common/round-trips.mjs does in JS): requests sent before any of them is answered share
+/// a round trip, so the deepest is how many round trips a caller waits for one after another.
+#[derive(Clone)]
+struct Trips {
+    inner: Yielding,
+    /// (request, depth) in the order sent, and the deepest depth answered so far.
+    log: Rc<std::cell::RefCell<(Vec<(String, u64)>, u64)>>,
+}
+
+impl Trips {
+    fn new(env: &MemEnv) -> Self {
+        Trips { inner: Yielding(env.clone()), log: Rc::default() }
+    }
+
+    /// The requests since the last call, by round trip (`METHOD key [condition]`), and forgets them.
+    fn waves(&self) -> Vec<Vec<String>> {
+        let (sent, _) = &mut *self.log.borrow_mut();
+        let mut waves: Vec<Vec<String>> = Vec::new();
+        for (label, depth) in sent.drain(..) {
+            let i = depth as usize - 1;
+            waves.resize(waves.len().max(i + 1), Vec::new());
+            waves[i].push(label);
+        }
+        let base = waves.iter().position(|w| !w.is_empty()).unwrap_or(0);
+        waves.drain(..base);
+        waves.into_iter().map(|mut w| {
+            w.sort();
+            w
+        }).collect()
+    }
+}
+
+impl Env for Trips {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        let key = req.url.split_once(&format!("/{BUCKET}/")).map_or(req.url.clone(), |(_, k)| k.to_owned());
+        let condition = ["if-none-match", "if-match"].into_iter().find(|h| req.header(h).is_some());
+        let label = format!("{} {key}{}", req.method, condition.map(|h| format!(" {h}")).unwrap_or_default());
+        let depth = {
+            let (sent, answered) = &mut *self.log.borrow_mut();
+            sent.push((label, *answered + 1));
+            *answered + 1
+        };
+        let answer = self.inner.send(req, timeout_ms).await;
+        let answered = &mut self.log.borrow_mut().1;
+        *answered = (*answered).max(depth);
+        answer
+    }
+    fn wall_ms(&self) -> u64 {
+        self.inner.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.inner.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.inner.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        self.inner.sleep(ms).await
+    }
+}
+
+type TripOp<'a> = Pin<Box<dyn Future<Output = Result<(), celld_edge::Error>> + 'a>>;
+
+fn claimed(outcome: celld_edge::Result<ClaimOutcome>) -> Result<(), celld_edge::Error> {
+    match outcome? {
+        ClaimOutcome::Applied { epoch: 1, .. } => Ok(()),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The cold path in round trips (docs/protocol.md, "The cold path"): on a bucket qualified by another
+/// instance, a new instance's `acquireLease()` and first claim, for a made-up and a given node id, with and
+/// without `expectNew`, and with the cell's read sent beside the acquisition (the Workers quick start). The
+/// owner-record write always waits for the lease write's answer: 3 round trips in sequence is the least.
+#[test]
+fn the_cold_path_reaches_3_round_trips_with_the_owner_write_after_the_leases_answer() {
+    let env = MemEnv::new();
+    acquire_and_claim(&instance(&env, "q", ProbePolicy::Recorded), "q").unwrap();
+    let first = |lease: &str| {
+        let mut reads = vec![format!("GET {MARKER}"), format!("GET {RECORD}"), format!("GET {WAKE}")];
+        reads.sort();
+        (reads, vec![format!("PUT nodes/{lease}.json if-none-match")])
+    };
+    let made_up = || {
+        let mut config = Config::new(ENDPOINT, BUCKET, "", "k", "s");
+        config.made_up_node = true;
+        config
+    };
+    for (config, expect_new) in [(made_up(), true), (made_up(), false), (Config::new(ENDPOINT, BUCKET, "g1", "k", "s"), true), (Config::new(ENDPOINT, BUCKET, "g2", "k", "s"), false)] {
+        let trips = Trips::new(&env);
+        let own = S3Ownership::new(config, trips.clone()).unwrap();
+        let cell = format!("c-{}-{expect_new}", own.config().node);
+        let op: TripOp<'_> = Box::pin(async {
+            own.acquire_lease().await?;
+            claimed(own.claim_with(&cell, celld_edge::ownership::ClaimOptions { expect_new }).await)
+        });
+        run_all(vec![op]).pop().unwrap().unwrap();
+        let (reads, lease) = first(&own.config().node);
+        let own_key = format!("cells/{cell}/own.json");
+        let claim: Vec<Vec<String>> = match expect_new {
+            true => vec![vec![format!("PUT {own_key} if-none-match")]],
+            false => vec![vec![format!("GET {own_key}")], vec![format!("PUT {own_key} if-none-match")]],
+        };
+        let expected: Vec<Vec<String>> = [vec![reads, lease], claim].concat();
+        assert_eq!(trips.waves(), expected, "{} expect_new={expect_new}", own.config().node);
+    }
+    // The Workers quick start: owner() (a read, no lease needed) beside acquireLease(), then the claim writes
+    // over the version owner() saw: 6 requests, 3 round trips.
+    let trips = Trips::new(&env);
+    let own = S3Ownership::new(made_up(), trips.clone()).unwrap();
+    let both: Vec<TripOp<'_>> = vec![Box::pin(async { own.owner("qs").await.map(|o| assert!(o.is_none())) }), Box::pin(own.acquire_lease())];
+    assert!(run_all(both).into_iter().all(|r| r.is_ok()));
+    let claim: TripOp<'_> = Box::pin(async { claimed(own.claim("qs").await) });
+    run_all(vec![claim]).pop().unwrap().unwrap();
+    let (mut reads, lease) = first(&own.config().node);
+    reads.push("GET cells/qs/own.json".into());
+    reads.sort();
+    assert_eq!(trips.waves(), [reads, lease, vec!["PUT cells/qs/own.json if-none-match".to_owned()]]);
+}
