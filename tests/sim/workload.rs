@@ -941,12 +941,8 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
             let slow = racing.range(40, 400);
             let (drop_it, cas_it) = (racing.chance(0.4), racing.chance(0.4));
             let patience = racing.range(1, 40) as u32;
-            if life.close_op.get().is_none() && (drop_it || cas_it) {
-                // A caller that means to write holds a lease first (the race needs one: without it the write
-                // is refused and close() has nothing to retire).
-                if !life.own.lease_valid() {
-                    life.acquire(&mut racing).await;
-                }
+            // Only with a lease (without one the write is refused and close() has nothing to retire).
+            if life.close_op.get().is_none() && (drop_it || cas_it) && life.own.lease_valid() {
                 let start = racing.range(0, ctx.cells.len() as u64 - 1) as usize;
                 if let Some((free, rec)) = life.free_cell(start).await {
                     ctx.world.hold_next_owner_write(life.node, slow);
