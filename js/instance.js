@@ -67,10 +67,13 @@ function replacement() {
   });
 }
 
-/** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`). */
+/** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`; src/bindings/sign.rs,
+ * `SignerHooks`). */
 export const hooks = {
   /** The class the wasm builds its errors with. */
   errorClass: CelldEdgeError,
+  /** A coded error, for the signer (which builds its errors through this, not the class). */
+  error: (code, message) => new CelldEdgeError(message, { code }),
   poll(f) {
     try {
       f();

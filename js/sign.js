@@ -20,7 +20,7 @@ const decoder = new TextDecoder();
 /** Default X-Amz-Expires in seconds (one day), as aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
 const IO_KEEP = FORMAT.ioKeep;
-const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED } = FORMAT;
+const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED, maxExpiresIn: MAX_EXPIRES_IN } = FORMAT;
 
 /** The signer and its I/O buffer (made on first use: never while modules are being evaluated) and the
  * wasm instance it lives in, wasm memory, the I/O buffer's address and length there, and a view of it
@@ -93,10 +93,10 @@ const MISTAKES = {
     unsignedPayload: "a presigned URL is always UNSIGNED-PAYLOAD",
   },
 };
-/** S3Ownership's option names, as the wasm checks them (src/bindings/convert.rs, the one list): asked for
- * only when an unknown option is refused. */
+/** S3Ownership's option names, as the wasm checks them (src/bindings/option_names.rs, the one list, which
+ * it answers comma-separated): asked for only when an unknown option is refused. */
 let storeOptions;
-const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()))).has(key);
+const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()).split(","))).has(key);
 
 /** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
 function refuseUnknown(o, known, fn) {
@@ -373,6 +373,10 @@ function presign(opts) {
   const given = o.expiresIn;
   const expiresIn = given === undefined || given === null ? DEFAULT_EXPIRES_IN : given;
   if (typeof expiresIn !== "number") throw invalid(`expiresIn must be a number of seconds, got ${describe(expiresIn)}`);
+  // The signer refuses these too; here they are named as JS writes them.
+  if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES_IN) {
+    throw invalid(`expiresIn must be a whole number of seconds in 1..=${MAX_EXPIRES_IN}, got ${expiresIn}`);
+  }
   const datetime = o.datetime;
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);

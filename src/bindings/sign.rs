@@ -25,15 +25,28 @@
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
-use super::error::{coded_error, use_error_class};
-use crate::error::{Error, Result};
-use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
+use crate::error::{joined, Error, Result};
+use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer, MAX_EXPIRES_SECS};
+
+#[wasm_bindgen]
+extern "C" {
+    /// What js/instance.js passes to every `SignerIo` (`hooks` there); the signer uses its error maker
+    /// alone. Through it rather than super::error's `CelldEdgeError` construction, which needs js-sys:
+    /// this file is all of the signing-only wasm's bindings, and that wasm carries no js-sys (an unused
+    /// js-sys still links every binding it declares into the module; bench/README.md, its size).
+    pub type SignerHooks;
+
+    /// A `CelldEdgeError` with this `code` and message.
+    #[wasm_bindgen(method)]
+    fn error(this: &SignerHooks, code: &str, message: &str) -> JsValue;
+}
 
 /// The signer's state, one per wasm instance (`js/sign.js` makes it on first use): the signer, so repeat
 /// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
 /// shared with JS (see the module comment).
 #[wasm_bindgen]
 pub struct SignerIo {
+    hooks: SignerHooks,
     signer: Signer,
     io: SignBuffer,
     /// The body hashed so far by `hashBody` (for `PAYLOAD_HASHED`).
@@ -53,8 +66,6 @@ const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
 /// session token ("" = none), datetime ("" = use the `unix_ms` argument).
 const FIXED: usize = 8;
-/// AWS's bound for `X-Amz-Expires`, in seconds.
-const MAX_EXPIRES_IN: f64 = 604_800.0;
 /// Year 10000 in Unix ms: an `AmzDate` has four year digits.
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
 /// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
@@ -146,10 +157,10 @@ impl<'a> Fields<'a> {
 /// The signer's JS error. Everything src/sigv4 and this file refuse is `invalid-input` (signing has no
 /// other way to fail), so the message is made here instead of by `Error::message()`, whose texts for
 /// every other kind would otherwise weigh in the signing-only wasm (bench/README.md, its size).
-fn js_error(e: Error) -> JsValue {
+fn js_error(hooks: &SignerHooks, e: Error) -> JsValue {
     match e {
-        Error::InvalidInput(m) => coded_error("invalid-input", &format!("invalid input: {m}")),
-        other => coded_error(other.code(), "internal error: the signer failed in a way it never does"),
+        Error::InvalidInput(m) => hooks.error("invalid-input", &joined(&["invalid input: ", &m])),
+        other => hooks.error(other.code(), "internal error: the signer failed in a way it never does"),
     }
 }
 
@@ -159,11 +170,11 @@ fn nul_inside() -> Error {
 
 #[wasm_bindgen(js_class = SignerIo)]
 impl SignerIo {
-    /// `hooks` from js/instance.js (only its error class is used).
+    /// `hooks` from js/instance.js (only its error maker is used).
     #[wasm_bindgen(constructor)]
-    pub fn new(hooks: super::trap::Hooks) -> SignerIo {
-        use_error_class(hooks.error_class());
+    pub fn new(hooks: SignerHooks) -> SignerIo {
         SignerIo {
+            hooks,
             signer: Signer::new(),
             io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() },
             body_hash: None,
@@ -179,7 +190,7 @@ impl SignerIo {
         if buf.len() < len {
             let more = len - buf.len();
             if len > MAX_IO || buf.try_reserve_exact(more).is_err() {
-                return Err(js_error(Error::invalid("request is too large to sign: its URL and headers take more than 64 MiB")));
+                return Err(js_error(&self.hooks, Error::invalid("request is too large to sign: its URL and headers take more than 64 MiB")));
             }
             buf.resize(len, 0);
         }
@@ -190,13 +201,13 @@ impl SignerIo {
     /// `signIo` with `PAYLOAD_HASHED`.
     #[wasm_bindgen(js_name = hashBody)]
     pub fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
-        let piece = self.io.buf.get(..len).ok_or_else(|| js_error(Error::invalid("body piece is longer than the I/O buffer")))?;
+        let piece = self.io.buf.get(..len).ok_or_else(|| js_error(&self.hooks, Error::invalid("body piece is longer than the I/O buffer")))?;
         if first {
             self.body_hash = Some(Sha256::new());
         }
         match self.body_hash.as_mut() {
             Some(hash) => hash.update(piece),
-            None => return Err(js_error(Error::invalid("body piece without a first one"))),
+            None => return Err(js_error(&self.hooks, Error::invalid("body piece without a first one"))),
         }
         Ok(())
     }
@@ -214,10 +225,10 @@ impl SignerIo {
         payload: u32,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io, body_hash } = self;
+        let SignerIo { hooks, signer, io, body_hash } = self;
         // Taken whatever happens: a later body starts from nothing.
         let hashed = body_hash.take().map(|hash| hex::encode(hash.finalize()));
-        with_io(io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
+        with_io(hooks, io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
             let (packed, body) = input.split_at(fields_len.min(input.len()));
             let fields = Fields::split(utf8(packed)?, header_count, headers)?;
             let payload = match (payload, hashed.as_deref()) {
@@ -241,8 +252,8 @@ impl SignerIo {
         expires_in: f64,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io, .. } = self;
-        with_io(io, fields_len, &mut |input, headers, answer| {
+        let SignerIo { hooks, signer, io, .. } = self;
+        with_io(hooks, io, fields_len, &mut |input, headers, answer| {
             let fields = Fields::split(utf8(input)?, header_count, headers)?;
             answer.push_str(&presign(signer, &fields, headers, expires_in, unix_ms)?);
             Ok(())
@@ -262,7 +273,7 @@ type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
 /// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
 /// returns its length in bytes.
-fn with_io(io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
+fn with_io(hooks: &SignerHooks, io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
     let SignBuffer { buf, headers, answer } = io;
     answer.clear();
     let done = match buf.get(..len) {
@@ -270,7 +281,7 @@ fn with_io(io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValu
         None => Err(Error::invalid("packed request is longer than the I/O buffer")),
     };
     // On an error the buffer stays where it is: JS only learns that it moved from an answer.
-    done.map_err(js_error)?;
+    done.map_err(|e| js_error(hooks, e))?;
     if buf.len() < answer.len() {
         buf.resize(answer.len(), 0);
     }
@@ -348,9 +359,10 @@ fn presign(
     expires_in: f64,
     unix_ms: f64,
 ) -> Result<String> {
-    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
-        let got = js_sys::Number::from(expires_in).to_string_with_radix(10).map(String::from).unwrap_or_default();
-        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
+    // js/sign.js refuses such a value first, naming it (JS writes a number as JS does); this guards the
+    // conversion below.
+    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_SECS as f64).contains(&expires_in)) {
+        return Err(Error::invalid("expiresIn must be a whole number of seconds in 1..=604800"));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
@@ -384,6 +396,7 @@ struct Format {
     payload_body: u32,
     payload_unsigned: u32,
     payload_hashed: u32,
+    max_expires_in: u64,
 }
 
 #[cfg(feature = "ownership")]
@@ -401,6 +414,7 @@ pub fn sign_buffer_format() -> JsValue {
         payload_body: PAYLOAD_BODY,
         payload_unsigned: PAYLOAD_UNSIGNED,
         payload_hashed: PAYLOAD_HASHED,
+        max_expires_in: MAX_EXPIRES_SECS,
     };
     serde_wasm_bindgen::to_value(&format).unwrap_or(JsValue::NULL)
 }

@@ -327,6 +327,24 @@ pub(crate) fn find_byte(s: &[u8], f: impl Fn(u8) -> bool) -> Option<usize> {
     None
 }
 
+/// Appends `n` in decimal, as `{}` prints it. By hand rather than through `format!`/`to_string`, whose
+/// machinery the signing-only wasm would otherwise carry for these few numbers (a port, an IPv4 octet,
+/// `X-Amz-Expires`).
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
+    // The largest power of ten not above n, then each digit from the most significant one.
+    let mut unit = 1;
+    while n / unit >= 10 {
+        unit *= 10;
+    }
+    loop {
+        out.push(char::from(b'0' + (n / unit % 10) as u8));
+        if unit == 1 {
+            break;
+        }
+        unit /= 10;
+    }
+}
+
 /// `hay.split_once(needle)` by plain byte comparison: `str` patterns would bring the Two-Way searcher
 /// (~2.5 KB of wasm) for the few short, fixed needles the crate looks for.
 pub(crate) fn split_once_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
@@ -391,6 +409,15 @@ mod tests {
                 (signed.url, signed.headers)
             };
             assert_eq!(sign(Payload::BodyHash(&hex)), sign(Payload::Bytes(body)), "{service}");
+        }
+    }
+
+    #[test]
+    fn push_decimal_writes_what_display_writes() {
+        for n in [0, 1, 9, 10, 99, 255, 443, 65_535, 604_800, 1 << 32, u64::MAX - 1, u64::MAX] {
+            let mut out = String::from("x");
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
         }
     }
 

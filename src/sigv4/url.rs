@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use super::{all_bytes, find_byte};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{joined, Error, Result};
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Url<'a> {
@@ -25,7 +25,7 @@ pub(crate) struct Url<'a> {
 }
 
 fn bad(url: &str, why: &str) -> Error {
-    Error::invalid(format!("url {} cannot be signed: {why}", Quoted(&shown(url))))
+    Error::invalid_value("url ", &shown(url), &joined(&[" cannot be signed: ", why]))
 }
 
 /// A URL as messages may show it: without query and fragment (a presigned signature and token), and
@@ -35,7 +35,7 @@ pub(crate) fn shown(url: &str) -> String {
     let end = find_byte(url.as_bytes(), |b| b == b'?' || b == b'#').unwrap_or(url.len());
     let url = url.get(..end).unwrap_or("");
     match url.bytes().rposition(|b| b == b'@') {
-        Some(at) => format!("…@{}", url.get(at + 1..).unwrap_or("")),
+        Some(at) => joined(&["…@", url.get(at + 1..).unwrap_or("")]),
         None => url.to_owned(),
     }
 }
@@ -120,7 +120,7 @@ fn host_and_port<'a>(url: &str, authority: &'a str, default_port: u16) -> Result
         let mut host = address.unwrap_or_else(|| hostname.to_ascii_lowercase());
         if let Some(port) = port {
             host.push(':');
-            host.push_str(&port.to_string());
+            super::push_decimal(&mut host, u64::from(port));
         }
         Cow::Owned(host)
     };
@@ -183,7 +183,7 @@ fn ipv4(host: &str) -> Option<String> {
         if shift != 24 {
             out.push('.');
         }
-        out.push_str(&format!("{}", ((address >> shift) & 0xff) as u32));
+        super::push_decimal(&mut out, (address >> shift) & 0xff);
     }
     Some(out)
 }
