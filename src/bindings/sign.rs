@@ -97,7 +97,7 @@ fn utf8(fields: &[u8]) -> Result<&str> {
 impl<'a> Fields<'a> {
     /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
     fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
-        let mut parts = packed.split(SEP);
+        let mut parts = crate::sigv4::split_ascii(packed, |b| b == SEP as u8);
         let mut fixed = [""; FIXED];
         for slot in fixed.iter_mut() {
             *slot = parts.next().ok_or_else(nul_inside)?;
@@ -160,7 +160,9 @@ impl<'a> Fields<'a> {
 fn js_error(hooks: &SignerHooks, e: Error) -> JsValue {
     match e {
         Error::InvalidInput(m) => hooks.error("invalid-input", &joined(&["invalid input: ", &m])),
-        other => hooks.error(other.code(), "internal error: the signer failed in a way it never does"),
+        // Not `other.code()`: its table of every kind's code would weigh in the signing-only wasm for a
+        // case that never happens.
+        _ => hooks.error("internal", "internal error: the signer failed in a way it never does"),
     }
 }
 

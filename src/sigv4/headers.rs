@@ -57,7 +57,7 @@ fn push_trimmed(out: &mut String, value: &str) {
         out.push_str(value);
         return;
     }
-    for (i, word) in value.split([' ', '\t']).filter(|w| !w.is_empty()).enumerate() {
+    for (i, word) in super::split_ascii(value, |b| b == b' ' || b == b'\t').filter(|w| !w.is_empty()).enumerate() {
         if i > 0 {
             out.push(' ');
         }
