@@ -10,7 +10,7 @@
 import { SignerIo, ioMemory, ownershipOptionNames } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
-import { CelldEdgeError, invalidInput } from "./error.js";
+import { CelldEdgeError, describe, invalidInput } from "./error.js";
 
 const SEP = FORMAT.sep;
 const CALLER_CODE = FORMAT.callerCode;
@@ -64,10 +64,6 @@ function answer(len) {
 }
 
 const invalid = invalidInput;
-
-function describe(v) {
-  return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;
-}
 
 function optionsObject(opts, fn) {
   if (opts === null || typeof opts !== "object") {
@@ -188,8 +184,9 @@ function headerFields(h, what, names) {
   return out;
 }
 
-/** The method as fetch sends it, so as it is signed: the six that fetch normalizes, upper-cased. */
-function fetchMethod(method) {
+/** The method as fetch sends it, so as it is signed: the six that fetch normalizes, upper-cased (AwsClient
+ * uses it too). */
+export function fetchMethod(method) {
   const upper = method.toUpperCase();
   switch (upper) {
     case "DELETE": case "GET": case "HEAD": case "OPTIONS": case "POST": case "PUT":
