@@ -67,8 +67,8 @@ function replacement() {
   });
 }
 
-/** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`; src/bindings/sign.rs,
- * `SignerHooks`). */
+/** Handed to every WasmOwnership (src/bindings/trap.rs, `Hooks`) and to the signer (src/bindings/sign.rs,
+ * `signerStart`). */
 export const hooks = {
   /** The class the wasm builds its errors with. */
   errorClass: CelldEdgeError,

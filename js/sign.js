@@ -7,7 +7,7 @@
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
-import { SignerIo, ioMemory, ownershipOptionNames } from "../pkg/celld_edge.js";
+import { hashBody, ioBuffer, ioMemory, ownershipOptionNames, presignIo, signIo, signerStart } from "../pkg/celld_edge.js";
 import { currentInstance, hooks, settled, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
 import { CelldEdgeError, describe, invalidInput } from "./error.js";
@@ -22,10 +22,9 @@ const DEFAULT_EXPIRES_IN = 86400;
 const IO_KEEP = FORMAT.ioKeep;
 const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED, maxExpiresIn: MAX_EXPIRES_IN } = FORMAT;
 
-/** The signer and its I/O buffer (made on first use: never while modules are being evaluated) and the
- * wasm instance it lives in, wasm memory, the I/O buffer's address and length there, and a view of it
- * (empty once detached). */
-let signer;
+/** The wasm instance the signer was started in (`signerStart`, on first use: never while modules are
+ * being evaluated), wasm memory, the I/O buffer's address and length there, and a view of it (empty once
+ * detached). */
 let signerInstance;
 let memory;
 let ioPtr = 0;
@@ -34,16 +33,16 @@ let io = new Uint8Array(0);
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
-  if (signer === undefined || signerInstance !== currentInstance()) {
+  if (signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
-    signer = sync(() => new SignerIo(hooks));
+    sync(() => signerStart(hooks));
     signerInstance = currentInstance();
     memory = undefined;
     ioLen = 0;
     io = new Uint8Array(0);
   }
   if (need > ioLen) {
-    ioPtr = signer.ioBuffer(need);
+    ioPtr = ioBuffer(need);
     ioLen = need;
     io = new Uint8Array(0);
   }
@@ -208,7 +207,7 @@ function hashBytes(bytes) {
   do {
     const piece = bytes.subarray(at, at + IO_KEEP);
     ioView(piece.length).set(piece);
-    signer.hashBody(piece.length, at === 0);
+    hashBody(piece.length, at === 0);
     at += IO_KEEP;
   } while (at < bytes.length);
 }
@@ -219,7 +218,7 @@ function hashText(text) {
   let at = 0;
   do {
     const { read, written } = encoder.encodeInto(at === 0 ? text : text.slice(at), ioView(IO_KEEP));
-    signer.hashBody(written, at === 0);
+    hashBody(written, at === 0);
     at += read;
   } while (at < text.length);
 }
@@ -304,7 +303,7 @@ function sign(opts) {
       const view = ioView(fields.length * 3 + bytes.length);
       const fieldsLen = encoder.encodeInto(fields, view).written;
       view.set(bytes, fieldsLen);
-      return signed(method, url, names, signer.signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
+      return signed(method, url, names, signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
     }
   } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
     hashText(body);
@@ -315,7 +314,7 @@ function sign(opts) {
   const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (inline) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, url, names, signer.signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
+  return signed(method, url, names, signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
 }
 
 /**
@@ -378,5 +377,5 @@ function presign(opts) {
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
-  return answer(signer.presignIo(fieldsLen, names.length, expiresIn, unixMs));
+  return answer(presignIo(fieldsLen, names.length, expiresIn, unixMs));
 }

@@ -1,7 +1,7 @@
 //! The wasm-bindgen shell: the only place where Rust meets JS values. One file per JS class, holding
 //! every `#[wasm_bindgen]` method of it: `ownership` is `WasmOwnership` (the core of js/ownership.js's
 //! `S3Ownership`: async methods, each a Promise), `inspector` is `WasmInspector` (js/inspector.js's
-//! `S3Inspector`), `sign` is `SignerIo` (the signer's fast path, js/sign.js). Beside them: `convert` (the
+//! `S3Inspector`), `sign` is the signer's fast path (js/sign.js; functions over the instance's `SignerIo`). Beside them: `convert` (the
 //! options and arguments in, results and events out, through serde-wasm-bindgen), `listing` and `metrics`
 //! (their results' shapes), `web` (the [`crate::env::Env`] over the injected `fetch`), `r2` (its requests
 //! through an R2 binding instead), `events` (the [`crate::env::Observer`] beside it: metrics, the

@@ -22,6 +22,8 @@
 //! `invalid-input` error. Never panics, and never signs something other than what it was given: a stray
 //! NUL in any field shows up as a field-count mismatch and is refused.
 
+use std::cell::RefCell;
+
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
@@ -41,11 +43,10 @@ extern "C" {
     fn error(this: &SignerHooks, code: &str, message: &str) -> JsValue;
 }
 
-/// The signer's state, one per wasm instance (`js/sign.js` makes it on first use): the signer, so repeat
-/// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
-/// shared with JS (see the module comment).
-#[wasm_bindgen]
-pub struct SignerIo {
+/// The signer's state, one per wasm instance (`SIGNER`): the signer, so repeat calls with the same
+/// secret/date/region/service reuse the derived signing key, and the I/O buffer shared with JS (see the
+/// module comment).
+struct SignerIo {
     hooks: SignerHooks,
     signer: Signer,
     io: SignBuffer,
@@ -170,11 +171,64 @@ fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-#[wasm_bindgen(js_class = SignerIo)]
+thread_local! {
+    /// This instance's signer. Module state rather than a wasm-bindgen class: there is one per instance
+    /// anyway, and a class's glue (handles, finalizer, stale-handle checks) weighs in the signing-only
+    /// entry. js/sign.js starts it (`signerStart`) before its first call in an instance, so also in the
+    /// instance that replaces one that trapped.
+    static SIGNER: RefCell<Option<SignerIo>> = const { RefCell::new(None) };
+}
+
+/// `signerStart(hooks)`: (re)starts this instance's signer; `hooks` from js/instance.js (only its error
+/// maker is used).
+#[wasm_bindgen(js_name = signerStart)]
+pub fn signer_start(hooks: SignerHooks) {
+    SIGNER.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            *slot = Some(SignerIo::new(hooks));
+        }
+    });
+}
+
+/// Runs `f` on this instance's signer. Never panics: a signer not started, or one already in use (a
+/// call from inside another, which js/sign.js never makes), is an error (a plain one: its hooks are out
+/// of reach).
+fn with_signer<T>(f: impl FnOnce(&mut SignerIo) -> Result<T, JsValue>) -> Result<T, JsValue> {
+    SIGNER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => match slot.as_mut() {
+            Some(signer) => f(signer),
+            None => Err(JsValue::from_str("internal error: the signer was not started")),
+        },
+        Err(_) => Err(JsValue::from_str("internal error: the signer is already in use")),
+    })
+}
+
+/// `ioBuffer(len)`: `SignerIo::io_buffer`.
+#[wasm_bindgen(js_name = ioBuffer)]
+pub fn io_buffer(len: usize) -> Result<usize, JsValue> {
+    with_signer(|s| s.io_buffer(len))
+}
+
+/// `hashBody(len, first)`: `SignerIo::hash_body`.
+#[wasm_bindgen(js_name = hashBody)]
+pub fn hash_body(len: usize, first: bool) -> Result<(), JsValue> {
+    with_signer(|s| s.hash_body(len, first))
+}
+
+/// `signIo(...)`: `SignerIo::sign_io`.
+#[wasm_bindgen(js_name = signIo)]
+pub fn sign_io(fields_len: usize, body_len: usize, header_count: u32, payload: u32, unix_ms: f64) -> Result<usize, JsValue> {
+    with_signer(|s| s.sign_io(fields_len, body_len, header_count, payload, unix_ms))
+}
+
+/// `presignIo(...)`: `SignerIo::presign_io`.
+#[wasm_bindgen(js_name = presignIo)]
+pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
+    with_signer(|s| s.presign_io(fields_len, header_count, expires_in, unix_ms))
+}
+
 impl SignerIo {
-    /// `hooks` from js/instance.js (only its error maker is used).
-    #[wasm_bindgen(constructor)]
-    pub fn new(hooks: SignerHooks) -> SignerIo {
+    fn new(hooks: SignerHooks) -> SignerIo {
         SignerIo {
             hooks,
             signer: Signer::new(),
@@ -186,8 +240,7 @@ impl SignerIo {
     /// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
     /// request there (valid until the next call of this method or of `signIo`/`presignIo`/`hashBody`).
     /// Past `MAX_IO`, or past what wasm memory can still grow to, `invalid-input` (a `resize` would trap).
-    #[wasm_bindgen(js_name = ioBuffer)]
-    pub fn io_buffer(&mut self, len: usize) -> Result<usize, JsValue> {
+    fn io_buffer(&mut self, len: usize) -> Result<usize, JsValue> {
         let buf = &mut self.io.buf;
         if buf.len() < len {
             let more = len - buf.len();
@@ -201,8 +254,7 @@ impl SignerIo {
 
     /// Adds the first `len` bytes of the I/O buffer to the body's hash (`first`: a new body), for
     /// `signIo` with `PAYLOAD_HASHED`.
-    #[wasm_bindgen(js_name = hashBody)]
-    pub fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
+    fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
         let piece = self.io.buf.get(..len).ok_or_else(|| js_error(&self.hooks, Error::invalid("body piece is longer than the I/O buffer")))?;
         if first {
             self.body_hash = Some(Sha256::new());
@@ -218,8 +270,7 @@ impl SignerIo {
     /// `PAYLOAD_BODY`, by the body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case
     /// header names) into the buffer and returns its length. The url is left out (empty) when it is the
     /// one given, and a name is one code character when `name_code` has one for it.
-    #[wasm_bindgen(js_name = signIo)]
-    pub fn sign_io(
+    fn sign_io(
         &mut self,
         fields_len: usize,
         body_len: usize,
@@ -246,8 +297,7 @@ impl SignerIo {
     /// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len`
     /// bytes). `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800.
     /// Writes the URL into the buffer and returns its length.
-    #[wasm_bindgen(js_name = presignIo)]
-    pub fn presign_io(
+    fn presign_io(
         &mut self,
         fields_len: usize,
         header_count: u32,
