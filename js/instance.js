@@ -67,13 +67,16 @@ function replacement() {
   });
 }
 
-/** Handed to every WasmOwnership (src/bindings/trap.rs, `Hooks`) and to the signer (src/bindings/sign.rs,
- * `signerStart`). */
+/** Handed to the signer (src/bindings/sign.rs, `signerStart`): a coded error, which it builds its errors
+ * with. Apart from `hooks`, which the signing-only entry then does not carry. */
+export const signerHooks = {
+  error: (code, message) => new CelldEdgeError(message, { code }),
+};
+
+/** Handed to every WasmOwnership and WasmInspector (src/bindings/trap.rs, `Hooks`). */
 export const hooks = {
   /** The class the wasm builds its errors with. */
   errorClass: CelldEdgeError,
-  /** A coded error, for the signer (which builds its errors through this, not the class). */
-  error: (code, message) => new CelldEdgeError(message, { code }),
   poll(f) {
     try {
       f();

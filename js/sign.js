@@ -8,7 +8,7 @@
 // imports (this file included) have been evaluated.
 
 import { hashBody, ioBuffer, ioMemory, ownershipOptionNames, presignIo, signIo, signerStart } from "../pkg/celld_edge.js";
-import { currentInstance, hooks, settled, sync, trapped } from "./instance.js";
+import { currentInstance, settled, signerHooks, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
 import { CelldEdgeError, describe, invalidInput } from "./error.js";
 
@@ -35,7 +35,7 @@ let io = new Uint8Array(0);
 function ioView(need) {
   if (signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
-    sync(() => signerStart(hooks));
+    sync(() => signerStart(signerHooks));
     signerInstance = currentInstance();
     memory = undefined;
     ioLen = 0;
