@@ -32,8 +32,8 @@ use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signe
 
 #[wasm_bindgen]
 extern "C" {
-    /// What js/instance.js passes to every `SignerIo` (`hooks` there); the signer uses its error maker
-    /// alone. Through it rather than super::error's `CelldEdgeError` construction, which needs js-sys:
+    /// What js/instance.js passes to `signerStart` (`signerHooks` there): the signer's error maker.
+    /// Through it rather than super::error's `CelldEdgeError` construction, which needs js-sys:
     /// this file is all of the signing-only wasm's bindings, and that wasm carries no js-sys (an unused
     /// js-sys still links every binding it declares into the module; bench/README.md, its size).
     pub type SignerHooks;
