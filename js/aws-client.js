@@ -5,8 +5,8 @@
 // POST, a one-shot stream body), never sign anything but what the runtime will send, never let an unknown
 // option pass silently, and never put a secret into an error.
 
-import { presignUrl, signRequest } from "./sign.js";
-import { CelldEdgeError } from "./error.js";
+import { fetchMethod, presignUrl, signRequest } from "./sign.js";
+import { CelldEdgeError, describe, invalidInput as invalid } from "./error.js";
 
 /** aws4fetch's defaults: up to 10 retries, the first within 50 ms. */
 const DEFAULT_RETRIES = 10;
@@ -32,25 +32,12 @@ const REFUSED = {
   headers: "headers go in init.headers (with signQuery they are the headers the URL is signed for)",
   signedHeaders: "with signQuery the URL is signed for the headers in init.headers",
 };
-/** The methods fetch upper-cases (any other method is sent as written). */
-const NORMALIZED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 /** Error codes that say the request was refused for its time alone (nothing was done). */
 const SKEW_CODES = new Set(["RequestTimeTooSkewed", "RequestExpired", "RequestInTheFuture"]);
 const EDGE_SPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
 const FORM_TYPE = "application/x-www-form-urlencoded;charset=UTF-8";
 
-function error(code, message, cause) {
-  return new CelldEdgeError(message, { code, cause });
-}
-
-function invalid(message, cause) {
-  return error("invalid-input", `invalid input: ${message}`, cause);
-}
-
-function describe(v) {
-  return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;
-}
 
 /** Refuses every key of `opts` not in `known`, naming it (and what to use instead, when known). */
 function checkKeys(opts, known, what) {
@@ -407,7 +394,7 @@ export class AwsClient {
           await this.#backoff(attempt, plan.signal);
           continue;
         }
-        throw error("transport", `${plan.method} ${where(request.url)}: no answer (${(e && e.name) || "Error"}: ${scrub((e && e.message) || e)})${plan.retry ? ` after ${attempt + 1} attempts` : ""}`, scrubbed(e));
+        throw new CelldEdgeError(`${plan.method} ${where(request.url)}: no answer (${(e && e.name) || "Error"}: ${scrub((e && e.message) || e)})${plan.retry ? ` after ${attempt + 1} attempts` : ""}`, { code: "transport", cause: scrubbed(e) });
       }
       if (!skewFixed && plan.replayable && (response.status === 403 || response.status === 400)) {
         const skew = await this.#skewFrom(response, plan);
@@ -497,8 +484,7 @@ export class AwsClient {
     let kind = bodyKind(body);
     if (method === undefined || method === null) method = kind === "none" ? "GET" : "POST"; // as aws4fetch
     if (typeof method !== "string" || method === "") throw invalid(`method must be a non-empty string, got ${describe(method)}`);
-    const upper = method.toUpperCase();
-    if (NORMALIZED_METHODS.has(upper)) method = upper;
+    method = fetchMethod(method);
     if ((method === "GET" || method === "HEAD") && kind !== "none") throw invalid(`a ${method} request cannot have a body`);
     if (isRequest) {
       if (rest.signal === undefined) rest.signal = input.signal;

@@ -31,3 +31,8 @@ Object.defineProperty(CelldEdgeError.prototype, "name", { value: "CelldEdgeError
 
 /** An `invalid-input` error (nothing was sent). */
 export const invalidInput = (message, cause) => new CelldEdgeError(`invalid input: ${message}`, { code: "invalid-input", cause });
+
+/** What a value is, for an `invalid-input` message ("null", "an array", else its typeof). */
+export function describe(v) {
+  return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;
+}

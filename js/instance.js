@@ -67,7 +67,13 @@ function replacement() {
   });
 }
 
-/** Handed to every WasmOwnership and SignerIo (src/bindings/trap.rs, `Hooks`). */
+/** Handed to the signer (src/bindings/sign.rs, `signerStart`): a coded error, which it builds its errors
+ * with. Apart from `hooks`, which the signing-only entry then does not carry. */
+export const signerHooks = {
+  error: (code, message) => new CelldEdgeError(message, { code }),
+};
+
+/** Handed to every WasmOwnership and WasmInspector (src/bindings/trap.rs, `Hooks`). */
 export const hooks = {
   /** The class the wasm builds its errors with. */
   errorClass: CelldEdgeError,

@@ -21,4 +21,6 @@ export const FORMAT = Object.freeze({
   payloadBody: 0,
   payloadUnsigned: 1,
   payloadHashed: 2,
+  /** The longest validity of a presigned URL in seconds (AWS's bound for X-Amz-Expires). */
+  maxExpiresIn: 604800,
 });

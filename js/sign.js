@@ -7,10 +7,10 @@
 // It must never call into wasm while modules are being evaluated: the entry initialises wasm after its
 // imports (this file included) have been evaluated.
 
-import { SignerIo, ioMemory, ownershipOptionNames } from "../pkg/celld_edge.js";
-import { currentInstance, hooks, settled, sync, trapped } from "./instance.js";
+import { hashBody, ioBuffer, ioMemory, ownershipOptionNames, presignIo, signIo, signerStart } from "../pkg/celld_edge.js";
+import { currentInstance, settled, signerHooks, sync, trapped } from "./instance.js";
 import { FORMAT } from "./sign-format.js";
-import { CelldEdgeError, invalidInput } from "./error.js";
+import { CelldEdgeError, describe, invalidInput } from "./error.js";
 
 const SEP = FORMAT.sep;
 const CALLER_CODE = FORMAT.callerCode;
@@ -20,12 +20,11 @@ const decoder = new TextDecoder();
 /** Default X-Amz-Expires in seconds (one day), as aws4fetch's. */
 const DEFAULT_EXPIRES_IN = 86400;
 const IO_KEEP = FORMAT.ioKeep;
-const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED } = FORMAT;
+const { payloadBody: PAYLOAD_BODY, payloadUnsigned: PAYLOAD_UNSIGNED, payloadHashed: PAYLOAD_HASHED, maxExpiresIn: MAX_EXPIRES_IN } = FORMAT;
 
-/** The signer and its I/O buffer (made on first use: never while modules are being evaluated) and the
- * wasm instance it lives in, wasm memory, the I/O buffer's address and length there, and a view of it
- * (empty once detached). */
-let signer;
+/** The wasm instance the signer was started in (`signerStart`, on first use: never while modules are
+ * being evaluated), wasm memory, the I/O buffer's address and length there, and a view of it (empty once
+ * detached). */
 let signerInstance;
 let memory;
 let ioPtr = 0;
@@ -34,16 +33,16 @@ let io = new Uint8Array(0);
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
-  if (signer === undefined || signerInstance !== currentInstance()) {
+  if (signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
-    signer = sync(() => new SignerIo(hooks));
+    sync(() => signerStart(signerHooks));
     signerInstance = currentInstance();
     memory = undefined;
     ioLen = 0;
     io = new Uint8Array(0);
   }
   if (need > ioLen) {
-    ioPtr = signer.ioBuffer(need);
+    ioPtr = ioBuffer(need);
     ioLen = need;
     io = new Uint8Array(0);
   }
@@ -64,10 +63,6 @@ function answer(len) {
 }
 
 const invalid = invalidInput;
-
-function describe(v) {
-  return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v;
-}
 
 function optionsObject(opts, fn) {
   if (opts === null || typeof opts !== "object") {
@@ -93,10 +88,10 @@ const MISTAKES = {
     unsignedPayload: "a presigned URL is always UNSIGNED-PAYLOAD",
   },
 };
-/** S3Ownership's option names, as the wasm checks them (src/bindings/convert.rs, the one list): asked for
- * only when an unknown option is refused. */
+/** S3Ownership's option names, as the wasm checks them (src/bindings/option_names.rs, the one list, which
+ * it answers comma-separated): asked for only when an unknown option is refused. */
 let storeOptions;
-const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()))).has(key);
+const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()).split(","))).has(key);
 
 /** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
 function refuseUnknown(o, known, fn) {
@@ -188,8 +183,9 @@ function headerFields(h, what, names) {
   return out;
 }
 
-/** The method as fetch sends it, so as it is signed: the six that fetch normalizes, upper-cased. */
-function fetchMethod(method) {
+/** The method as fetch sends it, so as it is signed: the six that fetch normalizes, upper-cased (AwsClient
+ * uses it too). */
+export function fetchMethod(method) {
   const upper = method.toUpperCase();
   switch (upper) {
     case "DELETE": case "GET": case "HEAD": case "OPTIONS": case "POST": case "PUT":
@@ -211,7 +207,7 @@ function hashBytes(bytes) {
   do {
     const piece = bytes.subarray(at, at + IO_KEEP);
     ioView(piece.length).set(piece);
-    signer.hashBody(piece.length, at === 0);
+    hashBody(piece.length, at === 0);
     at += IO_KEEP;
   } while (at < bytes.length);
 }
@@ -222,7 +218,7 @@ function hashText(text) {
   let at = 0;
   do {
     const { read, written } = encoder.encodeInto(at === 0 ? text : text.slice(at), ioView(IO_KEEP));
-    signer.hashBody(written, at === 0);
+    hashBody(written, at === 0);
     at += read;
   } while (at < text.length);
 }
@@ -307,7 +303,7 @@ function sign(opts) {
       const view = ioView(fields.length * 3 + bytes.length);
       const fieldsLen = encoder.encodeInto(fields, view).written;
       view.set(bytes, fieldsLen);
-      return signed(method, url, names, signer.signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
+      return signed(method, url, names, signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
     }
   } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
     hashText(body);
@@ -318,7 +314,7 @@ function sign(opts) {
   const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (inline) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, url, names, signer.signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
+  return signed(method, url, names, signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
 }
 
 /**
@@ -373,9 +369,13 @@ function presign(opts) {
   const given = o.expiresIn;
   const expiresIn = given === undefined || given === null ? DEFAULT_EXPIRES_IN : given;
   if (typeof expiresIn !== "number") throw invalid(`expiresIn must be a number of seconds, got ${describe(expiresIn)}`);
+  // The signer refuses these too; here they are named as JS writes them.
+  if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES_IN) {
+    throw invalid(`expiresIn must be a whole number of seconds in 1..=${MAX_EXPIRES_IN}, got ${expiresIn}`);
+  }
   const datetime = o.datetime;
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
-  return answer(signer.presignIo(fieldsLen, names.length, expiresIn, unixMs));
+  return answer(presignIo(fieldsLen, names.length, expiresIn, unixMs));
 }

@@ -160,9 +160,15 @@ impl Error {
 
     /// `InvalidInput` reading `<what>"<value>"<why>`, the shape of most refusals of an input: built here
     /// once instead of at each of its call sites.
+    /// Written piece by piece rather than with `format!`: the signing-only wasm then carries none of
+    /// `format!`'s machinery for its messages (bench/README.md, the signing-only entry's size).
     #[inline(never)]
     pub(crate) fn invalid_value(what: &str, value: &str, why: &str) -> Self {
-        Error::invalid(format!("{what}{}{why}", Quoted(value)))
+        let mut message = String::with_capacity(what.len() + value.len() + why.len() + 2);
+        message.push_str(what);
+        push_quoted(value, &mut message);
+        message.push_str(why);
+        Error::InvalidInput(message)
     }
 
     pub(crate) fn not_leased(why: String) -> Self {
@@ -301,6 +307,16 @@ fn push_hex(n: u32, out: &mut String) {
             out.push(char::from(b"0123456789abcdef"[d as usize]));
         }
     }
+}
+
+/// `parts` in one string, for messages: `[..].concat()` without the panic path of its length check,
+/// whose formatting would otherwise weigh in the signing-only wasm (bench/README.md, its size).
+pub(crate) fn joined(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,7 +1,7 @@
 //! The wasm-bindgen shell: the only place where Rust meets JS values. One file per JS class, holding
 //! every `#[wasm_bindgen]` method of it: `ownership` is `WasmOwnership` (the core of js/ownership.js's
 //! `S3Ownership`: async methods, each a Promise), `inspector` is `WasmInspector` (js/inspector.js's
-//! `S3Inspector`), `sign` is `SignerIo` (the signer's fast path, js/sign.js). Beside them: `convert` (the
+//! `S3Inspector`), `sign` is the signer's fast path (js/sign.js; functions over the instance's `SignerIo`). Beside them: `convert` (the
 //! options and arguments in, results and events out, through serde-wasm-bindgen), `listing` and `metrics`
 //! (their results' shapes), `web` (the [`crate::env::Env`] over the injected `fetch`), `r2` (its requests
 //! through an R2 binding instead), `events` (the [`crate::env::Observer`] beside it: metrics, the
@@ -11,18 +11,20 @@
 //! turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on anything JS
 //! hands it.
 
-// What every wasm holds, the signing-only one (`celld-edge/sign`: feature `ownership` off) included. Parts of
-// `error` and `trap` serve only the ownership classes, hence the allowance without them.
-#[cfg_attr(not(feature = "ownership"), allow(dead_code))]
-mod error;
+// What every wasm holds, the signing-only one (`celld-edge/sign`: feature `ownership` off) included. That
+// one names no js-sys (nor wasm-bindgen-futures, which uses it): a js-sys the code names at all links
+// every binding js-sys declares into the module, used or not (bench/README.md, the signing-only entry).
+// So `trap` keeps what uses js-sys to the ownership classes, and `sign` makes its errors through the
+// loader's hooks rather than through `error`.
 mod option_names;
 mod sign;
-#[cfg_attr(not(feature = "ownership"), allow(dead_code))]
 mod trap;
 
 // The ownership classes and their `Env`: only in the full wasm (feature `ownership`, on by default).
 #[cfg(feature = "ownership")]
 mod convert;
+#[cfg(feature = "ownership")]
+mod error;
 #[cfg(feature = "ownership")]
 mod events;
 #[cfg(feature = "ownership")]

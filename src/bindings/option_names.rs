@@ -9,9 +9,18 @@ pub(crate) const OPTION_NAMES: [&str; 21] = [
     "onEvent", "credentials", "r2",
 ];
 
-/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, for js/sign.js (which names them when a
-/// signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
+/// `ownershipOptionNames()`: the options `new S3Ownership(...)` takes, comma-separated, for js/sign.js (which
+/// names them when a signer is handed one) and the check of js/ownership.d.ts (tests/node/shapes.test.mjs).
+/// One string rather than an array: the signing-only wasm has no js-sys to build one with, and the glue
+/// that passes a `Vec<String>` out weighs more than the list.
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = ownershipOptionNames)]
-pub fn ownership_option_names() -> js_sys::Array {
-    OPTION_NAMES.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect()
+pub fn ownership_option_names() -> String {
+    let mut names = String::new();
+    for name in OPTION_NAMES {
+        if !names.is_empty() {
+            names.push(',');
+        }
+        names.push_str(name);
+    }
+    names
 }

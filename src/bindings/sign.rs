@@ -22,18 +22,32 @@
 //! `invalid-input` error. Never panics, and never signs something other than what it was given: a stray
 //! NUL in any field shows up as a field-count mismatch and is refused.
 
+use std::cell::RefCell;
+
 use sha2::{Digest, Sha256};
 use wasm_bindgen::prelude::*;
 
-use super::error::{coded_error, use_error_class};
-use crate::error::{Error, Result};
-use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer};
+use crate::error::{joined, Error, Result};
+use crate::sigv4::{AmzDate, Credentials, Payload, PresignInput, SignInput, Signer, MAX_EXPIRES_SECS};
 
-/// The signer's state, one per wasm instance (`js/sign.js` makes it on first use): the signer, so repeat
-/// calls with the same secret/date/region/service reuse the derived signing key, and the I/O buffer
-/// shared with JS (see the module comment).
 #[wasm_bindgen]
-pub struct SignerIo {
+extern "C" {
+    /// What js/instance.js passes to `signerStart` (`signerHooks` there): the signer's error maker.
+    /// Through it rather than super::error's `CelldEdgeError` construction, which needs js-sys:
+    /// this file is all of the signing-only wasm's bindings, and that wasm carries no js-sys (an unused
+    /// js-sys still links every binding it declares into the module; bench/README.md, its size).
+    pub type SignerHooks;
+
+    /// A `CelldEdgeError` with this `code` and message.
+    #[wasm_bindgen(method)]
+    fn error(this: &SignerHooks, code: &str, message: &str) -> JsValue;
+}
+
+/// The signer's state, one per wasm instance (`SIGNER`): the signer, so repeat calls with the same
+/// secret/date/region/service reuse the derived signing key, and the I/O buffer shared with JS (see the
+/// module comment).
+struct SignerIo {
+    hooks: SignerHooks,
     signer: Signer,
     io: SignBuffer,
     /// The body hashed so far by `hashBody` (for `PAYLOAD_HASHED`).
@@ -53,8 +67,6 @@ const SEP: char = '\0';
 /// Fixed fields before the header pairs: method, url, region, service, access key id, secret,
 /// session token ("" = none), datetime ("" = use the `unix_ms` argument).
 const FIXED: usize = 8;
-/// AWS's bound for `X-Amz-Expires`, in seconds.
-const MAX_EXPIRES_IN: f64 = 604_800.0;
 /// Year 10000 in Unix ms: an `AmzDate` has four year digits.
 const MAX_UNIX_MS: f64 = 253_402_300_800_000.0;
 /// The I/O buffer is cut back to this after a larger request, so one big body does not pin its size.
@@ -86,7 +98,7 @@ fn utf8(fields: &[u8]) -> Result<&str> {
 impl<'a> Fields<'a> {
     /// Splits the fixed fields, and `header_count` name/value pairs into `headers` (reusing its strings).
     fn split(packed: &'a str, header_count: u32, headers: &mut Vec<(String, String)>) -> Result<Self> {
-        let mut parts = packed.split(SEP);
+        let mut parts = crate::sigv4::split_ascii(packed, |b| b == SEP as u8);
         let mut fixed = [""; FIXED];
         for slot in fixed.iter_mut() {
             *slot = parts.next().ok_or_else(nul_inside)?;
@@ -146,10 +158,12 @@ impl<'a> Fields<'a> {
 /// The signer's JS error. Everything src/sigv4 and this file refuse is `invalid-input` (signing has no
 /// other way to fail), so the message is made here instead of by `Error::message()`, whose texts for
 /// every other kind would otherwise weigh in the signing-only wasm (bench/README.md, its size).
-fn js_error(e: Error) -> JsValue {
+fn js_error(hooks: &SignerHooks, e: Error) -> JsValue {
     match e {
-        Error::InvalidInput(m) => coded_error("invalid-input", &format!("invalid input: {m}")),
-        other => coded_error(other.code(), "internal error: the signer failed in a way it never does"),
+        Error::InvalidInput(m) => hooks.error("invalid-input", &joined(&["invalid input: ", &m])),
+        // Not `other.code()`: its table of every kind's code would weigh in the signing-only wasm for a
+        // case that never happens.
+        _ => hooks.error("internal", "internal error: the signer failed in a way it never does"),
     }
 }
 
@@ -157,13 +171,66 @@ fn nul_inside() -> Error {
     Error::invalid("request fields and header names/values must not contain NUL characters")
 }
 
-#[wasm_bindgen(js_class = SignerIo)]
+thread_local! {
+    /// This instance's signer. Module state rather than a wasm-bindgen class: there is one per instance
+    /// anyway, and a class's glue (handles, finalizer, stale-handle checks) weighs in the signing-only
+    /// entry. js/sign.js starts it (`signerStart`) before its first call in an instance, so also in the
+    /// instance that replaces one that trapped.
+    static SIGNER: RefCell<Option<SignerIo>> = const { RefCell::new(None) };
+}
+
+/// `signerStart(hooks)`: (re)starts this instance's signer; `hooks` from js/instance.js (only its error
+/// maker is used).
+#[wasm_bindgen(js_name = signerStart)]
+pub fn signer_start(hooks: SignerHooks) {
+    SIGNER.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            *slot = Some(SignerIo::new(hooks));
+        }
+    });
+}
+
+/// Runs `f` on this instance's signer. Never panics: a signer not started, or one already in use (a
+/// call from inside another, which js/sign.js never makes), is an error (a plain one: its hooks are out
+/// of reach).
+fn with_signer<T>(f: impl FnOnce(&mut SignerIo) -> Result<T, JsValue>) -> Result<T, JsValue> {
+    SIGNER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => match slot.as_mut() {
+            Some(signer) => f(signer),
+            None => Err(JsValue::from_str("internal error: the signer was not started")),
+        },
+        Err(_) => Err(JsValue::from_str("internal error: the signer is already in use")),
+    })
+}
+
+/// `ioBuffer(len)`: `SignerIo::io_buffer`.
+#[wasm_bindgen(js_name = ioBuffer)]
+pub fn io_buffer(len: usize) -> Result<usize, JsValue> {
+    with_signer(|s| s.io_buffer(len))
+}
+
+/// `hashBody(len, first)`: `SignerIo::hash_body`.
+#[wasm_bindgen(js_name = hashBody)]
+pub fn hash_body(len: usize, first: bool) -> Result<(), JsValue> {
+    with_signer(|s| s.hash_body(len, first))
+}
+
+/// `signIo(...)`: `SignerIo::sign_io`.
+#[wasm_bindgen(js_name = signIo)]
+pub fn sign_io(fields_len: usize, body_len: usize, header_count: u32, payload: u32, unix_ms: f64) -> Result<usize, JsValue> {
+    with_signer(|s| s.sign_io(fields_len, body_len, header_count, payload, unix_ms))
+}
+
+/// `presignIo(...)`: `SignerIo::presign_io`.
+#[wasm_bindgen(js_name = presignIo)]
+pub fn presign_io(fields_len: usize, header_count: u32, expires_in: f64, unix_ms: f64) -> Result<usize, JsValue> {
+    with_signer(|s| s.presign_io(fields_len, header_count, expires_in, unix_ms))
+}
+
 impl SignerIo {
-    /// `hooks` from js/instance.js (only its error class is used).
-    #[wasm_bindgen(constructor)]
-    pub fn new(hooks: super::trap::Hooks) -> SignerIo {
-        use_error_class(hooks.error_class());
+    fn new(hooks: SignerHooks) -> SignerIo {
         SignerIo {
+            hooks,
             signer: Signer::new(),
             io: SignBuffer { buf: Vec::new(), headers: Vec::new(), answer: String::new() },
             body_hash: None,
@@ -173,13 +240,12 @@ impl SignerIo {
     /// Makes the I/O buffer at least `len` bytes long and returns its address in wasm memory. JS writes a
     /// request there (valid until the next call of this method or of `signIo`/`presignIo`/`hashBody`).
     /// Past `MAX_IO`, or past what wasm memory can still grow to, `invalid-input` (a `resize` would trap).
-    #[wasm_bindgen(js_name = ioBuffer)]
-    pub fn io_buffer(&mut self, len: usize) -> Result<usize, JsValue> {
+    fn io_buffer(&mut self, len: usize) -> Result<usize, JsValue> {
         let buf = &mut self.io.buf;
         if buf.len() < len {
             let more = len - buf.len();
             if len > MAX_IO || buf.try_reserve_exact(more).is_err() {
-                return Err(js_error(Error::invalid("request is too large to sign: its URL and headers take more than 64 MiB")));
+                return Err(js_error(&self.hooks, Error::invalid("request is too large to sign: its URL and headers take more than 64 MiB")));
             }
             buf.resize(len, 0);
         }
@@ -188,15 +254,14 @@ impl SignerIo {
 
     /// Adds the first `len` bytes of the I/O buffer to the body's hash (`first`: a new body), for
     /// `signIo` with `PAYLOAD_HASHED`.
-    #[wasm_bindgen(js_name = hashBody)]
-    pub fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
-        let piece = self.io.buf.get(..len).ok_or_else(|| js_error(Error::invalid("body piece is longer than the I/O buffer")))?;
+    fn hash_body(&mut self, len: usize, first: bool) -> Result<(), JsValue> {
+        let piece = self.io.buf.get(..len).ok_or_else(|| js_error(&self.hooks, Error::invalid("body piece is longer than the I/O buffer")))?;
         if first {
             self.body_hash = Some(Sha256::new());
         }
         match self.body_hash.as_mut() {
             Some(hash) => hash.update(piece),
-            None => return Err(js_error(Error::invalid("body piece without a first one"))),
+            None => return Err(js_error(&self.hooks, Error::invalid("body piece without a first one"))),
         }
         Ok(())
     }
@@ -205,8 +270,7 @@ impl SignerIo {
     /// `PAYLOAD_BODY`, by the body (`body_len` bytes). Writes `url NUL name NUL value ...` (lower-case
     /// header names) into the buffer and returns its length. The url is left out (empty) when it is the
     /// one given, and a name is one code character when `name_code` has one for it.
-    #[wasm_bindgen(js_name = signIo)]
-    pub fn sign_io(
+    fn sign_io(
         &mut self,
         fields_len: usize,
         body_len: usize,
@@ -214,10 +278,10 @@ impl SignerIo {
         payload: u32,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io, body_hash } = self;
+        let SignerIo { hooks, signer, io, body_hash } = self;
         // Taken whatever happens: a later body starts from nothing.
         let hashed = body_hash.take().map(|hash| hex::encode(hash.finalize()));
-        with_io(io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
+        with_io(hooks, io, fields_len.saturating_add(body_len), &mut |input, headers, answer| {
             let (packed, body) = input.split_at(fields_len.min(input.len()));
             let fields = Fields::split(utf8(packed)?, header_count, headers)?;
             let payload = match (payload, hashed.as_deref()) {
@@ -233,16 +297,15 @@ impl SignerIo {
     /// Presigns a URL (query-string auth). The I/O buffer holds only the packed fields (`fields_len`
     /// bytes). `expires_in` arrives as a JS number and must be a whole number of seconds in 1..=604800.
     /// Writes the URL into the buffer and returns its length.
-    #[wasm_bindgen(js_name = presignIo)]
-    pub fn presign_io(
+    fn presign_io(
         &mut self,
         fields_len: usize,
         header_count: u32,
         expires_in: f64,
         unix_ms: f64,
     ) -> Result<usize, JsValue> {
-        let SignerIo { signer, io, .. } = self;
-        with_io(io, fields_len, &mut |input, headers, answer| {
+        let SignerIo { hooks, signer, io, .. } = self;
+        with_io(hooks, io, fields_len, &mut |input, headers, answer| {
             let fields = Fields::split(utf8(input)?, header_count, headers)?;
             answer.push_str(&presign(signer, &fields, headers, expires_in, unix_ms)?);
             Ok(())
@@ -262,7 +325,7 @@ type IoFn<'f> = &'f mut dyn FnMut(&[u8], &mut Vec<(String, String)>, &mut String
 /// Runs `f` on the first `len` bytes of the I/O buffer (the request), then writes the answer it built
 /// into the buffer (moving the buffer if the answer outgrows it, or cutting it back to `IO_KEEP`) and
 /// returns its length in bytes.
-fn with_io(io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
+fn with_io(hooks: &SignerHooks, io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValue> {
     let SignBuffer { buf, headers, answer } = io;
     answer.clear();
     let done = match buf.get(..len) {
@@ -270,7 +333,7 @@ fn with_io(io: &mut SignBuffer, len: usize, f: IoFn<'_>) -> Result<usize, JsValu
         None => Err(Error::invalid("packed request is longer than the I/O buffer")),
     };
     // On an error the buffer stays where it is: JS only learns that it moved from an answer.
-    done.map_err(js_error)?;
+    done.map_err(|e| js_error(hooks, e))?;
     if buf.len() < answer.len() {
         buf.resize(answer.len(), 0);
     }
@@ -348,9 +411,10 @@ fn presign(
     expires_in: f64,
     unix_ms: f64,
 ) -> Result<String> {
-    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_IN).contains(&expires_in)) {
-        let got = js_sys::Number::from(expires_in).to_string_with_radix(10).map(String::from).unwrap_or_default();
-        return Err(Error::invalid(format!("expiresIn must be a whole number of seconds in 1..=604800, got {got}")));
+    // js/sign.js refuses such a value first, naming it (JS writes a number as JS does); this guards the
+    // conversion below.
+    if !(expires_in.fract() == 0.0 && (1.0..=MAX_EXPIRES_SECS as f64).contains(&expires_in)) {
+        return Err(Error::invalid("expiresIn must be a whole number of seconds in 1..=604800"));
     }
     let datetime = fields.datetime(unix_ms)?;
     let credentials = fields.credentials();
@@ -384,6 +448,7 @@ struct Format {
     payload_body: u32,
     payload_unsigned: u32,
     payload_hashed: u32,
+    max_expires_in: u64,
 }
 
 #[cfg(feature = "ownership")]
@@ -401,6 +466,7 @@ pub fn sign_buffer_format() -> JsValue {
         payload_body: PAYLOAD_BODY,
         payload_unsigned: PAYLOAD_UNSIGNED,
         payload_hashed: PAYLOAD_HASHED,
+        max_expires_in: MAX_EXPIRES_SECS,
     };
     serde_wasm_bindgen::to_value(&format).unwrap_or(JsValue::NULL)
 }

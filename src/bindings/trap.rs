@@ -8,16 +8,25 @@
 //! module (`scheduleReinit`, wasm-bindgen's reinit). docs/packaging.md ("Traps") has the whole mechanism.
 //! Never panics itself.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+#[cfg(feature = "ownership")]
 use std::future::Future;
+#[cfg(feature = "ownership")]
 use std::pin::Pin;
+#[cfg(feature = "ownership")]
 use std::task::{Context, Poll};
 
+#[cfg(feature = "ownership")]
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "ownership")]
 use super::error::trapped_error;
 
+// The hooks and `Guarded` serve the ownership classes alone (the signing-only wasm, feature `ownership`
+// off, has the panic hook, `lastPanic`, `scheduleReinit` and the test trap, and names no js-sys:
+// src/bindings/mod.rs).
+#[cfg(feature = "ownership")]
 #[wasm_bindgen]
 extern "C" {
     /// What js/instance.js passes to every `WasmOwnership` (`hooks` there).
@@ -40,8 +49,9 @@ extern "C" {
 
 thread_local! {
     /// The last panic's message, kept by the panic hook for the error the trapped operation rejects with.
-    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    static PANIC: Cell<Option<String>> = const { Cell::new(None) };
     /// Test-only (`__celldTestTrap`): how the next guarded poll traps.
+    #[cfg(feature = "ownership")]
     static ARMED: Cell<Option<TestTrap>> = const { Cell::new(None) };
 }
 
@@ -51,8 +61,15 @@ fn start() {
     std::panic::set_hook(Box::new(|info| {
         let payload = info.payload();
         let text = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str)).unwrap_or("panic");
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
+        // Written piece by piece: the signing-only wasm has no other use for `format!`'s machinery.
+        let mut message = String::from(text);
+        if let Some(at) = info.location() {
+            message.push_str(" at ");
+            message.push_str(at.file());
+            message.push(':');
+            crate::sigv4::push_decimal(&mut message, at.line().into());
+        }
+        PANIC.set(Some(message));
     }));
 }
 
@@ -66,27 +83,31 @@ pub fn schedule_reinit() {
 /// The last panic's message, once (js/instance.js asks while it handles a trap).
 #[wasm_bindgen(js_name = lastPanic)]
 pub fn last_panic() -> Option<String> {
-    PANIC.with(|p| p.borrow_mut().take())
+    PANIC.take()
 }
 
 /// The error an operation rejects with after a trap.
+#[cfg(feature = "ownership")]
 pub(crate) fn trap_error(what: &str) -> JsValue {
     trapped_error(&last_panic().unwrap_or_else(|| what.to_owned()))
 }
 
 /// A future whose every poll runs inside `hooks.poll`; after a trap it is `Err` (the inner future is
 /// leaked, never polled or dropped again: its state is whatever the trap left).
+#[cfg(feature = "ownership")]
 pub(crate) struct Guarded<F> {
     hooks: Hooks,
     inner: Option<Pin<Box<F>>>,
 }
 
+#[cfg(feature = "ownership")]
 impl<F: Future> Guarded<F> {
     pub(crate) fn new(hooks: Hooks, inner: F) -> Self {
         Guarded { hooks, inner: Some(Box::pin(inner)) }
     }
 }
 
+#[cfg(feature = "ownership")]
 impl<F: Future> Future for Guarded<F> {
     type Output = Result<F::Output, JsValue>;
 
@@ -111,12 +132,14 @@ impl<F: Future> Future for Guarded<F> {
 }
 
 /// How a test trap fires: a panic (the panic hook runs first) or a bare `unreachable` (it does not).
+#[cfg(feature = "ownership")]
 #[derive(Clone, Copy)]
 enum TestTrap {
     Panic,
     Unreachable,
 }
 
+#[cfg(feature = "ownership")]
 impl TestTrap {
     fn fire(self) {
         match self {
@@ -127,7 +150,9 @@ impl TestTrap {
 }
 
 /// **Tests only** (not part of the package's API, which never re-exports it): the next guarded poll of
-/// any operation traps (`"panic"` or `"unreachable"`), or, with `"now"`, this call panics at once.
+/// any operation traps (`"panic"` or `"unreachable"`), or, with `"now"`, this call panics at once. Only in
+/// the full wasm, whose tests use it (tests/common/trap.mjs).
+#[cfg(feature = "ownership")]
 #[wasm_bindgen(js_name = __celldTestTrap)]
 pub fn test_trap(kind: &str) {
     match kind {

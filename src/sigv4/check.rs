@@ -3,7 +3,7 @@
 
 use super::headers::is_token_byte;
 use super::{all_bytes, Credentials};
-use crate::error::{Error, Quoted, Result};
+use crate::error::{joined, Error, Result};
 
 /// The methods fetch sends upper-case however they are written (the Fetch standard's "normalize").
 const NORMALIZED: [&str; 6] = ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"];
@@ -12,7 +12,7 @@ const NORMALIZED: [&str; 6] = ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"
 /// botocore signs it), any other is sent, so signed, as written.
 pub(crate) fn method(method: &str) -> Result<&str> {
     if method.is_empty() || !all_bytes(method, is_token_byte) {
-        return Err(Error::invalid(format!("method {} is not an HTTP method", Quoted(method))));
+        return Err(Error::invalid_value("method ", method, " is not an HTTP method"));
     }
     Ok(NORMALIZED.into_iter().find(|m| m.eq_ignore_ascii_case(method)).unwrap_or(method))
 }
@@ -20,11 +20,11 @@ pub(crate) fn method(method: &str) -> Result<&str> {
 /// Region and service are credential-scope parts: non-empty, and free of `/` or anything odd.
 pub(crate) fn scope_part(what: &str, value: &str) -> Result<()> {
     if value.is_empty() {
-        return Err(Error::invalid(format!("{what} is empty")));
+        return Err(Error::invalid(joined(&[what, " is empty"])));
     }
     if !all_bytes(value, |b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
-        return Err(Error::invalid(format!("{what} {} may only hold letters, digits, '-', '_' and '.'", Quoted(value))));
+        return Err(Error::invalid_value(&joined(&[what, " "]), value, " may only hold letters, digits, '-', '_' and '.'"));
     }
     Ok(())
 }
@@ -60,7 +60,7 @@ pub(crate) fn credentials(c: &Credentials<'_>) -> Result<()> {
 /// A precomputed payload hash or a special value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
 pub(crate) fn payload_hash(hash: &str) -> Result<()> {
     if hash.is_empty() || !all_bytes(hash, |b| b.is_ascii_graphic()) {
-        return Err(Error::invalid(format!("payload hash {} is empty or not visible ASCII", Quoted(hash))));
+        return Err(Error::invalid_value("payload hash ", hash, " is empty or not visible ASCII"));
     }
     Ok(())
 }

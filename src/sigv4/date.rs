@@ -2,7 +2,7 @@
 //! milliseconds uses a proleptic Gregorian civil-from-days computation (no clock is ever read here).
 //! Must never accept a string whose first 8 bytes are not a valid date: they become the credential scope.
 
-use crate::error::{Error, Quoted, Result};
+use crate::error::{joined, Error, Result};
 
 /// `YYYYMMDDTHHMMSSZ`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,8 +43,7 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 impl AmzDate {
     /// Parses `20150830T123600Z`; anything else is `invalid-input`.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad =
-            |why: &str| Error::invalid(format!("datetime {} is not YYYYMMDDTHHMMSSZ: {why}", Quoted(s)));
+        let bad = |why: &str| Error::invalid_value("datetime ", s, &joined(&[" is not YYYYMMDDTHHMMSSZ: ", why]));
         let b = s.as_bytes();
         if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
             return Err(bad("wrong shape"));

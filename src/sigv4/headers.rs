@@ -4,7 +4,7 @@
 //! Must never sign a value other than the one it returns for sending.
 
 use super::all_bytes;
-use crate::error::{Error, Quoted, Result};
+use crate::error::{Error, Result};
 
 /// Hop-by-hop or runtime-controlled headers: signing them would break as soon as something rewrites them.
 fn is_unsigned(lower: &str) -> bool {
@@ -57,7 +57,7 @@ fn push_trimmed(out: &mut String, value: &str) {
         out.push_str(value);
         return;
     }
-    for (i, word) in value.split([' ', '\t']).filter(|w| !w.is_empty()).enumerate() {
+    for (i, word) in super::split_ascii(value, |b| b == b' ' || b == b'\t').filter(|w| !w.is_empty()).enumerate() {
         if i > 0 {
             out.push(' ');
         }
@@ -68,7 +68,7 @@ fn push_trimmed(out: &mut String, value: &str) {
 /// Appends the lower-cased name of a valid header to `out`, or says why it is not one.
 pub(crate) fn push_checked_name(out: &mut String, name: &str) -> Result<()> {
     if name.is_empty() || !all_bytes(name, is_token_byte) {
-        return Err(Error::invalid(format!("header name {} is not a valid HTTP token", Quoted(name))));
+        return Err(Error::invalid_value("header name ", name, " is not a valid HTTP token"));
     }
     out.push_str(name);
     out.make_ascii_lowercase();
@@ -82,7 +82,7 @@ pub(crate) fn check_value(name: &str, value: &str) -> Result<()> {
     {
         Ok(())
     } else {
-        Err(Error::invalid(format!("header {} has a value with a control or non-ASCII character", Quoted(name))))
+        Err(Error::invalid_value("header ", name, " has a value with a control or non-ASCII character"))
     }
 }
 
@@ -117,7 +117,7 @@ impl Headers {
             check_value(name, value)?;
             let lower = pair.0.as_str();
             if is_reserved(lower) {
-                return Err(Error::invalid(format!("header {} is set by the signer; pass it through the URL, datetime or credentials", Quoted(name))));
+                return Err(Error::invalid_value("header ", name, " is set by the signer; pass it through the URL, datetime or credentials"));
             }
             if is_unsigned(lower) {
                 pair.1.push_str(value);

@@ -131,7 +131,7 @@ pub(crate) fn paths<'r>(canonical: &mut String, raw: &'r str, s3: bool) -> Resul
     if s3 {
         // fetch resolves `.` and `..` segments (also written `%2E`, `%2e%2E`...) before sending: the
         // request would reach another key than the one signed.
-        if raw.split('/').any(|segment| path::dot_segment(segment).is_some()) {
+        if split_ascii(raw, |b| b == b'/').any(|segment| path::dot_segment(segment).is_some()) {
             return Err(Error::invalid(
                 "url path has a '.' or '..' segment (or one written %2E), which fetch resolves before sending: an S3 key with such a segment cannot be addressed",
             ));
@@ -327,6 +327,62 @@ pub(crate) fn find_byte(s: &[u8], f: impl Fn(u8) -> bool) -> Option<usize> {
     None
 }
 
+/// Appends `n` in decimal, as `{}` prints it. By hand rather than through `format!`/`to_string`, whose
+/// machinery the signing-only wasm would otherwise carry for these few numbers (a port, an IPv4 octet,
+/// `X-Amz-Expires`).
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
+    // The largest power of ten not above n, then each digit from the most significant one.
+    let mut unit = 1;
+    while n / unit >= 10 {
+        unit *= 10;
+    }
+    loop {
+        out.push(char::from(b'0' + (n / unit % 10) as u8));
+        if unit == 1 {
+            break;
+        }
+        unit /= 10;
+    }
+}
+
+/// `s.split(c)` for ASCII separators (`is_sep` says which bytes), by byte search: a `char` pattern is a
+/// per-character searcher, slower at opt-level "z" and core's largest piece of string code in the
+/// signing-only wasm. An ASCII byte is a whole character, so every piece starts and ends on character
+/// boundaries (`get` never says `None` here, and brings no panic path).
+pub(crate) fn split_ascii<F: Fn(u8) -> bool>(s: &str, is_sep: F) -> SplitAscii<'_, F> {
+    SplitAscii { rest: Some(s), is_sep }
+}
+
+pub(crate) struct SplitAscii<'a, F> {
+    /// What is left to split; `None` once the last piece was given.
+    rest: Option<&'a str>,
+    is_sep: F,
+}
+
+impl<'a, F: Fn(u8) -> bool> Iterator for SplitAscii<'a, F> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        match find_byte(rest.as_bytes(), &self.is_sep) {
+            Some(at) => {
+                self.rest = rest.get(at + 1..);
+                rest.get(..at)
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
+    }
+}
+
+/// `s.split_once(ascii)` by byte search (see `split_ascii`).
+pub(crate) fn split_once_byte(s: &str, ascii: u8) -> Option<(&str, &str)> {
+    let at = find_byte(s.as_bytes(), |b| b == ascii)?;
+    Some((s.get(..at)?, s.get(at + 1..)?))
+}
+
 /// `hay.split_once(needle)` by plain byte comparison: `str` patterns would bring the Two-Way searcher
 /// (~2.5 KB of wasm) for the few short, fixed needles the crate looks for.
 pub(crate) fn split_once_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
@@ -391,6 +447,28 @@ mod tests {
                 (signed.url, signed.headers)
             };
             assert_eq!(sign(Payload::BodyHash(&hex)), sign(Payload::Bytes(body)), "{service}");
+        }
+    }
+
+    #[test]
+    fn push_decimal_writes_what_display_writes() {
+        for n in [0, 1, 9, 10, 99, 255, 443, 65_535, 604_800, 1 << 32, u64::MAX - 1, u64::MAX] {
+            let mut out = String::from("x");
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
+    }
+
+    #[test]
+    fn split_ascii_and_split_once_byte_match_str_split() {
+        for s in ["", "/", "a", "/a/b", "a//b/", "ü/é//", "&a=1&&b", "a=b=c", "x y\tz  "] {
+            for sep in [b'/', b'&', b'=', b' '] {
+                let got: Vec<&str> = super::split_ascii(s, |b| b == sep).collect();
+                assert_eq!(got, s.split(char::from(sep)).collect::<Vec<_>>(), "{s:?} {sep}");
+                assert_eq!(super::split_once_byte(s, sep), s.split_once(char::from(sep)), "{s:?} {sep}");
+            }
+            let got: Vec<&str> = super::split_ascii(s, |b| b == b' ' || b == b'\t').collect();
+            assert_eq!(got, s.split([' ', '\t']).collect::<Vec<_>>(), "{s:?}");
         }
     }
 

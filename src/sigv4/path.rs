@@ -6,7 +6,7 @@
 //!
 //! Must never normalize an S3 path, and never decode a generic one.
 
-use super::all_bytes;
+use super::{all_bytes, split_ascii};
 use super::encode::{is_unreserved, push_encoded, push_reencoded};
 
 /// Appends the S3 canonical (and wire) path; an empty path is `/`.
@@ -20,7 +20,7 @@ pub(crate) fn push_s3(out: &mut String, raw: &str) {
         out.push_str(raw);
         return;
     }
-    for (i, segment) in raw.split('/').enumerate() {
+    for (i, segment) in split_ascii(raw, |b| b == b'/').enumerate() {
         if i > 0 {
             out.push('/');
         }
@@ -47,7 +47,7 @@ pub(crate) fn dot_segment(segment: &str) -> Option<bool> {
 /// does: a `%2E` dot counts), then encoded with `/` kept.
 pub(crate) fn push_generic(out: &mut String, raw: &str) {
     let mut kept: Vec<&str> = Vec::new();
-    for segment in raw.split('/') {
+    for segment in split_ascii(raw, |b| b == b'/') {
         match dot_segment(segment) {
             _ if segment.is_empty() => {}
             Some(false) => {}

@@ -8,7 +8,7 @@ use super::query::{self, Param};
 use super::{
     check_common, given_payload_hash, paths, start_url, url, AmzDate, Credentials, Signer,
 };
-use crate::error::{Error, Quoted, Result};
+use crate::error::{Error, Result};
 
 /// Longest validity S3 accepts: seven days.
 pub const MAX_EXPIRES_SECS: u64 = 604_800;
@@ -45,7 +45,12 @@ impl Signer {
         self.string_to_sign.clear();
         let method = check_common(input.method, input.region, input.service, input.credentials)?;
         if !(1..=MAX_EXPIRES_SECS).contains(&input.expires_in) {
-            return Err(Error::invalid(format!("expires_in {} is outside 1..={MAX_EXPIRES_SECS} seconds", input.expires_in)));
+            let mut message = String::from("expires_in ");
+            super::push_decimal(&mut message, input.expires_in);
+            message.push_str(" is outside 1..=");
+            super::push_decimal(&mut message, MAX_EXPIRES_SECS);
+            message.push_str(" seconds");
+            return Err(Error::invalid(message));
         }
         let url = url::parse(input.url)?;
         let s3 = input.service == "s3";
@@ -54,7 +59,7 @@ impl Signer {
             .iter()
             .find(|p| AUTH_PARAMS.iter().any(|a| a.eq_ignore_ascii_case(&p.key)))
         {
-            return Err(Error::invalid(format!("url already has the auth parameter {}", Quoted(&p.key))));
+            return Err(Error::invalid_value("url already has the auth parameter ", &p.key, ""));
         }
 
         let headers = &mut self.headers;
@@ -84,7 +89,9 @@ impl Signer {
         params.push(Param::raw("X-Amz-Algorithm", canonical::ALGORITHM));
         params.push(Param::raw("X-Amz-Credential", &credential));
         params.push(Param::raw("X-Amz-Date", datetime.as_str()));
-        params.push(Param::raw("X-Amz-Expires", &format!("{}", input.expires_in)));
+        let mut expires = String::with_capacity(6);
+        super::push_decimal(&mut expires, input.expires_in);
+        params.push(Param::raw("X-Amz-Expires", &expires));
         params.push(Param::raw("X-Amz-SignedHeaders", &names));
         if let Some(token) = creds.session_token {
             params.push(Param::raw("X-Amz-Security-Token", token));

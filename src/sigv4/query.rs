@@ -32,8 +32,8 @@ impl Param {
 /// Parses a raw query (no leading `?`) into canonically encoded parameters, in the order given.
 pub(crate) fn parse(raw: &str) -> Vec<Param> {
     let mut params = Vec::new();
-    for piece in raw.split('&').filter(|p| !p.is_empty()) {
-        let (key, value, has_eq) = match piece.split_once('=') {
+    for piece in super::split_ascii(raw, |b| b == b'&').filter(|p| !p.is_empty()) {
+        let (key, value, has_eq) = match super::split_once_byte(piece, b'=') {
             Some((k, v)) => (k, v, true),
             None => (piece, "", false),
         };

@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 
-use super::{all_bytes, find_byte};
-use crate::error::{Error, Quoted, Result};
+use super::{all_bytes, find_byte, split_ascii, split_once_byte};
+use crate::error::{joined, Error, Result};
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Url<'a> {
@@ -25,7 +25,7 @@ pub(crate) struct Url<'a> {
 }
 
 fn bad(url: &str, why: &str) -> Error {
-    Error::invalid(format!("url {} cannot be signed: {why}", Quoted(&shown(url))))
+    Error::invalid_value("url ", &shown(url), &joined(&[" cannot be signed: ", why]))
 }
 
 /// A URL as messages may show it: without query and fragment (a presigned signature and token), and
@@ -35,7 +35,7 @@ pub(crate) fn shown(url: &str) -> String {
     let end = find_byte(url.as_bytes(), |b| b == b'?' || b == b'#').unwrap_or(url.len());
     let url = url.get(..end).unwrap_or("");
     match url.bytes().rposition(|b| b == b'@') {
-        Some(at) => format!("…@{}", url.get(at + 1..).unwrap_or("")),
+        Some(at) => joined(&["…@", url.get(at + 1..).unwrap_or("")]),
         None => url.to_owned(),
     }
 }
@@ -120,7 +120,7 @@ fn host_and_port<'a>(url: &str, authority: &'a str, default_port: u16) -> Result
         let mut host = address.unwrap_or_else(|| hostname.to_ascii_lowercase());
         if let Some(port) = port {
             host.push(':');
-            host.push_str(&port.to_string());
+            super::push_decimal(&mut host, u64::from(port));
         }
         Cow::Owned(host)
     };
@@ -131,7 +131,10 @@ fn host_and_port<'a>(url: &str, authority: &'a str, default_port: u16) -> Result
 /// digits or `0x` hex is an IPv4 address to URL parsing, however it is written.
 fn ends_in_number(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
-    let last = host.rsplit('.').next().unwrap_or("");
+    let last = match host.bytes().rposition(|b| b == b'.') {
+        Some(dot) => host.get(dot + 1..).unwrap_or(""),
+        None => host,
+    };
     if !last.is_empty() && all_bytes(last, |b| b.is_ascii_digit()) {
         return true;
     }
@@ -147,7 +150,7 @@ fn ipv4(host: &str) -> Option<String> {
     let host = host.strip_suffix('.').unwrap_or(host);
     let mut numbers = [0u64; 4];
     let mut count = 0;
-    for part in host.split('.') {
+    for part in split_ascii(host, |b| b == b'.') {
         let slot = numbers.get_mut(count)?;
         let (digits, radix) = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
             (hex, 16)
@@ -183,7 +186,7 @@ fn ipv4(host: &str) -> Option<String> {
         if shift != 24 {
             out.push('.');
         }
-        out.push_str(&format!("{}", ((address >> shift) & 0xff) as u32));
+        super::push_decimal(&mut out, (address >> shift) & 0xff);
     }
     Some(out)
 }
@@ -221,7 +224,7 @@ fn ipv6(bracketed: &str) -> Option<String> {
             if at > 6 {
                 return None;
             }
-            let mut parts = rest.split('.');
+            let mut parts = split_ascii(rest, |b| b == b'.');
             let mut value = 0u32;
             for _ in 0..4 {
                 let part = parts.next()?;
@@ -307,17 +310,10 @@ fn push_hex16(out: &mut String, n: u16) {
     }
 }
 
-/// `s.split_once(ascii)` by byte search (a `char` pattern is a slow per-character loop at opt-level "z").
-/// An ASCII byte is a whole character, so both sides are on character boundaries.
-fn split_once_byte(s: &str, ascii: u8) -> Option<(&str, &str)> {
-    let at = find_byte(s.as_bytes(), |b| b == ascii)?;
-    Some((s.get(..at)?, s.get(at + 1..)?))
-}
-
 /// Splits `host[:port]` / `[v6][:port]`; `None` when the port is present but not 1..=65535 digits.
 fn split_port(authority: &str) -> Option<(&str, Option<u16>)> {
     let colon = if authority.starts_with('[') {
-        let close = authority.find(']')?;
+        let close = find_byte(authority.as_bytes(), |b| b == b']')?;
         match authority.get(close + 1..)? {
             "" => return Some((authority, None)),
             after if after.starts_with(':') => close + 1,
