@@ -2667,6 +2667,8 @@ mod mutants {
         let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
         (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
         let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        env.advance(TTL); // lapsed: a later acquisition reads the record first
         gate.hold(|m, k| m == "GET" && k == "nodes/a.json");
         let mut first = Box::pin(a.acquire_lease());
         assert!(poll(&mut first).is_none());
