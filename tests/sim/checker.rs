@@ -1092,8 +1092,12 @@ fn restored_during(store: &SimStore, facts: &Facts, n: usize, from: u64, to: u64
     let key = facts.lease_key(&facts.nodes[n]);
     let Some(r) = facts.restorer else { return false };
     let hist = store.objects.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    // celld's clean-up fencing the restored version (an expired copy of it) keeps the restore's effect: what
+    // peers judge by is still the older lease put back, not a write of the node's.
     hist.iter().enumerate().any(|(i, v)| {
-        v.writer.node == r && v.at <= to && hist.get(i + 1).is_none_or(|next| next.at >= from)
+        v.writer.node == r
+            && v.at <= to
+            && hist[i + 1..].iter().find(|next| Some(next.writer.node) != facts.gc).is_none_or(|next| next.at >= from)
     })
 }
 
