@@ -50,7 +50,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { seeds: 10_000, from: 0, teeth_seeds: 200, jobs: 2, replay: None, tooth: None, scenarios: false };
+    let mut a = Args { seeds: 10_000, from: 0, teeth_seeds: 400, jobs: 2, replay: None, tooth: None, scenarios: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
