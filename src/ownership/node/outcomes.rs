@@ -84,7 +84,8 @@ pub enum LeaseRemoval {
     /// The store's conditional DELETE is not verified (no qualification kept, or it was not honoured):
     /// nothing deleted.
     Unsupported,
-    /// The record changed between the read and the delete (someone re-acquired it): left alone.
+    /// The lease there is not the version judged dead: someone re-acquired it, before our delete or after
+    /// it landed unheard (a DELETE delivered twice, then a fresh create, reads back the same): left alone.
     Changed,
     /// celld wrote the lease (it carries a node log, sealed included, a `probe_public_key` or a
     /// `peer_protocol`): celld's own clean-up keeps or removes it, never this library.
