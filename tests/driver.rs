@@ -1483,7 +1483,7 @@ mod lifecycle {
 
     /// The tooth that lets close() delete the lease with a write naming the node still in flight: a
     /// record naming `a` lands after `a`'s lease is gone (peers then wait on a missing lease instead of
-    /// taking `c` over). The random world catches it too (6-8 of 400 seeds, docs/simulation.md); this scenario
+    /// taking `c` over). The random world catches it too (6-8 of 200 seeds, docs/simulation.md); this scenario
     /// pins the exact interleaving.
     #[test]
     fn a_close_racing_a_write_catches_the_delete_before_writes_settle_tooth() {
