@@ -55,7 +55,9 @@ const coldRow = async (name, { node, expectNew = false, beside = false }, minReq
   const t0 = performance.now();
   const row = await measure(name, minimum, async () => {
     if (beside) {
-      // The Workers quick start's shape: owner() (a read, no lease needed) beside acquireLease(), then claim.
+      // owner() (a read, no lease needed) beside acquireLease(), then claim: 3 round trips. The quick start does
+      // not do this: within an isolate it widens the window in which a request's owner() read predates another
+      // request's claim of the same cell, whose claim then claims it again at the next epoch.
       await Promise.all([own.owner(cell), own.acquireLease()]);
       return own.claim(cell);
     }
