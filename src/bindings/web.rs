@@ -10,9 +10,9 @@ use std::cell::{Cell, RefCell};
 use js_sys::{Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
+use super::error::describe;
 use super::trap::Hooks;
 use crate::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError, Unsent};
 use crate::error::{Fault, Source};
@@ -68,12 +68,6 @@ impl Drop for Asleep<'_> {
             clear_timeout(id);
         }
     }
-}
-
-/// What a thrown JS value says (an Error's message, else its string form).
-pub(crate) fn describe(e: &JsValue) -> String {
-    let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
-    message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// A failed fetch's description: its message and those of its `cause` chain (a few deep), each with its
@@ -185,7 +179,7 @@ impl WebEnv {
 
     /// Awaits a promise through the instance's gate (see `trap`).
     pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
-        JsFuture::from(self.hooks.gate(p)).await
+        self.hooks.wait(p).await
     }
 
     /// The Request to send: with `cache: "no-store"` when the runtime accepts it.
@@ -239,7 +233,7 @@ impl WebEnv {
 impl Env for WebEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         if let Some(r2) = &self.r2 {
-            return r2.send(self, &req, timeout_ms).await;
+            return r2.send(&self.hooks, &req, timeout_ms).await;
         }
         let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
         let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
