@@ -38,6 +38,7 @@ extern "C" {
     pub fn error_class(this: &Hooks) -> js_sys::Function;
 }
 
+#[cfg(feature = "ownership")]
 impl Hooks {
     /// Awaits a promise through the instance's gate.
     pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
