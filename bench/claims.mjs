@@ -159,8 +159,8 @@ for (const r of rows) {
 }
 
 // ---- throughput: N nodes claim and release random cells of a small set for `seconds` ----
-// Every request of either contender goes through this wrapper (celld-edge gets it injected, aws4fetch
-// calls the global), so both pay the same for being counted.
+// Every request of either contender goes through this wrapper (both call the global fetch: celld-edge,
+// given no fetch, as fetch(url, init); aws4fetch with its Request), so both pay the same for being counted.
 let requests = 0;
 const realFetch = globalThis.fetch;
 globalThis.fetch = (url, init) => {
