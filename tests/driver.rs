@@ -450,6 +450,37 @@ fn operations_renew_a_due_lease_so_a_busy_holder_keeps_its_epoch() {
 }
 
 #[test]
+fn a_thread_preempted_between_its_clock_reads_keeps_its_authority() {
+    // A loaded machine: the thread loses the core for 40 ms (more than the offset watch's 25 ms of slack)
+    // between reading the monotonic clock and the wall clock. Nothing slept and no clock was stepped, so
+    // the lease and its claims stand.
+    let env = MemEnv::new();
+    let a = leased(&env, "a");
+    assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+    for preempted in [1, 3, 1_000] {
+        {
+            let mut m = env.0.borrow_mut();
+            m.preempted_reads = preempted;
+            m.preempt_ms = 40.0;
+        }
+        env.advance(100);
+        assert!(block_on(a.verify("c", 1)).unwrap(), "{preempted} preempted reads: still held");
+        let cell = format!("d{preempted}");
+        assert_eq!(applied_epoch(block_on(a.claim(&cell)).unwrap()), 1, "{preempted} preempted reads: a claim is applied");
+        assert!(a.lease_valid());
+        env.0.borrow_mut().preempted_reads = 0;
+    }
+    // A step back of the wall clock is still seen through a preempted reading.
+    {
+        let mut m = env.0.borrow_mut();
+        m.preempted_reads = 1_000;
+        m.wall_off -= 60_000;
+    }
+    assert!(!a.lease_valid(), "the step back ends the lease's authority");
+    env.0.borrow_mut().preempted_reads = 0;
+}
+
+#[test]
 fn claim_needs_a_valid_lease() {
     let env = MemEnv::new();
     let a = node(&env, "a");
@@ -610,8 +641,7 @@ fn lease_validity_ends_ttl_minus_skew_after_the_anchor_taken_before_the_write() 
     let a = node(&env, "a");
     env.push(Fault::Slow(0.0)); // the read of the fleet marker
     env.push(Fault::Slow(0.0)); // its create
-    env.push(Fault::Slow(0.0)); // the read of the lease record
-    env.push(Fault::Slow(300.0)); // the write takes 300 ms: it counts against us
+    env.push(Fault::Slow(300.0)); // the lease's create (an instance's first, sent unread) takes 300 ms: it counts against us
     block_on(a.acquire_lease()).unwrap();
     env.advance(authority_ms() - 300 - 1);
     assert!(a.lease_valid());
@@ -927,8 +957,7 @@ mod split_brain {
         let n = node(&env, "n");
         env.push(Fault::Slow(0.0)); // the read of the fleet marker
         env.push(Fault::Slow(0.0)); // its create
-        env.push(Fault::Slow(0.0)); // the read of the lease record
-        env.push(Fault::SleepThenStep(48_000, -60_000));
+        env.push(Fault::SleepThenStep(48_000, -60_000)); // the lease's create, sent unread
         let _ = block_on(n.acquire_lease());
         assert!(!n.lease_valid(), "authority from a lease the store wrote 48 s before the answer arrived");
         drop(b);

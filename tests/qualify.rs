@@ -86,11 +86,12 @@ fn a_first_instance_qualifies_within_50_requests_and_records_the_verdict() {
     assert_eq!(full[..2], [format!("GET {MARKER}"), format!("GET {WAKE}")]);
     assert!(full.len() <= 50, "{full:#?}");
     let wire: Vec<String> = full.into_iter().filter(|w| !w.contains(MARKER) && !w.contains(WAKE)).collect();
-    // Qualification: the record's GET, the probe (38), the record's create; then lease and claim (2 + 2).
+    // Qualification: the record's GET, the probe (38), the record's create; then the lease's create (sent
+    // unread) and the claim (1 + 2).
     assert_eq!(Layout::DEFAULT.requests(), 38);
-    assert_eq!(wire.len(), 1 + 38 + 1 + 4, "{wire:#?}");
+    assert_eq!(wire.len(), 1 + 38 + 1 + 3, "{wire:#?}");
     // Qualification: 2 GET (record, a key never written), 32 PUT (31 probe + record), 6 DELETE.
-    assert_eq!((count(&wire, "GET"), count(&wire, "PUT"), count(&wire, "DELETE")), (2 + 2, 32 + 2, 6));
+    assert_eq!((count(&wire, "GET"), count(&wire, "PUT"), count(&wire, "DELETE")), (2 + 1, 32 + 2, 6));
     assert_eq!(wire[0], format!("GET {RECORD}"));
     assert_eq!(wire[39], format!("PUT {RECORD} if-none-match"));
     let rec = record(&env);
@@ -141,11 +142,44 @@ fn a_later_instance_with_a_made_up_node_id_acquires_and_claims_in_6_requests() {
 }
 
 #[test]
-fn a_later_instance_given_a_node_id_reads_its_lease_before_writing_it() {
-    // A node id the caller gave may be a predecessor's, which the lease's read finds (to wait it out):
-    // one request (and round trip) more than a made-up id.
+fn a_later_instance_given_a_node_id_creates_its_first_lease_unread_in_6_requests() {
+    // A given node id nobody has used: its create lands as the made-up id's does, and the instance
+    // sends what a made-up id's does (SPEC §6's 6; docs/protocol.md, "The cold path").
     let (_, wire) = later_instance_wire(Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret"));
-    assert_eq!(wire, cold_wire(&["GET nodes/b.json".into(), "PUT nodes/b.json if-none-match".into()]));
+    assert_eq!(wire, cold_wire(&["PUT nodes/b.json if-none-match".into()]));
+    assert!(wire.len() <= 6);
+}
+
+#[test]
+fn a_later_instance_reusing_a_node_id_reads_its_predecessors_lease_once_after_the_refused_create() {
+    // Instance "a" left its lease (a day old, dead): the create is refused (412) and not read back on its
+    // own, since the read that judges the record comes next and would find this create's nonce there.
+    let (_, wire) = later_instance_wire(Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret"));
+    let lease = ["PUT nodes/a.json if-none-match", "GET nodes/a.json", "PUT nodes/a.json if-match"].map(String::from);
+    assert_eq!(wire, cold_wire(&lease));
+}
+
+#[test]
+fn an_unread_create_delivered_twice_is_recognised_and_inherits_nothing() {
+    // The create lands, and the answer is a 412 (the network delivered it twice). The read that follows
+    // finds this instance's own nonce: the lease was missing when it landed, so a record naming the node
+    // that this instance did not write is not its own for ttl + skew (a late delete may have removed the
+    // live lease of another process of this id), exactly as when the create's answer is seen.
+    let env = MemEnv::new();
+    acquire_and_claim(&instance(&env, "a", ProbePolicy::Recorded), "c").unwrap();
+    env.put_raw("cells/x/own.json", r#"{"node":"b","epoch":3}"#);
+    for _ in 0..3 {
+        env.push(Fault::Slow(0.0)); // the first reads
+    }
+    env.push(Fault::LandThen(Ok((412, "PreconditionFailed"))));
+    let b = instance(&env, "b", ProbePolicy::Recorded);
+    let (done, wire) = full_wire_of(&env, b.acquire_lease());
+    done.unwrap();
+    assert_eq!(wire[3..], ["PUT nodes/b.json if-none-match", "GET nodes/b.json", "PUT nodes/b.json if-match"]);
+    match block_on(b.claim("x")).unwrap() {
+        ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", 3, true)),
+        other => panic!("a record this instance did not write was taken as its own: {other:?}"),
+    }
 }
 
 #[test]
@@ -158,7 +192,7 @@ fn the_record_is_trusted_for_probe_trust_ms_then_the_bucket_is_qualified_again_o
     assert_eq!(count(&wire, "PUT"), 1, "still trusted: only the lease is written");
     env.advance(1);
     let (_, wire) = wire_of(&env, instance(&env, "c", ProbePolicy::Recorded).acquire_lease());
-    assert_eq!(wire.len(), 1 + 38 + 1 + 2, "expired: qualified again");
+    assert_eq!(wire.len(), 1 + 38 + 1 + 1, "expired: qualified again");
     assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "the expired record is replaced on its ETag");
     assert_eq!(record(&env)["at_ms"].as_u64(), Some(first_at + 7 * DAY));
     // A shorter trust, per instance.
@@ -166,7 +200,7 @@ fn the_record_is_trusted_for_probe_trust_ms_then_the_bucket_is_qualified_again_o
     let mut config = Config::new(ENDPOINT, BUCKET, "d", "k", "s");
     config.probe_trust_ms = DAY / 2;
     let (_, wire) = wire_of(&env, S3Ownership::new(config, env.clone()).unwrap().acquire_lease());
-    assert_eq!(wire.len(), 42);
+    assert_eq!(wire.len(), 41);
     // More than 90 days is refused before anything is sent.
     let mut config = Config::new(ENDPOINT, BUCKET, "e", "k", "s");
     config.probe_trust_ms = 91 * DAY;
@@ -179,12 +213,12 @@ fn the_policies_always_and_off() {
     block_on(instance(&env, "a", ProbePolicy::Recorded).acquire_lease()).unwrap();
     // Always: probes whatever is recorded (reading the record only for its ETag) and refreshes it.
     let (_, wire) = wire_of(&env, instance(&env, "b", ProbePolicy::Always).acquire_lease());
-    assert_eq!(wire.len(), 1 + 38 + 1 + 2);
+    assert_eq!(wire.len(), 1 + 38 + 1 + 1);
     assert_eq!(wire[39], format!("PUT {RECORD} if-match"));
     // Off: nothing but the protocol's own requests, even on a bucket with no record.
     let fresh = MemEnv::new();
     let (_, wire) = wire_of(&fresh, instance(&fresh, "c", ProbePolicy::Off).acquire_lease());
-    assert_eq!(wire, ["GET nodes/c.json", "PUT nodes/c.json if-none-match"]);
+    assert_eq!(wire, ["PUT nodes/c.json if-none-match"]);
     // An explicit probe() always probes, and records.
     let (report, wire) = wire_of(&fresh, instance(&fresh, "d", ProbePolicy::Off).probe());
     assert_eq!(report.unwrap().if_match_missing_status, 404);
@@ -211,7 +245,7 @@ fn a_corrupt_or_foreign_record_is_not_trusted_and_is_replaced_on_its_etag() {
         env.put_raw(RECORD, body);
         let (done, wire) = wire_of(&env, instance(&env, &format!("n{i}"), ProbePolicy::Recorded).acquire_lease());
         done.unwrap();
-        assert_eq!(wire.len(), 42, "{body}: qualified again");
+        assert_eq!(wire.len(), 41, "{body}: qualified again");
         assert_eq!(wire[39], format!("PUT {RECORD} if-match"), "{body}");
         assert_eq!(record(&env)["verdict"], "qualified", "{body}");
         assert_eq!(record(&env)["endpoint"], ENDPOINT);
@@ -539,4 +573,125 @@ fn a_record_replaced_while_we_probed_is_left_as_theirs() {
     assert_eq!(wire[2 + 39], format!("PUT {RECORD} if-match"), "{wire:#?}");
     assert_eq!(mem.body(RECORD).as_deref(), Some(r#"{"theirs":true}"#));
     assert!(!mem.0.borrow().writes.iter().any(|(k, _)| k == RECORD), "our conditional replace was refused (412)");
+}
+
+/// `Yielding` that gives every request a depth, one more than the deepest request already answered when it
+/// was sent (as tests/common/round-trips.mjs does in JS): requests sent before any of them is answered share
+/// a round trip, so the deepest is how many round trips a caller waits for one after another.
+#[derive(Clone)]
+struct Trips {
+    inner: Yielding,
+    /// (request, depth) in the order sent, and the deepest depth answered so far.
+    log: Rc<std::cell::RefCell<(Vec<(String, u64)>, u64)>>,
+}
+
+impl Trips {
+    fn new(env: &MemEnv) -> Self {
+        Trips { inner: Yielding(env.clone()), log: Rc::default() }
+    }
+
+    /// The requests since the last call, by round trip (`METHOD key [condition]`), and forgets them.
+    fn waves(&self) -> Vec<Vec<String>> {
+        let (sent, _) = &mut *self.log.borrow_mut();
+        let mut waves: Vec<Vec<String>> = Vec::new();
+        for (label, depth) in sent.drain(..) {
+            let i = depth as usize - 1;
+            waves.resize(waves.len().max(i + 1), Vec::new());
+            waves[i].push(label);
+        }
+        let base = waves.iter().position(|w| !w.is_empty()).unwrap_or(0);
+        waves.drain(..base);
+        waves.into_iter().map(|mut w| {
+            w.sort();
+            w
+        }).collect()
+    }
+}
+
+impl Env for Trips {
+    async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        let key = req.url.split_once(&format!("/{BUCKET}/")).map_or(req.url.clone(), |(_, k)| k.to_owned());
+        let condition = ["if-none-match", "if-match"].into_iter().find(|h| req.header(h).is_some());
+        let label = format!("{} {key}{}", req.method, condition.map(|h| format!(" {h}")).unwrap_or_default());
+        let depth = {
+            let (sent, answered) = &mut *self.log.borrow_mut();
+            sent.push((label, *answered + 1));
+            *answered + 1
+        };
+        let answer = self.inner.send(req, timeout_ms).await;
+        let answered = &mut self.log.borrow_mut().1;
+        *answered = (*answered).max(depth);
+        answer
+    }
+    fn wall_ms(&self) -> u64 {
+        self.inner.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.inner.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.inner.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        self.inner.sleep(ms).await
+    }
+}
+
+type TripOp<'a> = Pin<Box<dyn Future<Output = Result<(), celld_edge::Error>> + 'a>>;
+
+fn claimed(outcome: celld_edge::Result<ClaimOutcome>) -> Result<(), celld_edge::Error> {
+    match outcome? {
+        ClaimOutcome::Applied { epoch: 1, .. } => Ok(()),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The cold path in round trips (docs/protocol.md, "The cold path"): on a bucket qualified by another
+/// instance, a new instance's `acquireLease()` and first claim, for a made-up and a given node id, with and
+/// without `expectNew`, and with the cell's read sent beside the acquisition (the Workers quick start). The
+/// owner-record write always waits for the lease write's answer: 3 round trips in sequence is the least.
+#[test]
+fn the_cold_path_reaches_3_round_trips_with_the_owner_write_after_the_leases_answer() {
+    let env = MemEnv::new();
+    acquire_and_claim(&instance(&env, "q", ProbePolicy::Recorded), "q").unwrap();
+    let first = |lease: &str| {
+        let mut reads = vec![format!("GET {MARKER}"), format!("GET {RECORD}"), format!("GET {WAKE}")];
+        reads.sort();
+        (reads, vec![format!("PUT nodes/{lease}.json if-none-match")])
+    };
+    let made_up = || {
+        let mut config = Config::new(ENDPOINT, BUCKET, "", "k", "s");
+        config.made_up_node = true;
+        config
+    };
+    for (config, expect_new) in [(made_up(), true), (made_up(), false), (Config::new(ENDPOINT, BUCKET, "g1", "k", "s"), true), (Config::new(ENDPOINT, BUCKET, "g2", "k", "s"), false)] {
+        let trips = Trips::new(&env);
+        let own = S3Ownership::new(config, trips.clone()).unwrap();
+        let cell = format!("c-{}-{expect_new}", own.config().node);
+        let op: TripOp<'_> = Box::pin(async {
+            own.acquire_lease().await?;
+            claimed(own.claim_with(&cell, celld_edge::ownership::ClaimOptions { expect_new }).await)
+        });
+        run_all(vec![op]).pop().unwrap().unwrap();
+        let (reads, lease) = first(&own.config().node);
+        let own_key = format!("cells/{cell}/own.json");
+        let claim: Vec<Vec<String>> = match expect_new {
+            true => vec![vec![format!("PUT {own_key} if-none-match")]],
+            false => vec![vec![format!("GET {own_key}")], vec![format!("PUT {own_key} if-none-match")]],
+        };
+        let expected: Vec<Vec<String>> = [vec![reads, lease], claim].concat();
+        assert_eq!(trips.waves(), expected, "{} expect_new={expect_new}", own.config().node);
+    }
+    // The Workers quick start: owner() (a read, no lease needed) beside acquireLease(), then the claim writes
+    // over the version owner() saw: 6 requests, 3 round trips.
+    let trips = Trips::new(&env);
+    let own = S3Ownership::new(made_up(), trips.clone()).unwrap();
+    let both: Vec<TripOp<'_>> = vec![Box::pin(async { own.owner("qs").await.map(|o| assert!(o.is_none())) }), Box::pin(own.acquire_lease())];
+    assert!(run_all(both).into_iter().all(|r| r.is_ok()));
+    let claim: TripOp<'_> = Box::pin(async { claimed(own.claim("qs").await) });
+    run_all(vec![claim]).pop().unwrap().unwrap();
+    let (mut reads, lease) = first(&own.config().node);
+    reads.push("GET cells/qs/own.json".into());
+    reads.sort();
+    assert_eq!(trips.waves(), [reads, lease, vec!["PUT cells/qs/own.json if-none-match".to_owned()]]);
 }

@@ -11,9 +11,9 @@ export default {
       // Nothing runs between requests in Workers: owner() and claim() renew the lease when it is due, so
       // while requests keep coming the lease and each cell's epoch stay. Only after an idle gap longer than
       // the lease is it lapsed: a fresh one voids the old claims, and the cell is claimed at a new epoch.
-      if (!own.leaseValid()) await own.acquireLease();
+      // owner() only reads, and needs no lease: a new isolate sends it beside acquireLease()'s requests.
       const cell = decodeURIComponent(path[1]);
-      const owner = await own.owner(cell);
+      const [owner] = await Promise.all([own.owner(cell), own.leaseValid() || own.acquireLease()]);
       // Held by this isolate, or by another live node: route to owner.node / owner.addr.
       if (owner?.held || (owner?.live && owner.node !== own.node)) return Response.json(owner);
       return Response.json(await own.claim(cell)); // free, its owner dead, or our void claim: (re)claim it

@@ -1,9 +1,9 @@
 // A new instance's first requests, counted in round trips *in sequence* (tests/common/round-trips.mjs), on
 // either transport (SPEC §8): on a qualified bucket, the first reads go out together (the qualification
-// record, the backend marker, wake/format.json), a lease for a node id the instance made up is created
-// without reading first, then the claim. And the guarantees that must survive it: nothing is written
-// before the marker and the qualification say it may be, and a node id given by the caller (which a
-// predecessor may have used) is read first, as a 412 on the made-up id's create also is.
+// record, the backend marker, wake/format.json), an instance's first lease is created without reading
+// first (a made-up node id or a given one), then the claim. And the guarantees that must survive it: nothing
+// is written before the marker and the qualification say it may be, and a lease record already at the key
+// (a given id's predecessor) is read and judged after the create's refusal.
 // Runtime-neutral: each harness supplies the API and `transport(trips)`, the store options with every
 // request going through `trips` (an injected fetch, or a wrapped R2 binding), and `plant(key, body)`, which
 // writes a whole key (prefix included) directly.
@@ -51,15 +51,28 @@ export function coldPathChecks({ api, name, transport, plant }) {
     await plain.close();
   });
 
-  check("a node id given by the caller is read before its lease is written (its predecessor may hold it)", async () => {
-    const { trips, make } = await qualifiedBucket();
+  check("a node id given by the caller: its first lease is created unread too, and a predecessor's lease is read after the refusal", async () => {
+    const { prefix, trips, make } = await qualifiedBucket();
     const node = `given-${unique()}`;
     const own = make({ node });
-    const { sequence, waves } = await trips.measure(() => own.acquireLease());
+    const cell = `c-${unique()}`;
+    const { result, sequence, waves } = await trips.measure(async () => {
+      await own.acquireLease();
+      return own.claim(cell, { expectNew: true });
+    });
+    eq(result.outcome, "applied", "the claim");
     firstReads(waves[0], "round trip 1");
-    eq(waves.slice(1), [[`GET nodes/${node}.json`], [`PUT nodes/${node}.json if-none-match`]], "then the careful path");
-    eq(sequence, 3, "round trips in sequence");
+    eq(waves.slice(1), [[`PUT nodes/${node}.json if-none-match`], [`PUT cells/${cell}/own.json if-none-match`]], "then the create, then the claim");
+    eq([sequence, waves.flat().length], [3, 5], "round trips in sequence, requests");
     await own.close();
+    // The same id again, its predecessor's live lease in place (another process): refused, then read once.
+    const reused = `given-${unique()}`;
+    await plant(`${prefix}nodes/${reused}.json`, JSON.stringify({ node: reused, expires_ms: Date.now() + 60_000, addr: "" }));
+    const next = make({ node: reused });
+    let refused;
+    const second = await trips.measure(() => next.acquireLease().catch((e) => { refused = e; }));
+    eq(refused?.code, "not-leased", `acquireLease over another process's live lease (${refused?.message})`);
+    eq(second.waves.slice(1), [[`PUT nodes/${reused}.json if-none-match`], [`GET nodes/${reused}.json`]], "the create, refused, then one read");
   });
 
   check("a made-up node id whose create is refused falls back to the careful path", async () => {
@@ -71,7 +84,7 @@ export function coldPathChecks({ api, name, transport, plant }) {
     const { waves } = await trips.measure(() => own.acquireLease().catch((e) => { refused = e; }));
     eq(refused?.code, "not-leased", `acquireLease over another process's live lease (${refused?.message})`);
     eq(waves[1], [`PUT nodes/${own.node}.json if-none-match`], "the create, refused");
-    // Then reads of the record only (the refused write's readback, the careful path's read): no other write.
+    // Then one read of the record (the careful path's, which would also find this create's own nonce): no other write.
     eq(waves.slice(2).flat().filter((r) => r !== `GET nodes/${own.node}.json`), [], "after the refusal");
     eq(own.leaseValid(), false, "no lease");
   });

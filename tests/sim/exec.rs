@@ -211,6 +211,8 @@ struct NodeState {
     no_dates: bool,
     /// A machine sleep of (ms, wall step ms) armed to begin as its next lease write is sent (`Chaos::SleepStepped`).
     sleep_on_lease_write: Option<(u64, f64)>,
+    /// Its next owner-record write is held this long on its way to the store (a slow request: issue 34 B).
+    hold_owner_write: Option<u64>,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -369,6 +371,12 @@ impl World {
         }
     }
 
+    /// Holds `node`'s next owner-record write `ms` on its way to the store (a slow request in a queue):
+    /// a write that lands after the operations sent after it.
+    pub fn hold_next_owner_write(&self, node: usize, ms: u64) {
+        self.inner.borrow_mut().nodes[node].hold_owner_write = Some(ms);
+    }
+
     /// Lets `node`'s requests be delivered twice (`FaultMix::twice`).
     pub fn resends(&self, node: usize) {
         self.inner.borrow_mut().nodes[node].resent = true;
@@ -412,6 +420,10 @@ impl World {
             if let Some((ms, step_ms)) = inner.nodes[node].sleep_on_lease_write.take() {
                 World::sleep_machine(inner, node, now, ms, step_ms);
             }
+        }
+        let mut hold_ms = hold_ms;
+        if req.method == "PUT" && req.url.contains("/cells/") {
+            hold_ms += inner.nodes[node].hold_owner_write.take().unwrap_or(0);
         }
         let partitioned = inner.nodes[node].partitioned_until > now;
         let lost = partitioned || inner.net.chance(inner.mix.lose_request);

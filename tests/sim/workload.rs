@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 
 use celld_edge::env::{Env, Event, Lost};
 use celld_edge::ownership::teeth::Tooth;
-use celld_edge::ownership::{CasGuard, CasOutcome};
+use celld_edge::ownership::{CasGuard, CasOutcome, OwnerRecord};
 use celld_edge::ownership::{ClaimOptions, ClaimOutcome, CloseOptions, Config, IdSet, ProbePolicy, S3Ownership};
 use celld_edge::ownership::control::MARKER_KEY;
 use celld_edge::s3::Bucket;
@@ -555,8 +555,12 @@ impl Life {
     /// A claim (creating the record first, so its write is sent at once) that its caller drops after
     /// `patience` ms if unanswered, a request handler giving up (issue 34 B): its write may land later.
     async fn dropped_claim(&self, cell: &str, patience: u32) {
+        self.dropped_claim_with(cell, ClaimOptions { expect_new: true }, patience).await
+    }
+
+    async fn dropped_claim_with(&self, cell: &str, options: ClaimOptions, patience: u32) {
         let kind = OpKind::Claim(cell.to_owned());
-        let claim = self.own.claim_with(cell, ClaimOptions { expect_new: true });
+        let claim = self.own.claim_with(cell, options);
         let call = Race(Box::pin(claim), Box::pin(self.own.env().sleep(patience)));
         let r = self.op(kind, call, |r| r.as_ref().map_or(OpResult::Failed("dropped"), claim_result)).await;
         if let Some(r) = r {
@@ -566,20 +570,54 @@ impl Life {
 
     /// `cas_owner` creating `cell`'s record at epoch 1 (a caller writing owner records itself, issue 34 B).
     async fn cas_owner(&self, cell: &str) {
+        self.cas_owner_at(cell, &CasGuard::Absent, 1).await
+    }
+
+    /// `cas_owner` over a free cell's record as this caller read it (`free_cell`): none, or a released one.
+    async fn cas_owner_over(&self, cell: &str, rec: Option<&OwnerRecord>) {
+        match rec {
+            None => self.cas_owner_at(cell, &CasGuard::Absent, 1).await,
+            Some(r) => self.cas_owner_at(cell, &CasGuard::Match(r.etag.clone()), r.epoch + 1).await,
+        }
+    }
+
+    async fn cas_owner_at(&self, cell: &str, guard: &CasGuard, epoch: u64) {
         let kind = OpKind::Claim(cell.to_owned());
-        let call = self.own.cas_owner(cell, &CasGuard::Absent, 1);
+        let call = self.own.cas_owner(cell, guard, epoch);
         let r = self
             .op(kind, call, |r| match r {
-                Ok(CasOutcome::Applied) => OpResult::Claimed { epoch: 1, took_over: false, prior: None },
+                Ok(CasOutcome::Applied) => OpResult::Claimed { epoch, took_over: false, prior: None },
                 Ok(CasOutcome::Rejected) => OpResult::Failed("cas-rejected"),
                 Err(e) => failed(e),
             })
             .await;
         match r {
-            Ok(CasOutcome::Applied) => self.believe(cell, &Ok(ClaimOutcome::Applied { epoch: 1, took_over: false, prior: None })),
+            Ok(CasOutcome::Applied) => self.believe(cell, &Ok(ClaimOutcome::Applied { epoch, took_over: false, prior: None })),
             Err(e) => self.believe(cell, &Err(e)),
             Ok(CasOutcome::Rejected) => {}
         }
+    }
+
+    /// Reads the owner records of the edge cells from the `start`th on until one is free (none, or
+    /// released: naming no node), as a caller looking for a cell to take does; that cell and its record.
+    async fn free_cell(&self, start: usize) -> Option<(String, Option<OwnerRecord>)> {
+        let cells = &self.ctx.cells[..self.ctx.cells.len() - self.ctx.fresh];
+        for i in 0..cells.len() {
+            let cell = cells[(start + i) % cells.len()].clone();
+            let call = self.own.read_owner(&cell);
+            let read = self
+                .op(OpKind::ReadOwner(cell.clone()), call, |r| {
+                    r.as_ref().map_or_else(failed, |o| OpResult::Read(o.as_ref().map(|o| (o.node.clone(), o.epoch))))
+                })
+                .await;
+            match read {
+                Ok(None) => return Some((cell, None)),
+                Ok(Some(rec)) if rec.node.is_empty() => return Some((cell, Some(rec))),
+                Ok(Some(_)) => {}
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     /// Waits for the cell (`claim_waiting`), giving up after `patience` ms (the cancel future).
@@ -702,7 +740,10 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.addr = format!("10.0.0.{node}:7000");
     cfg.prefix = ctx.prefix.to_owned();
     cfg.path_style = ctx.path_style;
-    cfg.probe = if ctx.probe { ProbePolicy::Recorded } else { ProbePolicy::Off };
+    // Issue 34 B needs a close() that deletes the lease, which needs the probe's verdict on conditional
+    // DELETEs: a share of the lives probe in seeds that do not (drawn apart, so the other draws keep theirs).
+    let probes = ctx.probe || Rng::new(ctx.seed ^ 0x9be_34b ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20)).chance(0.2);
+    cfg.probe = if probes { ProbePolicy::Recorded } else { ProbePolicy::Off };
     // One cell id (`cell é+1`) is outside celld's sets, to keep the wire's encoding honest.
     cfg.ids = IdSet::Utf8;
     let beliefs: Rc<RefCell<BTreeMap<String, u64>>> = Rc::default();
@@ -892,6 +933,30 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
                 let other = ctx.cells[racing.range(0, ctx.cells.len() as u64 - 1) as usize].clone();
                 join2(life.cas_owner(&other), life.close(&mut rng)).await;
                 return;
+            }
+            // The same two races where the write can land: over a free cell (no record, or a released one)
+            // this caller just read, with the write slow on its way (held in a queue 40..400 ms, longer than
+            // close()'s few round trips and short enough that no peer takes the cell first), so that it lands
+            // after what close() sends after it. Drawn after the draws above (which keep theirs).
+            let slow = racing.range(40, 400);
+            let (drop_it, cas_it) = (racing.chance(0.4), racing.chance(0.4));
+            let patience = racing.range(1, 40) as u32;
+            // Only with a lease (without one the write is refused and close() has nothing to retire).
+            if life.close_op.get().is_none() && (drop_it || cas_it) && life.own.lease_valid() {
+                let start = racing.range(0, ctx.cells.len() as u64 - 1) as usize;
+                if let Some((free, rec)) = life.free_cell(start).await {
+                    ctx.world.hold_next_owner_write(life.node, slow);
+                    if life.close_op.get().is_none() && cas_it {
+                        join2(life.cas_owner_over(&free, rec.as_ref()), life.close(&mut rng)).await;
+                        ctx.world.hold_next_owner_write(life.node, 0); // if it was never sent
+                        return;
+                    }
+                    if life.close_op.get().is_none() {
+                        let options = ClaimOptions { expect_new: rec.is_none() };
+                        life.dropped_claim_with(&free, options, patience).await;
+                    }
+                    ctx.world.hold_next_owner_write(life.node, 0);
+                }
             }
             life.close(&mut rng).await;
             return;

@@ -42,6 +42,10 @@ pub struct Mem {
     pub mono: f64,
     /// How far the node's wall clock is from the store's (steps, `Fault::SleepThenStep`).
     pub wall_off: i64,
+    /// The next this many reads of the wall clock each come `preempt_ms` after the read before them: the
+    /// thread lost the core between reading the monotonic clock and the wall clock (a loaded machine).
+    pub preempted_reads: u32,
+    pub preempt_ms: f64,
     /// Answers carry no `Date` (a browser whose bucket's CORS rule hides it).
     pub no_dates: bool,
     /// How far the `Date` of answers lags the store's clock (a store that caches its `Date`).
@@ -86,6 +90,8 @@ impl MemEnv {
             wall: 1_800_000_000_000,
             mono: 5_000.0,
             wall_off: 0,
+            preempted_reads: 0,
+            preempt_ms: 0.0,
             no_dates: false,
             date_lag_ms: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -264,7 +270,13 @@ impl Env for MemEnv {
         answer.map(|r| HttpResponse { date: r.date.or(date), ..r })
     }
     fn wall_ms(&self) -> u64 {
-        let m = self.0.borrow();
+        let mut m = self.0.borrow_mut();
+        if m.preempted_reads > 0 {
+            m.preempted_reads -= 1;
+            let ms = m.preempt_ms;
+            m.wall += ms as u64;
+            m.mono += ms;
+        }
         (m.wall as i64 + m.wall_off) as u64
     }
     fn mono_ms(&self) -> f64 {

@@ -21,7 +21,7 @@ mod store;
 
 pub use holder::{authority_left_ms, expires_on_store_clock};
 pub use judge::{judge, Found, Judgement, LeaseTerms};
-pub use offset::{OffsetWatch, OFFSET_SLACK_MS};
+pub use offset::{OffsetWatch, OFFSET_SLACK_MS, READ_TRIES, TIGHT_READ_MS};
 pub use sightings::{Read, Sightings, Version, SIGHTINGS_REMEMBERED};
 pub use store::{Learnt, Stamp, StoreClock, DATE_SECOND_MS, DATE_SPAN_MS};
 

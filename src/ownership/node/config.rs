@@ -19,7 +19,7 @@ pub struct Config {
     pub credentials_provider: bool,
     pub node: String,
     /// The caller gave no node id: the instance makes one up (`S3Ownership::new`). No predecessor can
-    /// have used it, so its first lease is created without reading first (SPEC §8).
+    /// have used it, so its first lease's create (sent unread, as for any id) is never refused.
     pub made_up_node: bool,
     /// The store is a Workers R2 binding (the `r2` option): requests go through it unsigned
     /// (`Bucket::binding`), and endpoint, bucket, region and keys are unused.

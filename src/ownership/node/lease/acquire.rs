@@ -1,9 +1,12 @@
-//! Acquiring this node's lease: a record read first (absent, ours, or another process's that is dead by
-//! the peer rule), or, for a node id this instance made up, created without reading (SPEC §8).
+//! Acquiring this node's lease: an instance's first lease is created without reading (`If-None-Match: *`,
+//! SPEC §6's 6 requests and §8's round trips); a refused create, and every later acquisition, reads the
+//! record first (absent, ours, or another process's that is dead by the peer rule).
 
 use crate::env::{Env, Event};
 use crate::error::{Error, Quoted, Result};
-use crate::ownership::cas::{Reconciles, Settled};
+use core::cell::RefCell;
+
+use crate::ownership::cas::{FirstRejection, Reconciles, Settled};
 use crate::ownership::clock::Judgement;
 use crate::ownership::records::{decode_lease, CasGuard};
 
@@ -13,7 +16,7 @@ use crate::ownership::node::closed_error;
 /// How an acquisition's write went, when it did not fail.
 enum Acquired {
     Yes,
-    /// The create of a made-up node id's lease was refused: read the record, then decide.
+    /// The instance's unread create was refused: read the record, then decide.
     Refused,
 }
 
@@ -24,13 +27,21 @@ impl<E: Env> S3Ownership<E> {
             return self.renew_once().await;
         }
         self.ensure_probed().await?;
-        // A node id this instance made up, never written yet: no predecessor can hold it, so its lease is
-        // created without reading first (SPEC §8). A refusal (someone has that key after all) falls back
-        // to reading it, as for a node id the caller gave.
-        let mut created_unread = self.config.made_up_node && self.lease.borrow().nonces.is_empty();
+        // This instance's first lease write, whatever the node id: created without reading (`If-None-Match:
+        // *`). It lands only while no lease record exists, which is exactly what the read-first path needs
+        // to see before it sends the same create, with no time between the two; so it adds no history, and
+        // after it lands this instance inherits nothing for ttl + skew, as after reading "absent". A refusal
+        // (a predecessor's record: another process of a given id, a retired or dead lease, celld's) falls back
+        // to reading it and judging it. Saves one request and one round trip when the key is free (a made-up
+        // id always; a given id on its first use, or after a close that deleted its lease); costs one refused
+        // create when it is not (docs/protocol.md, "The cold path").
+        let mut created_unread = self.lease.borrow().nonces.is_empty();
+        // The unread create was refused: the read that follows finds our own record only if that create
+        // landed after all (delivered twice, answered 412), over a missing lease.
+        let mut after_unread = false;
         let mut rereads = 0;
         loop {
-            let guard = if created_unread { CasGuard::Absent } else { self.acquisition_guard().await? };
+            let guard = if created_unread { CasGuard::Absent } else { self.acquisition_guard(after_unread).await? };
             // This machine's clocks moved (a sleep, a step) since the store's clock was learnt, so it was
             // forgotten (`Store::reading`): the read's answer teaches it again, unless the move came while the
             // read was queued; then read again rather than write an expiry on the wall clock (issue 34 A).
@@ -52,7 +63,7 @@ impl<E: Env> S3Ownership<E> {
                     }
                     return Ok(());
                 }
-                Acquired::Refused => created_unread = false,
+                Acquired::Refused => (created_unread, after_unread) = (false, true),
             }
         }
     }
@@ -65,8 +76,10 @@ impl<E: Env> S3Ownership<E> {
     }
 
     /// The guard of an acquisition that read this node's lease record first: absent, ours, or another
-    /// process's that is dead by the peer rule (a live one is refused).
-    async fn acquisition_guard(&self) -> Result<CasGuard> {
+    /// process's that is dead by the peer rule (a live one is refused). `after_unread`: this read follows
+    /// the instance's refused unread create, so a record of ours is that create, landed over a missing
+    /// lease (the network delivered it twice), and inherits nothing, as "absent" would not.
+    async fn acquisition_guard(&self, after_unread: bool) -> Result<CasGuard> {
         let key = self.lease_key(&self.config.node);
         let once = !self.rules().reread_undecodable;
         let (current, seen) = self.store.get_decoded_seen(&key, self.budget(), |b, t| decode_lease(&key, b, t), once).await?;
@@ -75,7 +88,12 @@ impl<E: Env> S3Ownership<E> {
                 self.inherit_until_dead();
                 CasGuard::Absent
             }
-            Some(rec) if self.is_ours(&rec) => CasGuard::Match(rec.etag),
+            Some(rec) if self.is_ours(&rec) => {
+                if after_unread {
+                    self.inherit_until_dead();
+                }
+                CasGuard::Match(rec.etag)
+            }
             Some(rec) => {
                 // Another process's records may name this node id: a close must not delete this lease.
                 self.unaccounted();
@@ -96,8 +114,12 @@ impl<E: Env> S3Ownership<E> {
     async fn acquire_with(&self, guard: CasGuard, created_unread: bool) -> Result<Acquired> {
         let key = self.lease_key(&self.config.node);
         let started = self.store.env.mono_ms();
+        // An unread create's refusal is not read back here: the careful path reads the record next anyway
+        // and recognises this write's nonce there (`acquisition_guard`), one request instead of two.
+        let nonces = RefCell::new(Vec::new());
+        let first = if created_unread { FirstRejection::CallerReads(&nonces) } else { FirstRejection::ReadBack };
         let (settled, anchor, expires_ms) =
-            self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default()).await?;
+            self.anchored_lease_write_then(&guard, 0, self.budget(), &Reconciles::default(), first).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.
