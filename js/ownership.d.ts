@@ -85,8 +85,10 @@ export interface S3OwnershipOptions {
   onEvent?: (event: OwnershipEvent) => void;
   /** Injected fetch; default `globalThis.fetch`. Called once per request as `fetch(request)` with a
    * `Request` (its `signal` aborts at the timeout; `cache: "no-store"` where the runtime supports it),
-   * with `globalThis` as `this`. A request whose fetch threw or rejected is never sent again by the
-   * transport (it may have landed). */
+   * with `globalThis` as `this`. Without this option `globalThis.fetch` is called as `fetch(url, init)`
+   * instead (the same method, headers, body, signal and cache in `init`): a runtime's fetch builds its
+   * own `Request` from what it is handed, and Node's would copy a given one. A request whose fetch threw
+   * or rejected is never sent again by the transport (it may have landed). */
   fetch?: (input: Request) => Promise<Response>;
 }
 

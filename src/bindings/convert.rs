@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::option_names::OPTION_NAMES;
+use super::web::Fetch;
 use crate::error::{Error, Quoted};
 use crate::ownership::{
     CasGuard, CasOutcome, ClaimOptions, ClaimOutcome, CloseOptions, Closed, Config, IdSet, LeaseRemoval, NodeLeaseRecord,
@@ -90,7 +91,7 @@ pub(crate) const INSPECTOR: Class = Class { name: "S3Inspector", options: &INSPE
 /// The checked options: the core's `Config` plus the JS functions.
 pub(crate) struct Options {
     pub(crate) config: Config,
-    pub(crate) fetch: js_sys::Function,
+    pub(crate) fetch: Fetch,
     pub(crate) on_event: Option<js_sys::Function>,
     pub(crate) credentials: Option<js_sys::Function>,
     /// The `r2` option: requests go through this binding instead of `fetch`.
@@ -241,8 +242,12 @@ pub(crate) fn options_for(class: Class, js: JsValue) -> Result<Options, Error> {
     config.session_token = o.session_token.take().filter(|t| !t.is_empty());
     config.region = o.region.take().unwrap_or(config.region);
     config.path_style = o.path_style.unwrap_or(config.path_style);
-    let fetch = if o.fetch.is_undefined() { js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default() } else { o.fetch.clone() };
-    let fetch = fetch.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?;
+    let fetch = if o.fetch.is_undefined() {
+        let global = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("fetch")).unwrap_or_default();
+        Fetch::Global(global.dyn_into().map_err(|_| invalid_option("fetch must be a function (none given and no globalThis.fetch)".into()))?)
+    } else {
+        Fetch::Injected(o.fetch.clone().dyn_into().map_err(|_| invalid_option("fetch must be a function".into()))?)
+    };
     finish(class, config, o, fetch, credentials, None)
 }
 
@@ -256,12 +261,12 @@ fn r2_options(class: Class, js: &JsValue, o: OptionsIn) -> Result<Options, Error
     let binding = super::r2::R2Binding::new(o.r2.clone()).map_err(|why| invalid_option(class, why))?;
     let mut config = Config::new("", "", "", "", "");
     config.r2_binding = true;
-    let fetch = binding.unused_fetch();
+    let fetch = Fetch::Injected(binding.unused_fetch());
     finish(class, config, o, fetch, None, Some(binding))
 }
 
 /// The options both stores share.
-fn finish(class: Class, mut config: Config, o: OptionsIn, fetch: js_sys::Function, credentials: Option<js_sys::Function>, r2: Option<super::r2::R2Binding>) -> Result<Options, Error> {
+fn finish(class: Class, mut config: Config, o: OptionsIn, fetch: Fetch, credentials: Option<js_sys::Function>, r2: Option<super::r2::R2Binding>) -> Result<Options, Error> {
     let invalid_option = |why: String| invalid_option(class, why);
     if class.options.contains(&"node") {
         match o.node {

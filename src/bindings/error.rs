@@ -109,3 +109,9 @@ pub(super) fn trapped_error(why: &str) -> JsValue {
         &format!("internal error: celld-edge trapped ({why}); the wasm instance is replaced, and a write in flight may or may not have landed"),
     )
 }
+
+/// What a thrown JS value says (an Error's message, else its string form).
+pub(crate) fn describe(e: &JsValue) -> String {
+    let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
+    message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
+}

@@ -7,7 +7,10 @@
 //! through an R2 binding instead), `events` (the [`crate::env::Observer`] beside it: metrics, the
 //! authority watcher, `onEvent`), `error` (every JS
 //! error), `trap` (what keeps a wasm trap from hanging callers), `option_names` (S3Ownership's option names,
-//! which the signers name too). This layer converts and checks inputs and
+//! which the signers name too). Each JS contract has one owner and the files depend one way: the classes
+//! use `convert`, `web` and `events`; `web` (fetch, clocks, the credentials call) uses `convert` (the
+//! credentials' answer) and `r2`; `convert` uses `r2` (the binding's check); `r2` uses only `error` (what a
+//! thrown value says) and `trap` (`Hooks::wait`, the instance's gate). This layer converts and checks inputs and
 //! turns `crate::Error` into JS errors; it must never hold protocol logic, and never panic on anything JS
 //! hands it.
 

@@ -9,7 +9,8 @@ use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::web::{describe, WebEnv};
+use super::error::describe;
+use super::trap::Hooks;
 use crate::env::{HttpRequest, HttpResponse, NetworkError, TransportError};
 use crate::error::Source;
 use crate::s3::r2::{self, Call, ListedObject, OnlyIf};
@@ -54,13 +55,13 @@ impl R2Binding {
     }
 
     /// Sends `req` through the binding: at most one call, never retried.
-    pub(crate) async fn send(&self, env: &WebEnv, req: &HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+    pub(crate) async fn send(&self, hooks: &Hooks, req: &HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         let call = match r2::call(req) {
             Ok(call) => call,
             Err(answer) => return Ok(answer),
         };
         let deadline = Deadline::new(timeout_ms);
-        let answer = self.exchange(env, &call, &deadline).await;
+        let answer = self.exchange(hooks, &call, &deadline).await;
         deadline.clear();
         match answer {
             Ok(res) => Ok(res),
@@ -75,17 +76,17 @@ impl R2Binding {
         }
     }
 
-    async fn exchange(&self, env: &WebEnv, call: &Call, deadline: &Deadline) -> Result<HttpResponse, Failed> {
+    async fn exchange(&self, hooks: &Hooks, call: &Call, deadline: &Deadline) -> Result<HttpResponse, Failed> {
         match call {
             Call::Get { key } => {
-                let object = deadline.wait(env, self.invoke("get", &[JsValue::from_str(key)])?).await?;
+                let object = deadline.wait(hooks, self.invoke("get", &[JsValue::from_str(key)])?).await?;
                 if object.is_null() || object.is_undefined() {
                     return Ok(r2::answer_get(None));
                 }
                 let etag = string_at(&object, "etag");
                 let read = Reflect::get(&object, &JsValue::from_str("arrayBuffer")).map_err(Failed::Threw)?;
                 let read: Function = read.dyn_into().map_err(|_| Failed::Threw(JsValue::from_str("get resolved to an object without arrayBuffer()")))?;
-                let buffer = deadline.wait(env, Promise::resolve(&read.call0(&object).map_err(Failed::Threw)?)).await?;
+                let buffer = deadline.wait(hooks, Promise::resolve(&read.call0(&object).map_err(Failed::Threw)?)).await?;
                 Ok(r2::answer_get(Some((&etag, Uint8Array::new(&buffer).to_vec()))))
             }
             Call::Put { key, only_if, body } => {
@@ -103,14 +104,14 @@ impl R2Binding {
                 }
                 // A copy in JS memory: the binding may read it after wasm memory moved on.
                 let value = Uint8Array::from(&body[..]);
-                let written = deadline.wait(env, self.invoke("put", &[JsValue::from_str(key), value.into(), options.into()])?).await?;
+                let written = deadline.wait(hooks, self.invoke("put", &[JsValue::from_str(key), value.into(), options.into()])?).await?;
                 if written.is_null() || written.is_undefined() {
                     return Ok(r2::answer_put(None));
                 }
                 Ok(r2::answer_put(Some((&string_at(&written, "etag"), uploaded_ms(&written)))))
             }
             Call::Delete { key } => {
-                deadline.wait(env, self.invoke("delete", &[JsValue::from_str(key)])?).await?;
+                deadline.wait(hooks, self.invoke("delete", &[JsValue::from_str(key)])?).await?;
                 Ok(r2::answer_delete())
             }
             Call::List { prefix, delimiter, cursor, limit } => {
@@ -123,7 +124,7 @@ impl R2Binding {
                 if let Some(cursor) = cursor {
                     set(&options, "cursor", &JsValue::from_str(cursor));
                 }
-                let page = deadline.wait(env, self.invoke("list", &[options.into()])?).await?;
+                let page = deadline.wait(hooks, self.invoke("list", &[options.into()])?).await?;
                 let objects = Reflect::get(&page, &JsValue::from_str("objects")).unwrap_or(JsValue::UNDEFINED);
                 let objects: Array = objects.dyn_into().map_err(|_| Failed::Threw(JsValue::from_str("list resolved without an objects array")))?;
                 let listed: Vec<ListedObject> = objects
@@ -174,12 +175,12 @@ impl Deadline {
     }
 
     /// What `p` resolves to, unless the deadline passes first.
-    async fn wait(&self, env: &WebEnv, p: Promise) -> Result<JsValue, Failed> {
+    async fn wait(&self, hooks: &Hooks, p: Promise) -> Result<JsValue, Failed> {
         let raced = match &self.timer {
             Some((_, timer)) => Promise::race(&Array::of2(&p, timer)),
             None => p,
         };
-        let value = env.wait(&raced).await.map_err(Failed::Threw)?;
+        let value = hooks.wait(&raced).await.map_err(Failed::Threw)?;
         if Object::is(&value, &self.expired) { Err(Failed::TimedOut) } else { Ok(value) }
     }
 

@@ -47,6 +47,14 @@ extern "C" {
     pub fn error_class(this: &Hooks) -> js_sys::Function;
 }
 
+#[cfg(feature = "ownership")]
+impl Hooks {
+    /// Awaits a promise through the instance's gate.
+    pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
+        wasm_bindgen_futures::JsFuture::from(self.gate(p)).await
+    }
+}
+
 thread_local! {
     /// The last panic's message, kept by the panic hook for the error the trapped operation rejects with.
     static PANIC: Cell<Option<String>> = const { Cell::new(None) };

@@ -1,6 +1,7 @@
-//! [`WebEnv`]: the protocol's [`Env`] in a JS runtime. Requests go out through the injected `fetch`, built
-//! with web-sys (`Request`, `RequestInit` with the headers as a plain object, an `AbortController` for the
-//! timeout, `cache: "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are
+//! [`WebEnv`]: the protocol's [`Env`] in a JS runtime. Requests go out through the injected `fetch` as one
+//! `Request`, or through `globalThis.fetch` as `fetch(url, init)` ([`Fetch`]), built with web-sys
+//! (`RequestInit` with the headers as a plain object, an `AbortController` for the timeout, `cache:
+//! "no-store"` where the runtime has it) and awaited with wasm-bindgen-futures; clocks are
 //! `Date.now()` and `performance.now()`, randomness `crypto.getRandomValues` (drawn 64 words at a time:
 //! each call crosses into JS and allocates there), sleeping the global `setTimeout`. It only sends and
 //! reads: it never retries a request and never decides anything.
@@ -10,9 +11,9 @@ use std::cell::{Cell, RefCell};
 use js_sys::{Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Request, RequestCache, RequestInit, Response};
 
+use super::error::describe;
 use super::trap::Hooks;
 use crate::env::{Env, HttpRequest, HttpResponse, NetworkError, TransportError, Unsent};
 use crate::error::{Fault, Source};
@@ -31,8 +32,8 @@ extern "C" {
 
 thread_local! {
     /// Whether this runtime's `Request` takes `cache: "no-store"` (some refuse the option at
-    /// construction: then requests are built without it, which sends nothing twice).
-    static NO_STORE: Cell<bool> = const { Cell::new(true) };
+    /// construction: then requests are built without it), once found out (`no_store`).
+    static NO_STORE: Cell<Option<bool>> = const { Cell::new(None) };
     /// Random words drawn ahead, used from the back.
     static RANDOM: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
@@ -40,9 +41,27 @@ thread_local! {
 /// Words drawn per `crypto.getRandomValues` call (512 bytes; the call takes at most 65,536).
 const RANDOM_BATCH: usize = 64;
 
+/// The function requests go out through, and how it is called (always with `globalThis` as `this`).
+#[derive(Clone)]
+pub(crate) enum Fetch {
+    /// The `fetch` option: called as `fetch(request)` with one `Request`, its documented contract.
+    Injected(Function),
+    /// No `fetch` option: `globalThis.fetch`, called as every caller calls it, `fetch(url, init)`. A
+    /// runtime's fetch builds a `Request` from what it is given, a given `Request` included (Node's copies
+    /// it: +50 µs a request, bench/README.md), so it is handed the URL and the init alone.
+    Global(Function),
+}
+
+impl Fetch {
+    fn function(&self) -> &Function {
+        match self {
+            Fetch::Injected(f) | Fetch::Global(f) => f,
+        }
+    }
+}
+
 pub(crate) struct WebEnv {
-    /// The injected fetch (or `globalThis.fetch`), called with `globalThis` as `this`.
-    pub(crate) fetch: Function,
+    pub(crate) fetch: Fetch,
     pub(crate) hooks: Hooks,
     /// The timers of this instance's sleeps in progress, so that `stopRenewing` can end the renewal
     /// loop's sleep at once (a pending timer would keep Node from exiting).
@@ -68,12 +87,6 @@ impl Drop for Asleep<'_> {
             clear_timeout(id);
         }
     }
-}
-
-/// What a thrown JS value says (an Error's message, else its string form).
-pub(crate) fn describe(e: &JsValue) -> String {
-    let message = js_sys::Reflect::get(e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
-    message.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// A failed fetch's description: its message and those of its `cause` chain (a few deep), each with its
@@ -160,7 +173,7 @@ impl WebEnv {
         let Ok(request) = Request::new_with_str_and_init(url, &init) else { return false };
         let abort = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort")).map(|f| f.unchecked_into::<Function>().bind0(&ctrl));
         let timer = abort.ok().map(|abort| set_timeout(&abort, f64::from(timeout_ms.unwrap_or(5_000).max(1))));
-        let answered = match self.fetch.call1(&js_sys::global(), &request) {
+        let answered = match self.fetch.function().call1(&js_sys::global(), &request) {
             Ok(sent) => self.wait(&Promise::resolve(&sent)).await.is_ok_and(|res| res.is_instance_of::<Response>()),
             Err(_) => false,
         };
@@ -170,7 +183,7 @@ impl WebEnv {
         answered
     }
 
-    pub(crate) fn new(fetch: Function, hooks: Hooks) -> Self {
+    pub(crate) fn new(fetch: Fetch, hooks: Hooks) -> Self {
         WebEnv { fetch, hooks, sleeping: RefCell::default(), provider: None, r2: None }
     }
 
@@ -185,21 +198,21 @@ impl WebEnv {
 
     /// Awaits a promise through the instance's gate (see `trap`).
     pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
-        JsFuture::from(self.hooks.gate(p)).await
+        self.hooks.wait(p).await
     }
 
-    /// The Request to send: with `cache: "no-store"` when the runtime accepts it.
-    fn request(req: &HttpRequest, init: &RequestInit) -> Result<Request, JsValue> {
-        if NO_STORE.get() {
-            init.set_cache(RequestCache::NoStore);
-            match Request::new_with_str_and_init(&req.url, init) {
-                Ok(r) => return Ok(r),
-                // Constructing sends nothing: build it again without the option, and remember.
-                Err(_) => NO_STORE.set(false),
-            }
-            js_sys::Reflect::delete_property(init, &JsValue::from_str("cache"))?;
+    /// Whether requests carry `cache: "no-store"`: found once per instance of the module by building a
+    /// `Request` with it (constructing sends nothing), since a fetch that refuses it may have sent nothing
+    /// or something.
+    fn no_store() -> bool {
+        if let Some(known) = NO_STORE.get() {
+            return known;
         }
-        Request::new_with_str_and_init(&req.url, init)
+        let init = RequestInit::new();
+        init.set_cache(RequestCache::NoStore);
+        let known = Request::new_with_str_and_init("http://localhost/", &init).is_ok();
+        NO_STORE.set(Some(known));
+        known
     }
 
     /// The answer, and its `Response.type` (`"cors"` for a cross-origin answer in a browser).
@@ -218,9 +231,14 @@ impl WebEnv {
             // A copy in JS memory: the fetch may read it after wasm memory moved on.
             init.set_body(&Uint8Array::from(&req.body[..]));
         }
-        let request = Self::request(req, &init)?;
+        if Self::no_store() {
+            init.set_cache(RequestCache::NoStore);
+        }
         // Called once: a fetch that threw or rejected may have sent the request.
-        let sent = self.fetch.call1(&js_sys::global(), &request)?;
+        let sent = match &self.fetch {
+            Fetch::Injected(fetch) => fetch.call1(&js_sys::global(), &Request::new_with_str_and_init(&req.url, &init)?.into())?,
+            Fetch::Global(fetch) => fetch.call2(&js_sys::global(), &JsValue::from_str(&req.url), &init)?,
+        };
         let res = self.wait(&Promise::resolve(&sent)).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let etag = res.headers().get("etag")?;
@@ -239,7 +257,7 @@ impl WebEnv {
 impl Env for WebEnv {
     async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
         if let Some(r2) = &self.r2 {
-            return r2.send(self, &req, timeout_ms).await;
+            return r2.send(&self.hooks, &req, timeout_ms).await;
         }
         let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
         let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
