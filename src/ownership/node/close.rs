@@ -8,7 +8,7 @@ use core::cell::Cell;
 
 use crate::env::{Env, Event};
 use crate::error::{Error, Result};
-use crate::ownership::cas::{Reconciles, Removal, Settled};
+use crate::ownership::cas::{FirstRejection, Reconciles, Removal, Settled};
 use crate::ownership::flight::{done, Share, Single};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::join::join_all;
@@ -126,7 +126,7 @@ impl<E: Env> S3Ownership<E> {
         let mut guard = CasGuard::Match(lease.etag);
         for _ in 0..3 {
             let retired = self.terms(RETIRED_EXPIRES_MS, true);
-            match self.write_lease(&guard, retired, self.closing_budget(), &reconciles).await? {
+            match self.write_lease(&guard, retired, self.closing_budget(), &reconciles, FirstRejection::ReadBack).await? {
                 Settled::Applied { etag } => {
                     self.retired();
                     return Ok(Some(etag));

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::ownership::cas::{Reconciles, Seen, Settled};
+use crate::ownership::cas::{FirstRejection, Reconciles, Seen, Settled};
 use crate::ownership::clock::{judge, Found, Judgement, LeaseTerms, Read, Sightings, Version};
 use crate::ownership::ids::{check_cell, check_node};
 use crate::ownership::known::Known;
@@ -184,7 +184,7 @@ impl<E: Env> S3Ownership<E> {
         self.ensure_probed().await?;
         // An expiry the caller chose, on a clock it knows: judged by peers as celld's leases are (no `ttl_ms`).
         let terms = LeaseTerms { expires_ms, ttl_ms: None, store_clock: false };
-        match self.write_lease(guard, terms, self.budget(), &Reconciles::default()).await? {
+        match self.write_lease(guard, terms, self.budget(), &Reconciles::default(), FirstRejection::ReadBack).await? {
             Settled::Applied { etag } => Ok((CasOutcome::Applied, Some(etag))),
             other => Ok((other.outcome(&self.lease_key(&self.config.node))?, None)),
         }

@@ -119,7 +119,7 @@ impl<E: Env> S3Ownership<E> {
         let nonces = RefCell::new(Vec::new());
         let first = if created_unread { FirstRejection::CallerReads(&nonces) } else { FirstRejection::ReadBack };
         let (settled, anchor, expires_ms) =
-            self.anchored_lease_write_then(&guard, 0, self.budget(), &Reconciles::default(), first).await?;
+            self.anchored_lease_write(&guard, 0, self.budget(), &Reconciles::default(), first).await?;
         match settled {
             Settled::Applied { etag } => {
                 // Claims made under an earlier lease died with it.

@@ -100,14 +100,17 @@ impl<E: Env> S3Ownership<E> {
         LeaseTerms { expires_ms, ttl_ms: Some(self.config.lease_ttl_ms), store_clock }
     }
 
-    /// Writes this node's lease record with `terms` under `guard`, remembering the write's nonce.
-    pub(super) async fn write_lease(&self, guard: &CasGuard, terms: LeaseTerms, budget: Budget, rc: &Reconciles) -> Result<Settled> {
-        self.write_lease_then(guard, terms, budget, rc, FirstRejection::ReadBack).await
-    }
-
-    /// `write_lease`, taking a first attempt's rejection as `first` says (an acquisition's unread create
-    /// reads the record next anyway, and recognises its own nonce there: `is_ours`).
-    async fn write_lease_then(&self, guard: &CasGuard, terms: LeaseTerms, budget: Budget, rc: &Reconciles, first: FirstRejection<'_>) -> Result<Settled> {
+    /// Writes this node's lease record with `terms` under `guard`, remembering the write's nonce, and taking
+    /// a first attempt's rejection as `first` says (an acquisition's unread create reads the record next
+    /// anyway, and recognises its own nonce there: `is_ours`).
+    pub(super) async fn write_lease(
+        &self,
+        guard: &CasGuard,
+        terms: LeaseTerms,
+        budget: Budget,
+        rc: &Reconciles,
+        first: FirstRejection<'_>,
+    ) -> Result<Settled> {
         let key = self.lease_key(&self.config.node);
         let (node, addr) = (&self.config.node, &self.config.addr);
         // In a celld fleet every lease (acquired, renewed, retired) is one celld v0.6 reads (SPEC §2.1).
@@ -228,13 +231,9 @@ impl<E: Env> S3Ownership<E> {
     /// Writes this node's lease with `expires_ms` = the store's clock (its upper bound, from `Date`
     /// headers; the wall clock while none was seen) plus the ttl, never before `floor` (a renewal's is the
     /// expiry it extends: the upper bound narrows as answers come, and a later write of ours must never
-    /// read as an older one, `adoptable`). Returns the anchor, read before the write is sent.
-    async fn anchored_lease_write(&self, guard: &CasGuard, floor: u64, budget: Budget, rc: &Reconciles) -> Result<(Settled, Anchor, u64)> {
-        self.anchored_lease_write_then(guard, floor, budget, rc, FirstRejection::ReadBack).await
-    }
-
-    /// `anchored_lease_write`, taking a first attempt's rejection as `first` says.
-    async fn anchored_lease_write_then(
+    /// read as an older one, `adoptable`). A first attempt's rejection is taken as `first` says. Returns the
+    /// anchor, read before the write is sent.
+    async fn anchored_lease_write(
         &self,
         guard: &CasGuard,
         floor: u64,
@@ -247,7 +246,7 @@ impl<E: Env> S3Ownership<E> {
         let ttl = self.config.lease_ttl_ms;
         let on_store = expires_on_store_clock(&self.store.store_clock(), clocks, ttl);
         let expires_ms = on_store.unwrap_or(clocks.wall.saturating_add(ttl)).max(floor);
-        let settled = self.write_lease_then(guard, self.terms(expires_ms, on_store.is_some()), budget, rc, first).await?;
+        let settled = self.write_lease(guard, self.terms(expires_ms, on_store.is_some()), budget, rc, first).await?;
         let anchor = if self.rules().anchor_before_write { anchor } else { Anchor { clocks: self.store.reading(), ..anchor } };
         Ok((settled, anchor, expires_ms))
     }

@@ -5,7 +5,7 @@
 
 use crate::env::{Env, Event};
 use crate::error::{Error, Result};
-use crate::ownership::cas::{Budget, Reconciles, Settled};
+use crate::ownership::cas::{Budget, FirstRejection, Reconciles, Settled};
 use crate::ownership::join::{beside, Side};
 use crate::ownership::lease::{renew_interval_ms, renew_retry_ms};
 use crate::ownership::records::{decode_lease, CasGuard};
@@ -38,7 +38,7 @@ impl<E: Env> S3Ownership<E> {
             let (ttl_ms, skew_ms) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
             let budget = Budget::Authority { anchor: held.anchor, ttl_ms, skew_ms };
             let (settled, anchor, expires_ms) =
-                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles).await?;
+                self.anchored_lease_write(&CasGuard::Match(held.etag.clone()), held.expires_ms, budget, &reconciles, FirstRejection::ReadBack).await?;
             let late = !self.within(&held) && self.rules().refuse_late_renewal;
             match settled {
                 Settled::Applied { .. } if late => {
