@@ -86,14 +86,16 @@ export const hooks = {
       return e instanceof Error ? e.message : String(e);
     }
   },
+  /** `p` (a promise or a value) as a promise that never settles once this instance trapped. */
   gate(p) {
     const at = traps;
-    return new Promise((resolve, reject) => {
-      p.then(
-        (v) => at === traps && resolve(v),
-        (e) => at === traps && reject(e),
-      );
-    });
+    return Promise.resolve(p).then(
+      (v) => (at === traps ? v : new Promise(() => {})),
+      (e) => {
+        if (at === traps) throw e;
+        return new Promise(() => {});
+      },
+    );
   },
 };
 
@@ -142,18 +144,27 @@ export function track(start) {
   return new Promise((resolve, reject) => {
     pending.add(reject);
     const held = holdRequests ? setInterval(() => {}, 1000) : undefined;
-    const done = (settle) => (v) => {
+    const finish = () => {
       if (held !== undefined) clearInterval(held);
       pending.delete(reject);
-      settle(v);
     };
     let p;
     try {
       p = sync(start);
     } catch (e) {
-      done(reject)(e);
+      finish();
+      reject(e);
       return;
     }
-    p.then(done(resolve), done(reject));
+    p.then(
+      (v) => {
+        finish();
+        resolve(v);
+      },
+      (e) => {
+        finish();
+        reject(e);
+      },
+    );
   });
 }

@@ -67,10 +67,11 @@ export class S3Ownership {
     }
   }
 
-  async #run(op) {
-    await this.#ready();
-    const core = this.#fresh();
-    return track(() => op(core));
+  /** Runs `op` on the core, at once when nothing is pending (no extra turn of the microtask queue per
+   * operation: bench/README.md, branch i37u), else once a re-instantiation or recovery is done. */
+  #run(op) {
+    if (settled() === undefined && this.#recovering === undefined) return track(() => op(this.#fresh()));
+    return this.#ready().then(() => track(() => op(this.#fresh())));
   }
 
   /** Runs `write` (a claim or casOwner of `cell`), which may name this node in the cell's record. While it
