@@ -80,25 +80,28 @@ export class S3Ownership {
   #naming(cell, write) {
     if (typeof cell !== "string") return write();
     this.#writing.set(cell, (this.#writing.get(cell) ?? 0) + 1);
-    const done = (named, elsewhere) => {
-      const n = this.#writing.get(cell) - 1;
-      if (n === 0) this.#writing.delete(cell);
-      else this.#writing.set(cell, n);
-      if (named) this.#mine.add(cell);
-      else if (elsewhere && n === 0) this.#mine.delete(cell);
-    };
     // `write` returns a promise (#run); `then`, not an async function: one promise less per claim.
     return write().then(
       (out) => {
         // A rejected claim read the record naming another live holder (or another process of this node id).
-        done(out === "applied" || out?.outcome === "applied", out?.outcome === "rejected");
+        this.#written(cell, out === "applied" || out?.outcome === "applied", out?.outcome === "rejected");
         return out;
       },
       (e) => {
-        done(e?.code !== "invalid-input" && e?.code !== "not-leased", false);
+        this.#written(cell, e?.code !== "invalid-input" && e?.code !== "not-leased", false);
         throw e;
       },
     );
+  }
+
+  /** A write `#naming` ran has settled: `named`, whether the record may name this node now; `elsewhere`,
+   * whether it was read naming another holder. */
+  #written(cell, named, elsewhere) {
+    const n = this.#writing.get(cell) - 1;
+    if (n === 0) this.#writing.delete(cell);
+    else this.#writing.set(cell, n);
+    if (named) this.#mine.add(cell);
+    else if (elsewhere && n === 0) this.#mine.delete(cell);
   }
 
   /** `cell`'s record no longer names this node (a release applied). */

@@ -31,6 +31,12 @@ extern "C" {
     fn set_timeout_with(f: &Function, ms: f64, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     fn clear_timeout(id: &JsValue);
+    /// A request's headers as the plain object `RequestInit.headers` takes, filled by `[name] = value`
+    /// (a fresh object of ours: the assignment cannot throw, so no `Reflect.set` with its catch).
+    #[wasm_bindgen(extends = js_sys::Object)]
+    type HeaderFields;
+    #[wasm_bindgen(method, indexing_setter)]
+    fn put(this: &HeaderFields, name: &JsValue, value: &JsValue);
     /// A `Response`'s `Headers`, read with the name as a JS string (made once: `js_name`).
     type AnswerHeaders;
     #[wasm_bindgen(method, catch, js_name = get)]
@@ -272,9 +278,9 @@ impl WebEnv {
     async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
         // A plain object: a `Headers` built here would be copied again by `Request` (the names are
         // lower-case and unique, as the signer made them).
-        let headers = js_sys::Object::new();
+        let headers: HeaderFields = js_sys::Object::new().unchecked_into();
         for (name, value) in &req.headers {
-            js_sys::Reflect::set(&headers, &js_name(name), &JsValue::from_str(value))?;
+            headers.put(&js_name(name), &JsValue::from_str(value));
         }
         let init = RequestInit::new();
         init.set_method(req.method);
