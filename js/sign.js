@@ -30,9 +30,19 @@ let memory;
 let ioPtr = 0;
 let ioLen = 0;
 let io = new Uint8Array(0);
+/**
+ * Whether a call into the wasm is under way (set around each one). Whatever is thrown meanwhile that is
+ * not the signer's own answer (a `CelldEdgeError` it made) left the wasm midway: a trap, or a stack
+ * overflow inside it (a caller already deep in recursion) or in a function it called. Its state is then
+ * undefined (a signer still borrowed, a half-done allocation), so `failed` handles that as a trap, as the
+ * ownership classes' calls are. The signer's plain-string refusals ("already in use") mean just that: a
+ * signer left borrowed by such a call, so they are handled alike, and the next task signs afresh.
+ */
+let inWasm = false;
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
+  inWasm = true;
   if (signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
     sync(() => signerStart(signerHooks));
@@ -51,7 +61,24 @@ function ioView(need) {
     memory ??= ioMemory();
     io = new Uint8Array(memory.buffer, ioPtr, ioLen);
   }
+  inWasm = false;
   return io;
+}
+
+/** Set when a call left the wasm midway with too little stack left to record the trap: the next call
+ * records it (notTrapped). */
+let unrecorded;
+
+/** What signRequest / presignUrl throw for `e`: a trap, or anything that left the wasm midway (`inWasm`),
+ * is recorded as a trap and becomes an "internal" error; anything else is thrown as it is. */
+function failed(e) {
+  const midway = inWasm && !(e instanceof CelldEdgeError);
+  inWasm = false;
+  if (!midway && !(e instanceof WebAssembly.RuntimeError)) return e;
+  unrecorded = e;
+  const err = trapped(e); // may throw for want of stack: `unrecorded` stays set
+  unrecorded = undefined;
+  return err;
 }
 
 /** The `len`-byte answer the signer just wrote into the I/O buffer. */
@@ -91,7 +118,14 @@ const MISTAKES = {
 /** S3Ownership's option names, as the wasm checks them (src/bindings/option_names.rs, the one list, which
  * it answers comma-separated): asked for only when an unknown option is refused. */
 let storeOptions;
-const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()).split(","))).has(key);
+function isStoreOption(key) {
+  if (storeOptions === undefined) {
+    inWasm = true;
+    storeOptions = new Set(sync(() => ownershipOptionNames()).split(","));
+    inWasm = false;
+  }
+  return storeOptions.has(key);
+}
 
 /** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
 function refuseUnknown(o, known, fn) {
@@ -207,7 +241,9 @@ function hashBytes(bytes) {
   do {
     const piece = bytes.subarray(at, at + IO_KEEP);
     ioView(piece.length).set(piece);
+    inWasm = true;
     hashBody(piece.length, at === 0);
+    inWasm = false;
     at += IO_KEEP;
   } while (at < bytes.length);
 }
@@ -218,13 +254,20 @@ function hashText(text) {
   let at = 0;
   do {
     const { read, written } = encoder.encodeInto(at === 0 ? text : text.slice(at), ioView(IO_KEEP));
+    inWasm = true;
     hashBody(written, at === 0);
+    inWasm = false;
     at += read;
   } while (at < text.length);
 }
 
 /** Refuses to call into an instance that trapped and is about to be replaced (its state is undefined). */
 function notTrapped() {
+  if (unrecorded !== undefined) {
+    const err = trapped(unrecorded);
+    unrecorded = undefined;
+    throw err;
+  }
   if (settled() !== undefined) {
     throw new CelldEdgeError("internal error: celld-edge trapped and its wasm instance is being replaced; sign again from the next task (a fresh signer)", { code: "internal" });
   }
@@ -270,7 +313,7 @@ export function signRequest(opts) {
     notTrapped();
     return sign(opts);
   } catch (e) {
-    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+    throw failed(e);
   }
 }
 
@@ -303,7 +346,10 @@ function sign(opts) {
       const view = ioView(fields.length * 3 + bytes.length);
       const fieldsLen = encoder.encodeInto(fields, view).written;
       view.set(bytes, fieldsLen);
-      return signed(method, url, names, signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
+      inWasm = true;
+      const len = signIo(fieldsLen, bytes.length, names.length, payload, unixMs);
+      inWasm = false;
+      return signed(method, url, names, len);
     }
   } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
     hashText(body);
@@ -314,7 +360,10 @@ function sign(opts) {
   const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (inline) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  return signed(method, url, names, signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
+  inWasm = true;
+  const len = signIo(fieldsLen, bodyLen, names.length, payload, unixMs);
+  inWasm = false;
+  return signed(method, url, names, len);
 }
 
 /**
@@ -355,7 +404,7 @@ export function presignUrl(opts) {
     notTrapped();
     return presign(opts);
   } catch (e) {
-    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+    throw failed(e);
   }
 }
 
@@ -377,5 +426,8 @@ function presign(opts) {
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
-  return answer(presignIo(fieldsLen, names.length, expiresIn, unixMs));
+  inWasm = true;
+  const len = presignIo(fieldsLen, names.length, expiresIn, unixMs);
+  inWasm = false;
+  return answer(len);
 }
