@@ -31,18 +31,19 @@ let ioPtr = 0;
 let ioLen = 0;
 let io = new Uint8Array(0);
 /**
- * Whether a call into the wasm is under way (set around each one). Whatever is thrown meanwhile that is
- * not the signer's own answer (a `CelldEdgeError` it made) left the wasm midway: a trap, or a stack
- * overflow inside it (a caller already deep in recursion) or in a function it called. Its state is then
- * undefined (a signer still borrowed, a half-done allocation), so `failed` handles that as a trap, as the
- * ownership classes' calls are. The signer's plain-string refusals ("already in use") mean just that: a
- * signer left borrowed by such a call, so they are handled alike, and the next task signs afresh.
+ * Whether a call is past reading the caller's options, in the part that calls into the wasm (set from
+ * there until it returns: two stores a call, where one pair around each wasm call measurably slowed
+ * signing). Whatever is thrown meanwhile that is not the signer's own answer (a `CelldEdgeError` it made)
+ * may have left the wasm midway: a trap, or a stack overflow inside it (a caller already deep in
+ * recursion) or in a function it called. Its state is then undefined (a signer still borrowed, a half-done
+ * allocation), so `failed` handles that as a trap, as the ownership classes' calls are. The signer's
+ * plain-string refusals ("already in use") mean just that: a signer left borrowed by such a call, so they
+ * are handled alike, and the next task signs afresh.
  */
 let inWasm = false;
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
-  inWasm = true;
   if (signerInstance !== currentInstance()) {
     // First use, or a trap replaced the instance: a fresh signer, buffer and memory.
     sync(() => signerStart(signerHooks));
@@ -61,7 +62,6 @@ function ioView(need) {
     memory ??= ioMemory();
     io = new Uint8Array(memory.buffer, ioPtr, ioLen);
   }
-  inWasm = false;
   return io;
 }
 
@@ -241,9 +241,7 @@ function hashBytes(bytes) {
   do {
     const piece = bytes.subarray(at, at + IO_KEEP);
     ioView(piece.length).set(piece);
-    inWasm = true;
     hashBody(piece.length, at === 0);
-    inWasm = false;
     at += IO_KEEP;
   } while (at < bytes.length);
 }
@@ -254,9 +252,7 @@ function hashText(text) {
   let at = 0;
   do {
     const { read, written } = encoder.encodeInto(at === 0 ? text : text.slice(at), ioView(IO_KEEP));
-    inWasm = true;
     hashBody(written, at === 0);
-    inWasm = false;
     at += read;
   } while (at < text.length);
 }
@@ -311,7 +307,9 @@ function datetimeMs(v) {
 export function signRequest(opts) {
   try {
     notTrapped();
-    return sign(opts);
+    const signed = sign(opts);
+    inWasm = false;
+    return signed;
   } catch (e) {
     throw failed(e);
   }
@@ -336,6 +334,7 @@ function sign(opts) {
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
   // From here on no caller code runs: the signer's buffer is written and read in one go.
+  inWasm = true;
   let payload = unsigned ? PAYLOAD_UNSIGNED : PAYLOAD_BODY;
   let bodyLen = 0;
   if (bytes !== undefined) {
@@ -346,10 +345,7 @@ function sign(opts) {
       const view = ioView(fields.length * 3 + bytes.length);
       const fieldsLen = encoder.encodeInto(fields, view).written;
       view.set(bytes, fieldsLen);
-      inWasm = true;
-      const len = signIo(fieldsLen, bytes.length, names.length, payload, unixMs);
-      inWasm = false;
-      return signed(method, url, names, len);
+      return signed(method, url, names, signIo(fieldsLen, bytes.length, names.length, payload, unixMs));
     }
   } else if (body !== undefined && !hashGiven && body.length * 3 > IO_KEEP) {
     hashText(body);
@@ -360,10 +356,7 @@ function sign(opts) {
   const view = ioView((fields.length + (inline ? body.length : 0)) * 3);
   const fieldsLen = encoder.encodeInto(fields, view).written;
   if (inline) bodyLen = encoder.encodeInto(body, view.subarray(fieldsLen)).written;
-  inWasm = true;
-  const len = signIo(fieldsLen, bodyLen, names.length, payload, unixMs);
-  inWasm = false;
-  return signed(method, url, names, len);
+  return signed(method, url, names, signIo(fieldsLen, bodyLen, names.length, payload, unixMs));
 }
 
 /**
@@ -402,7 +395,9 @@ function setHeader(headers, name, value) {
 export function presignUrl(opts) {
   try {
     notTrapped();
-    return presign(opts);
+    const url = presign(opts);
+    inWasm = false;
+    return url;
   } catch (e) {
     throw failed(e);
   }
@@ -425,9 +420,7 @@ function presign(opts) {
   const datetime = o.datetime;
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
-  const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
   inWasm = true;
-  const len = presignIo(fieldsLen, names.length, expiresIn, unixMs);
-  inWasm = false;
-  return answer(len);
+  const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
+  return answer(presignIo(fieldsLen, names.length, expiresIn, unixMs));
 }
