@@ -53,8 +53,8 @@ thread_local! {
     /// of the module (`js_name`) instead of decoded from wasm memory at every request.
     static NAMES: RefCell<Vec<(String, JsValue)>> = const { RefCell::new(Vec::new()) };
     /// `AbortController.prototype.abort` bound as `Function.prototype.call`'s `this`: `setTimeout(it, ms,
-    /// ctrl)` aborts `ctrl`, with no function bound per request. `None` until made (`abort_call`), and
-    /// where the runtime's `AbortController` does not offer it that way.
+    /// ctrl)` aborts `ctrl`, with no function bound per request. `None` until made (`abort_call`);
+    /// `Some(None)` where the runtime's `AbortController` does not offer it that way.
     static ABORT_CALL: RefCell<Option<Option<Function>>> = const { RefCell::new(None) };
 }
 
