@@ -82,10 +82,14 @@ pub enum Tooth {
     /// `close()` deletes the lease without settling the owner-record writes naming this node that other
     /// callers have in flight or dropped (issue 34 B): one lands after the delete, naming a node with no lease.
     DeleteBeforeWritesSettle,
+    /// Read the wall clock once after the monotonic clock, neither bracketed by a second monotonic read nor
+    /// taken again when the thread was preempted between the two (issue 34): a loaded machine's preemption
+    /// looks like a move of the wall clock's lead, and fences a healthy lease.
+    UnbracketedWallRead,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 30] = [
+    pub const ALL: [Tooth; 31] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -116,5 +120,6 @@ impl Tooth {
         Tooth::CounterAfterAnswer,
         Tooth::DeleteRejectionAtFaceValue,
         Tooth::DeleteBeforeWritesSettle,
+        Tooth::UnbracketedWallRead,
     ];
 }

@@ -128,6 +128,9 @@ impl<E: Env> Store<E> {
             let wall = self.env.wall_ms();
             (Reading { mono, wall }, self.env.mono_ms() - mono)
         };
+        if !self.rules.bracket_wall_read {
+            return (Reading { mono: self.env.mono_ms(), wall: self.env.wall_ms() }, 0.0);
+        }
         let mut narrowest = read();
         for _ in 1..READ_TRIES {
             if narrowest.1 <= TIGHT_READ_MS {
