@@ -1030,7 +1030,7 @@ const ANCHOR_PREEMPTED_WINDOW_MS: u64 = 3_000;
 /// fenced for the first time since it installed the lease then in force (the last install it reported), while
 /// (a) no step of its wall clock and no machine sleep, of any size, fell between that lease's anchor and
 /// the fence, and (b) less than `ttl - skew` had passed since the anchor by the larger advance of its two
-/// clocks (its own rule: its authority had not run out). The anchor is read before the write's first send,
+/// clocks, counted as the node counts it (`× (1 + RATE)`: its authority had not run out). The anchor is read before the write's first send,
 /// and after nothing but the thread's preemptions in between (taken all as anchor-to-send time, within
 /// `ANCHOR_PREEMPTED_WINDOW_MS`); a write that may have waited for keys (a credentials fetch of the life
 /// within 3.5 s of its send) is not judged. A preempted thread is no cause: the monotonic clock runs through
@@ -1073,7 +1073,9 @@ fn lapse_without_cause(store: &SimStore, ledger: &Ledger, facts: &Facts, i: usiz
     let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
     let mono = clock.mono_ms(at) - clock.mono_ms(anchor);
     let wall = clock.wall_ms(at) as f64 - clock.wall_ms(anchor) as f64;
-    if mono.max(wall) + 2.0 >= authority {
+    // The node counts the larger advance at its upper bound (`elapsed_at_most`: its clocks may run slow by
+    // `RATE`), and ms of rounding.
+    if mono.max(wall) * (1.0 + celld_edge::ownership::clock::RATE) + 2.0 >= authority {
         return None;
     }
     let preempted = clock.preempted_ms(anchor, at);
