@@ -392,6 +392,9 @@ impl World {
         let ms = Load::preemption_ms(rng);
         inner.clocks[node].preempted.push((now, ms));
         inner.store.count(Fault::ThreadPreempted);
+        if let Some(t) = &mut inner.trace {
+            t.push(format!("t={now} node {node} (life {incarnation}) loses the core for {ms} ms after a clock read"));
+        }
         self.thread_at.set(now + ms);
     }
 
