@@ -167,16 +167,38 @@ pub fn make_wild(rng: &mut Rng, clock: &mut Clock, run_ms: u64) {
 /// A loaded machine (issue 34): each read of a clock by the node's thread is, with `chance`, followed by
 /// the thread losing the core for a while, mostly a few ms, at times tens, now and then a few hundred (more
 /// than `OffsetWatch`'s slack): the clocks run on meanwhile, so the next read (the wall clock read after
-/// the monotonic one, say) comes that much later. Drawn per life (`World::load_threads`).
+/// the monotonic one, say) comes that much later. Now and then (`starve`, per read) the thread is starved
+/// for 50..500 ms: most of its reads then lose the core (`starved_chance`) for another thread's time slice,
+/// 5..80 ms, so that every retry of a reading may come out wide. Drawn per life (`World::load_threads`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Load {
     pub chance: f64,
+    pub starve: f64,
+    pub starved_chance: f64,
+}
+
+/// A process's load in its current life: the life it was drawn for, the load, and until when (true time)
+/// its thread is starved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LifeLoad {
+    life: u32,
+    load: Option<Load>,
+    starved_until: u64,
 }
 
 impl Load {
-    /// A life's load: none in three lives of five, else up to 3 % of its clock reads preempted.
+    /// A life's load: none in three lives of five, else up to 3 % of its clock reads preempted, and up to
+    /// 0.2 % of them beginning a starved stretch where 50..95 % are.
     fn draw(rng: &mut Rng) -> Option<Load> {
-        rng.chance(0.4).then(|| Load { chance: 0.002 + rng.unit() * 0.028 })
+        rng.chance(0.4).then(|| Load {
+            chance: 0.002 + rng.unit() * 0.028,
+            starve: rng.unit() * 0.002,
+            starved_chance: 0.5 + rng.unit() * 0.45,
+        })
+    }
+    /// Another thread's time slice, while this one is starved (ms).
+    fn starved_ms(rng: &mut Rng) -> u64 {
+        rng.range(5, 80)
     }
     /// How long one preemption lasts (ms).
     fn preemption_ms(rng: &mut Rng) -> u64 {
@@ -249,9 +271,8 @@ struct NodeState {
     sleep_on_lease_write: Option<(u64, f64)>,
     /// Its next owner-record write is held this long on its way to the store (a slow request: issue 34 B).
     hold_owner_write: Option<u64>,
-    /// Its thread is preempted between clock reads (`World::load_threads`): the life the load was drawn
-    /// for, and the load (none for that life).
-    load: Option<(u32, Option<Load>)>,
+    /// Its thread is preempted between clock reads (`World::load_threads`).
+    load: Option<LifeLoad>,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
@@ -368,7 +389,7 @@ impl World {
 
     /// Lets `node`'s thread be preempted between its clock reads, with a [`Load`] drawn for each of its lives.
     pub fn load_threads(&self, node: usize) {
-        self.inner.borrow_mut().nodes[node].load = Some((u32::MAX, None));
+        self.inner.borrow_mut().nodes[node].load = Some(LifeLoad { life: u32::MAX, load: None, starved_until: 0 });
     }
 
     /// After `node`'s thread read one of its clocks: with its life's load, it loses the core for a while.
@@ -379,17 +400,20 @@ impl World {
         let now = self.now();
         let mut inner = self.inner.borrow_mut();
         let inner = &mut *inner;
-        let Some((life, load)) = &mut inner.nodes[node].load else { return };
+        let Some(life) = &mut inner.nodes[node].load else { return };
         let rng = &mut inner.loads[node];
-        if *life != incarnation {
-            *life = incarnation;
-            *load = Load::draw(rng);
+        if life.life != incarnation {
+            *life = LifeLoad { life: incarnation, load: Load::draw(rng), starved_until: 0 };
         }
-        let Some(load) = *load else { return };
-        if !rng.chance(load.chance) {
+        let Some(load) = life.load else { return };
+        if now >= life.starved_until && rng.chance(load.starve) {
+            life.starved_until = now + rng.range(50, 500);
+        }
+        let starved = now < life.starved_until;
+        if !rng.chance(if starved { load.starved_chance } else { load.chance }) {
             return;
         }
-        let ms = Load::preemption_ms(rng);
+        let ms = if starved { Load::starved_ms(rng) } else { Load::preemption_ms(rng) };
         inner.clocks[node].preempted.push((now, ms));
         inner.store.count(Fault::ThreadPreempted);
         if let Some(t) = &mut inner.trace {
@@ -1103,7 +1127,7 @@ mod tests {
 
     #[test]
     fn a_loaded_thread_reads_its_wall_clock_up_to_a_preemption_after_its_monotonic_clock_and_runs_on_that_late() {
-        let (mut loaded, mut wider_than_slack) = (0, 0);
+        let (mut loaded, mut wider_than_slack, mut starved) = (0, 0, 0);
         for seed in 0..20 {
             let reads = loaded_reads(seed);
             assert_eq!(reads, loaded_reads(seed), "seed {seed} replays exactly");
@@ -1122,9 +1146,13 @@ mod tests {
                 wider_than_slack += usize::from(lead > celld_edge::ownership::clock::OFFSET_SLACK_MS);
             }
             loaded += usize::from(reads.iter().any(|r| r.2 > r.0));
+            // A starved stretch: four readings in a row wider than a tight one (every retry of one would be).
+            let tight = celld_edge::ownership::clock::TIGHT_READ_MS;
+            starved += reads.windows(4).filter(|w| w.iter().all(|r| r.2 - r.0 > tight)).count();
         }
         assert!((3..20).contains(&loaded), "some lives loaded, not all: {loaded} of 20");
         assert!(wider_than_slack > 0, "some preemptions between the two reads outlast the offset watch's slack");
+        assert!(starved > 0, "some threads are starved: runs of wide readings");
     }
 
     #[test]

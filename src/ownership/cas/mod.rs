@@ -110,6 +110,7 @@ impl<E: Env> Store<E> {
     /// they carried of the store's clock, until an answer teaches it again.
     pub fn reading(&self) -> Reading {
         let (now, width) = self.clocks_read();
+        let width = if self.rules.read_width_counts { width } else { 0.0 };
         let mut offset = self.offset.get();
         if offset.moved(now, width) && self.rules.wall_deadline {
             self.overruns.set(self.overruns.get() + 1);
@@ -128,9 +129,6 @@ impl<E: Env> Store<E> {
             let wall = self.env.wall_ms();
             (Reading { mono, wall }, self.env.mono_ms() - mono)
         };
-        if !self.rules.bracket_wall_read {
-            return (Reading { mono: self.env.mono_ms(), wall: self.env.wall_ms() }, 0.0);
-        }
         let mut narrowest = read();
         for _ in 1..READ_TRIES {
             if narrowest.1 <= TIGHT_READ_MS {
