@@ -99,16 +99,14 @@ export const hooks = {
       return e instanceof Error ? e.message : String(e);
     }
   },
-  /** `p` (a promise or a value) as a promise that never settles once this instance trapped. */
   gate(p) {
     const at = traps;
-    return Promise.resolve(p).then(
-      (v) => (at === traps ? v : new Promise(() => {})),
-      (e) => {
-        if (at === traps) throw e;
-        return new Promise(() => {});
-      },
-    );
+    return new Promise((resolve, reject) => {
+      p.then(
+        (v) => at === traps && resolve(v),
+        (e) => at === traps && reject(e),
+      );
+    });
   },
 };
 
@@ -156,35 +154,19 @@ export const perRequestIo = () => holdRequests;
 export function track(start) {
   return new Promise((resolve, reject) => {
     pending.add(reject);
-    const held = holdRequests ? setInterval(idle, 1000) : undefined;
+    const held = holdRequests ? setInterval(() => {}, 1000) : undefined;
+    const done = (settle) => (v) => {
+      if (held !== undefined) clearInterval(held);
+      pending.delete(reject);
+      settle(v);
+    };
     let p;
     try {
       p = sync(start);
     } catch (e) {
-      untrack(held, reject);
-      reject(e);
+      done(reject)(e);
       return;
     }
-    // Functions made per operation are passed, never named: a bundler that keeps names (wrangler's
-    // esbuild) names every named one as it is made, which Workers charge for (bench/README.md, i37u).
-    p.then(
-      (v) => {
-        untrack(held, reject);
-        resolve(v);
-      },
-      (e) => {
-        untrack(held, reject);
-        reject(e);
-      },
-    );
+    p.then(done(resolve), done(reject));
   });
-}
-
-/** What a held operation's timer runs: nothing. */
-function idle() {}
-
-/** An operation tracked by `track` has settled. */
-function untrack(held, reject) {
-  if (held !== undefined) clearInterval(held);
-  pending.delete(reject);
 }
