@@ -105,8 +105,8 @@ pub(crate) struct Ctx {
     /// Edge processes sign with a credentials provider's keys.
     provider: Option<Provider>,
     gc: Option<usize>,
-    /// A small, quiet seed (`Quiet`).
-    pub(crate) quiet: bool,
+    /// A small, quiet seed (`Quiet`), and which.
+    pub(crate) quiet: Option<QuietKind>,
     ledger: RefCell<Ledger>,
     /// Each process's current instance and the (cell → epoch) it believes it owns.
     live: RefCell<Vec<Option<NodeSlot>>>,
@@ -179,8 +179,20 @@ fn names(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
 /// is still an event of the real world; only which kinds of them a seed has is drawn.
 struct Quiet {
     rng: Rng,
+    kind: QuietKind,
     nodes: usize,
     cells: usize,
+}
+
+/// Which small world a quiet seed draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuietKind {
+    /// One or two edge node ids, the first with a second process from the start (F9's world).
+    Twin,
+    /// One edge node id and one celld-like node, whose records repeat across its eight own cells, and
+    /// whose crashes leave its lease missing for a while (celld's clean-up deletes it, and the delete's
+    /// retry lands after the node acquired again): issue 21 A's world.
+    Celld,
 }
 
 impl Quiet {
@@ -190,14 +202,25 @@ impl Quiet {
         if !rng.chance(QUIET_SHARE) {
             return None;
         }
-        let nodes = rng.range(1, 2) as usize;
-        let cells = rng.range(1, 2) as usize;
-        Some(Quiet { rng, nodes, cells })
+        let kind = if rng.chance(0.5) { QuietKind::Twin } else { QuietKind::Celld };
+        let (nodes, cells) = match kind {
+            QuietKind::Twin => (rng.range(1, 2) as usize, rng.range(1, 2) as usize),
+            QuietKind::Celld => (2, 2),
+        };
+        Some(Quiet { rng, kind, nodes, cells })
     }
 
-    /// Pauses longer than the lease of the processes in `of` (the first node id's two), so that leases die
-    /// and celld's clean-up fences them, and now and then a crash.
+    /// Crashes (restarting within ttl/2) and pauses longer than the lease of the processes in `of` (the
+    /// first node id's two), so that leases die and celld's clean-up fences them; with a celld-like node,
+    /// its crashes, restarting after 4..10 s.
     fn chaos(&mut self, world: &World, of: &[usize], p: &Params) {
+        if self.kind == QuietKind::Celld {
+            for _ in 0..self.rng.range(p.run_ms / 10_000, p.run_ms / 6_000) {
+                let at = self.rng.range(p.ttl_ms, p.run_ms - p.ttl_ms);
+                world.schedule_chaos(at, Chaos::Crash { node: 1, ms: self.rng.range(8_000, 12_000) });
+            }
+            return;
+        }
         for _ in 0..self.rng.range(p.run_ms / 3_300, p.run_ms / 1_700) {
             let at = self.rng.range(p.ttl_ms, p.run_ms - p.ttl_ms);
             let node = of[self.rng.range(0, of.len() as u64 - 1) as usize];
@@ -259,9 +282,12 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // ten of those, the first is set up for celld's DynamoDB backend and races to mark the fleet so.
     let mut celld_roles: Vec<Option<Backend>> = vec![None; n];
     let mut edge = n;
-    if rng.chance(0.5) && quiet.is_none() {
-        let k = rng.range(1, 2) as usize;
-        let dynamo = rng.chance(0.1);
+    if rng.chance(0.5) && quiet.is_none() || quiet.as_ref().is_some_and(|q| q.kind == QuietKind::Celld) {
+        let mut k = rng.range(1, 2) as usize;
+        let mut dynamo = rng.chance(0.1);
+        if quiet.is_some() {
+            (k, dynamo) = (1, false);
+        }
         edge = n - k;
         for (j, i) in (edge..n).enumerate() {
             nodes[i] = format!("celld-{j}");
@@ -271,13 +297,13 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // With celld-like nodes, eight more cells that only they claim (edge nodes look them up): celld writes
     // no nonce, so the records it creates there (`{"node":"celld-0","epoch":1}`, ...) repeat byte for byte
     // across keys, and so do their ETags on an MD5-ETag store.
-    let fresh = if edge < n { 8 } else { 0 };
+    let fresh = if edge < n && quiet.is_some() { 4 } else if edge < n { 8 } else { 0 };
     cells.extend((0..fresh).map(|i| format!("f{i}")));
     // Other processes: a second process started with a live edge node's id, and celld's clean-up.
     let mut procs = nodes.clone();
     let mut twin = rng.chance(0.35).then(|| (rng.range(0, edge as u64 - 1) as usize, rng.range(0, params.run_ms / 2)));
     if let Some(q) = &mut quiet {
-        twin = Some((0, q.rng.range(0, params.ttl_ms)));
+        twin = (q.kind == QuietKind::Twin).then(|| (0, q.rng.range(0, params.ttl_ms)));
     }
     if let Some((of, _)) = twin {
         procs.push(nodes[of].clone());
@@ -324,7 +350,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     }
     // celld-like nodes also crash twice more each: the clean-up fences their dead leases, and its delete,
     // held on its way, can remove the lease they acquire again.
-    for node in edge..n {
+    for node in (edge..n).filter(|_| quiet.is_none()) {
         for _ in 0..2 {
             let at = rng.range(params.ttl_ms, params.run_ms);
             world.schedule_chaos(at, Chaos::Crash { node, ms: rng.range(params.ttl_ms, params.ttl_ms * 2) });
@@ -374,8 +400,10 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // the seeds keep it on, under the same faults (an honest, flaky store must still pass it).
     let probe = rng.chance(0.25) && quiet.is_none();
     let mut workers = [1, 2, 3][rng.range(0, 2) as usize];
-    if quiet.is_some() {
-        workers = workers.min(2);
+    match quiet.as_ref().map(|q| q.kind) {
+        Some(QuietKind::Twin) => workers = workers.min(2),
+        Some(QuietKind::Celld) => workers = 3,
+        None => {}
     }
     // A third of the seeds sign with short-lived keys from a credentials provider that is slow at times.
     let provider = (rng.chance(0.33) && quiet.is_none()).then(|| Provider { slow: 0.2 + rng.unit() * 0.5 });
@@ -398,7 +426,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
         workers,
         provider,
         gc,
-        quiet: quiet.is_some(),
+        quiet: quiet.as_ref().map(|q| q.kind),
         ledger: RefCell::new(Ledger::default()),
         live: RefCell::new((0..procs.len()).map(|_| None).collect()),
         next_gen: Cell::new(0),
@@ -445,9 +473,9 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     let (violations, coverage) = checker::check(&store, &ledger, &facts);
     if trace {
         lines.push(format!(
-            "processes {procs:?} (quiet: {}, twin: {twin:?}, clean-up: {gc:?}, restorer: {restorer:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
+            "processes {procs:?} (quiet: {:?}, twin: {twin:?}, clean-up: {gc:?}, restorer: {restorer:?}, celld-like: {:?}), {workers} workers each, renewal loop: \
              {background_renewal}, credentials: {provider:?} ({} asked, {} slow)",
-            quiet.is_some(),
+            quiet.as_ref().map(|q| q.kind),
             (0..procs.len()).filter(|&i| is_celld[i]).collect::<Vec<_>>(),
             store.credentials_asked,
             store.credentials_slow
@@ -579,7 +607,7 @@ impl Life {
         // stepped meanwhile (drawn apart, so the seed's other draws keep their histories).
         let p = &self.ctx.params;
         let mut naps = Rng::new(self.ctx.seed ^ 0xacc_34a ^ ((self.node as u64) << 40) ^ self.ctx.world.now());
-        if p.wild_clocks && !self.ctx.quiet && naps.chance(0.15) {
+        if p.wild_clocks && self.ctx.quiet.is_none() && naps.chance(0.15) {
             let ms = naps.range(p.ttl_ms, p.ttl_ms * 3);
             let step_ms = match naps.range(0, 3) {
                 0 => -(naps.range(1_000, 180_000) as i64),
@@ -817,7 +845,7 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     cfg.path_style = ctx.path_style;
     // Issue 34 B needs a close() that deletes the lease, which needs the probe's verdict on conditional
     // DELETEs: a share of the lives probe in seeds that do not (drawn apart, so the other draws keep theirs).
-    let probes = ctx.probe || !ctx.quiet && Rng::new(ctx.seed ^ 0x9be_34b ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20)).chance(0.2);
+    let probes = ctx.probe || ctx.quiet.is_none() && Rng::new(ctx.seed ^ 0x9be_34b ^ ((node as u64) << 40) ^ ((incarnation as u64) << 20)).chance(0.2);
     cfg.probe = if probes { ProbePolicy::Recorded } else { ProbePolicy::Off };
     // One cell id (`cell é+1`) is outside celld's sets, to keep the wire's encoding honest.
     cfg.ids = IdSet::Utf8;
@@ -1051,7 +1079,17 @@ async fn operations(life: Rc<Life>, mut rng: Rng, worker: usize) {
         }
         let believed: Vec<(String, u64)> = beliefs.borrow().iter().map(|(c, &e)| (c.clone(), e)).collect();
         // Quiet seeds work the cells as a queue: what a process holds it releases soon (a job done).
-        if ctx.quiet && rng.chance(0.6) {
+        // Quiet seeds with a celld-like node look its cells up (their records repeat across keys).
+        if ctx.quiet == Some(QuietKind::Celld) && rng.chance(0.9) {
+            let cell = ctx.cells[ctx.cells.len() - 1 - rng.range(0, ctx.fresh as u64 - 1) as usize].clone();
+            let call = async { own.owner(&cell).await.map(|o| o.map(|o| (o.node, o.epoch, o.live))) };
+            let _ = life
+                .op(OpKind::Owner(cell.clone()), call, |o| o.as_ref().map_or_else(failed, |o| OpResult::OwnerSeen(o.clone())))
+                .await;
+            life.sleep(&mut rng, p.ttl_ms / 6).await;
+            continue;
+        }
+        if ctx.quiet == Some(QuietKind::Twin) && rng.chance(0.6) {
             match believed.is_empty() || rng.chance(0.5) {
                 true => {
                     let cell = &ctx.cells[rng.range(0, ctx.cells.len() as u64 - 1) as usize];
@@ -1158,7 +1196,7 @@ async fn gc_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     let names: std::collections::BTreeSet<String> = ctx.names[..ctx.nodes].iter().cloned().collect();
     while ctx.world.now() < p.run_ms {
         // In quiet seeds the clean-up runs often (a short interval configured).
-        let every = if ctx.quiet { rng.range(100, 300) } else { rng.range(p.ttl_ms / 2, p.ttl_ms * 2) };
+        let every = if ctx.quiet.is_some() { rng.range(100, 300) } else { rng.range(p.ttl_ms / 2, p.ttl_ms * 2) };
         env.sleep(every as u32).await;
         let observed = env.wall_ms();
         for name in &names {
@@ -1177,12 +1215,21 @@ async fn gc_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
             let Ok(put) = bucket.put(&key, &CasGuard::Match(etag), body, env.wall_ms()) else { continue };
             let fenced = env.send(put, Some(10_000)).await.ok().filter(|r| r.status == 200);
             if let Some(fenced) = fenced {
-                if ctx.quiet {
+                if ctx.quiet == Some(QuietKind::Twin) {
                     // The delete held on its way until the worst moment for the node: it lands just after
-                    // a lease write of the node replaced the fenced copy (the first, second or third
-                    // version), when its writer will not read its lease again for the longest.
+                    // a lease write of the node replaced the fenced copy (the first or second version),
+                    // when its writer will not read its lease again for the longest.
                     let versions = rng.range(1, 2);
                     watch_then_delete(&ctx.world, &env, &mut bucket, &key, name, fenced.etag, versions, &mut rng, p.ttl_ms * 4).await;
+                    continue;
+                }
+                if ctx.quiet == Some(QuietKind::Celld) {
+                    // The delete lands, its answer is lost, and the client's retry of it (an unconditional
+                    // DELETE is retried) lands late: just after the node's first, second or third lease
+                    // write once it acquired again.
+                    let Ok(delete) = bucket.delete(&key, None, env.wall_ms()) else { continue };
+                    let _ = env.send(delete, Some(10_000)).await;
+                    watch_then_delete(&ctx.world, &env, &mut bucket, &key, name, None, 1, &mut rng, p.ttl_ms * 5).await;
                     continue;
                 }
                 let Ok(delete) = bucket.delete(&key, None, env.wall_ms()) else { continue };
@@ -1212,7 +1259,7 @@ async fn watch_then_delete(
         env.sleep(rng.range(50, 150) as u32).await;
         let Ok(get) = bucket.get(key, env.wall_ms()) else { return };
         let Ok(found) = env.send(get, Some(10_000)).await else { continue };
-        if found.status == 404 {
+        if found.status == 404 && last.is_some() {
             break; // gone already: the delete goes now
         }
         let Some(etag) = found.etag.filter(|_| found.status == 200) else { continue };
