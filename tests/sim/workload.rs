@@ -858,8 +858,8 @@ async fn node_life(ctx: Rc<Ctx>, node: usize, incarnation: u32) {
     // In some lives a user callback closes the instance in the middle of an operation: an abort listener
     // of `signal(cell)` when a re-claim ends the claim it replaces (just before the re-claim's write), or
     // an `onEvent` handler when a write is answered (mostly one not applied: between it and its resend).
-    // Only in seeds without a second process of a node id: those keep their histories as they were, since
-    // F9's situation there is rare (its tooth, TrustOwnNodeId, is caught on about 1 seed in 200).
+    // Only in seeds without a second process of a node id: those keep the histories they had when they
+    // were F9's only source (its tooth, TrustOwnNodeId, is now caught by the quiet twin seeds, `Quiet`).
     let mut reentrant_rng = Rng::new(seed ^ 0x4ee47);
     let twin = (1..ctx.names.len()).any(|i| ctx.names[..i].contains(&ctx.names[i]));
     let reentrant = (!twin && reentrant_rng.chance(0.15)).then(|| RefCell::new(reentrant_rng));
