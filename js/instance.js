@@ -31,11 +31,15 @@ export function trapped(e) {
   }
   const err = internal(what);
   if (fresh !== undefined) return err;
+  // The replacement is scheduled before anything is marked: a trap found with little stack left (a signer
+  // call that overflowed it, deep in a caller's recursion) may leave too little for this, which then
+  // throws with nothing changed, and the next call finds the instance still broken and records it.
+  const next = replacement();
   // Replaced first, then told: what the callbacks below call (an onError restarting renewals, an abort
   // listener asking for a signal again) sees a replacement pending and waits for it or gets `internal`,
   // instead of registering on the dying instance while this very loop runs.
   traps++;
-  fresh = replacement();
+  fresh = next;
   const told = [...pending];
   pending.clear();
   for (const f of told) {
@@ -52,19 +56,28 @@ export function trapped(e) {
   return err;
 }
 
-/** The re-instantiation after the current macrotask (the trapped instance has gone quiet by then). */
+/** The re-instantiation after the current macrotask (the trapped instance has gone quiet by then); throws
+ * when it cannot be scheduled. */
 function replacement() {
-  return new Promise((resolve) => {
-    setTimeout(() => {
-      try {
-        scheduleReinit();
-        instance++;
-      } finally {
-        fresh = undefined;
-        resolve();
-      }
-    }, 0);
+  let done;
+  const replaced = new Promise((resolve) => {
+    done = resolve;
   });
+  if (done === undefined) {
+    // An executor that ran out of stack rejects its promise instead of throwing: thrown here instead.
+    replaced.catch(() => {});
+    throw new RangeError("no stack left to schedule the wasm instance's replacement");
+  }
+  setTimeout(() => {
+    try {
+      scheduleReinit();
+      instance++;
+    } finally {
+      fresh = undefined;
+      done();
+    }
+  }, 0);
+  return replaced;
 }
 
 /** Handed to the signer (src/bindings/sign.rs, `signerStart`): a coded error, which it builds its errors
