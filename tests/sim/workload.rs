@@ -170,13 +170,13 @@ fn names(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
     (nodes, cells)
 }
 
-/// Swarm testing: a share of the seeds draws a small, quiet world instead of a rich one (one or two node
-/// ids and two or three cells, a second process of the first id from the start, celld's clean-up, no
-/// other faults than latency, no celld-like nodes, backup tool, credentials provider or store probe), so
-/// that chains of ordinary events which the rich world's other faults break (its actors failing or
-/// paused) come whole: F9's (a late delete of a live lease, the other process of the id acquiring over
-/// the missing lease and claiming, the first one claiming that cell before its next renewal). Every draw
-/// is still an event of the real world; only which kinds of them a seed has is drawn.
+/// Swarm testing: a share of the seeds draws a small, quiet world instead of a rich one (two or three
+/// processes, celld's clean-up running often, no other faults than latency, no backup tool, credentials
+/// provider, store probe or sleep with a request queued, three times as long), so that chains of ordinary
+/// events which the rich world's other faults break (its actors failing or paused) come whole: F9's (a late
+/// delete of a live lease, the other process of the id acquiring over the missing lease and claiming, the
+/// first one claiming that cell before its next renewal) and issue 21 A's (`QuietKind`). Every draw is
+/// still an event of the real world; only which kinds of them a seed has is drawn (docs/simulation.md).
 struct Quiet {
     rng: Rng,
     kind: QuietKind,
@@ -189,7 +189,7 @@ struct Quiet {
 pub(crate) enum QuietKind {
     /// One or two edge node ids, the first with a second process from the start (F9's world).
     Twin,
-    /// One edge node id and one celld-like node, whose records repeat across its eight own cells, and
+    /// One edge node id and one celld-like node, whose records repeat across its four own cells, and
     /// whose crashes leave its lease missing for a while (celld's clean-up deletes it, and the delete's
     /// retry lands after the node acquired again): issue 21 A's world.
     Celld,
@@ -212,7 +212,7 @@ impl Quiet {
 
     /// Crashes (restarting within ttl/2) and pauses longer than the lease of the processes in `of` (the
     /// first node id's two), so that leases die and celld's clean-up fences them; with a celld-like node,
-    /// its crashes, restarting after 4..10 s.
+    /// its crashes, restarting after 8..12 s (its lease missing meanwhile, long enough for a sighting).
     fn chaos(&mut self, world: &World, of: &[usize], p: &Params) {
         if self.kind == QuietKind::Celld {
             for _ in 0..self.rng.range(p.run_ms / 10_000, p.run_ms / 6_000) {
@@ -282,7 +282,7 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     // ten of those, the first is set up for celld's DynamoDB backend and races to mark the fleet so.
     let mut celld_roles: Vec<Option<Backend>> = vec![None; n];
     let mut edge = n;
-    if rng.chance(0.5) && quiet.is_none() || quiet.as_ref().is_some_and(|q| q.kind == QuietKind::Celld) {
+    if (rng.chance(0.5) && quiet.is_none()) || quiet.as_ref().is_some_and(|q| q.kind == QuietKind::Celld) {
         let mut k = rng.range(1, 2) as usize;
         let mut dynamo = rng.chance(0.1);
         if quiet.is_some() {
