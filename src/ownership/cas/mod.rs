@@ -110,6 +110,7 @@ impl<E: Env> Store<E> {
     /// they carried of the store's clock, until an answer teaches it again.
     pub fn reading(&self) -> Reading {
         let (now, width) = self.clocks_read();
+        let width = if self.rules.read_width_counts { width } else { 0.0 };
         let mut offset = self.offset.get();
         if offset.moved(now, width) && self.rules.wall_deadline {
             self.overruns.set(self.overruns.get() + 1);
