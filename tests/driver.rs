@@ -2682,4 +2682,61 @@ mod mutants {
         assert_eq!(poll(&mut second).map(|r| r.unwrap_err().code()), Some("auth"), "joined, not sent again");
         assert!(gate.waiting().is_empty());
     }
+
+    /// An `Env` where other writers get in first: before each PUT of `cells/c/own.json` reaches the store,
+    /// the next planted body lands there (so the PUT's guard no longer holds: 412).
+    #[derive(Clone)]
+    struct Contended(MemEnv, Rc<RefCell<std::collections::VecDeque<String>>>);
+
+    impl Env for Contended {
+        async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+            if req.method == "PUT" && req.url.ends_with("/cells/c/own.json") {
+                if let Some(body) = self.1.borrow_mut().pop_front() {
+                    self.0.put_raw("cells/c/own.json", &body);
+                }
+            }
+            self.0.send(req, timeout_ms).await
+        }
+        fn wall_ms(&self) -> u64 {
+            self.0.wall_ms()
+        }
+        fn mono_ms(&self) -> f64 {
+            self.0.mono_ms()
+        }
+        fn random_u64(&self) -> u64 {
+            self.0.random_u64()
+        }
+        async fn sleep(&self, ms: u32) {
+            self.0.sleep(ms).await
+        }
+    }
+
+    /// `claim_once` after its last round: a claim that lost every round to other writers (each read found
+    /// the cell claimable, each write was beaten) reports the live owner it finds then as a rejection
+    /// naming it, and, when it finds nobody holding the cell, fails as contention (claiming again may win).
+    #[test]
+    fn a_claim_that_loses_every_round_names_the_live_owner_it_finds_then() {
+        for last in ["b", ""] {
+            let env = MemEnv::new();
+            let _b = leased(&env, "b");
+            let planted = Rc::new(RefCell::new(std::collections::VecDeque::new()));
+            let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+            (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+            let a = S3Ownership::new(config, Contended(env.clone(), planted.clone())).unwrap();
+            block_on(a.acquire_lease()).unwrap();
+            // Three rounds beaten by claims already released again, the fourth by `last`'s claim.
+            for epoch in 1..=3 {
+                planted.borrow_mut().push_back(format!(r#"{{"node":"","epoch":{epoch}}}"#));
+            }
+            planted.borrow_mut().push_back(format!(r#"{{"node":"{last}","epoch":4}}"#));
+            let claimed = block_on(a.claim("c"));
+            assert!(planted.borrow().is_empty(), "four rounds, each beaten");
+            assert_eq!(owner_body(&env, "c")["node"], last, "no write of a's landed");
+            match (last, claimed) {
+                ("b", Ok(ClaimOutcome::Rejected { owner })) => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", 4, true)),
+                ("", Err(e)) => assert!(e.to_string().contains("claim lost 4 rounds of contention"), "{e}"),
+                (last, other) => panic!("last round beaten by {last:?}: {other:?}"),
+            }
+        }
+    }
 }
