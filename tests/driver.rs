@@ -2714,9 +2714,10 @@ mod mutants {
     /// `claim_once` after its last round: a claim that lost every round to other writers (each read found
     /// the cell claimable, each write was beaten) reports the live owner it finds then as a rejection
     /// naming it, and, when it finds nobody holding the cell, fails as contention (claiming again may win).
+    /// A claim that starts by writing without a read (`expect_new`) has that write on top of its rounds.
     #[test]
     fn a_claim_that_loses_every_round_names_the_live_owner_it_finds_then() {
-        for last in ["b", ""] {
+        for (expect_new, last) in [(false, "b"), (false, ""), (true, "b")] {
             let env = MemEnv::new();
             let _b = leased(&env, "b");
             let planted = Rc::new(RefCell::new(std::collections::VecDeque::new()));
@@ -2724,16 +2725,17 @@ mod mutants {
             (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
             let a = S3Ownership::new(config, Contended(env.clone(), planted.clone())).unwrap();
             block_on(a.acquire_lease()).unwrap();
-            // Three rounds beaten by claims already released again, the fourth by `last`'s claim.
-            for epoch in 1..=3 {
+            // Every round but the last beaten by a claim already released again, the last by `last`'s claim.
+            let writes = if expect_new { 5 } else { 4 };
+            for epoch in 1..writes {
                 planted.borrow_mut().push_back(format!(r#"{{"node":"","epoch":{epoch}}}"#));
             }
-            planted.borrow_mut().push_back(format!(r#"{{"node":"{last}","epoch":4}}"#));
-            let claimed = block_on(a.claim("c"));
-            assert!(planted.borrow().is_empty(), "four rounds, each beaten");
+            planted.borrow_mut().push_back(format!(r#"{{"node":"{last}","epoch":{writes}}}"#));
+            let claimed = block_on(a.claim_with("c", ClaimOptions { expect_new }));
+            assert!(planted.borrow().is_empty(), "{writes} writes, each beaten");
             assert_eq!(owner_body(&env, "c")["node"], last, "no write of a's landed");
             match (last, claimed) {
-                ("b", Ok(ClaimOutcome::Rejected { owner })) => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", 4, true)),
+                ("b", Ok(ClaimOutcome::Rejected { owner })) => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", writes, true)),
                 ("", Err(e)) => assert!(e.to_string().contains("claim lost 4 rounds of contention"), "{e}"),
                 (last, other) => panic!("last round beaten by {last:?}: {other:?}"),
             }
