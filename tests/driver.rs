@@ -2741,4 +2741,34 @@ mod mutants {
             }
         }
     }
+
+    /// `holder_wake`: a waiting claim rejected by a holder that can be judged neither by observation
+    /// (celld's lease has no `ttl_ms`) nor by the store's clock (the answers carry no `Date`) looks again
+    /// a ttl later, sending nothing meanwhile.
+    #[test]
+    fn a_waiting_claim_on_a_celld_holder_without_the_store_clock_looks_again_a_ttl_later() {
+        use std::cell::Cell;
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        env.0.borrow_mut().no_dates = true;
+        let expires = env.0.borrow().wall + 3_600_000;
+        env.put_raw("nodes/celld-1.json", &format!(r#"{{"node":"celld-1","expires_ms":{expires},"addr":"10.0.0.1:4000","load":0.3,"peer_protocol":2}}"#));
+        env.put_raw("cells/c/own.json", r#"{"node":"celld-1","epoch":41,"generation":7}"#);
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let b = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        // The wait's signal, polled before each attempt and while asleep: it ends a wait that keeps looking.
+        let polled = Cell::new(0);
+        let signal = std::future::poll_fn(|_| {
+            polled.set(polled.get() + 1);
+            if polled.get() > 3 { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        });
+        let sent = env.sent_count();
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), signal));
+        assert!(poll(&mut wait).is_none(), "asleep after one look");
+        assert_eq!(gate.sleeps(), [TTL as u32]);
+        assert_eq!(env.sent_count() - sent, 2, "the record and the holder's lease, read once");
+    }
 }
