@@ -2771,4 +2771,30 @@ mod mutants {
         assert_eq!(gate.sleeps(), [TTL as u32]);
         assert_eq!(env.sent_count() - sent, 2, "the record and the holder's lease, read once");
     }
+
+    /// `require_generation`: a claim whose read is answered after its lease lapsed and the next was
+    /// acquired writes nothing: a claim started under one lease never continues under the next.
+    #[test]
+    fn a_claim_whose_read_outlived_its_lease_writes_nothing_under_the_next() {
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "GET" && k == "cells/c/own.json");
+        let mut claim = Box::pin(a.claim("c"));
+        assert!(poll(&mut claim).is_none());
+        let read = gate.waiting()[0].0;
+        env.advance(TTL);
+        assert!(!a.lease_valid());
+        block_on(a.acquire_lease()).unwrap(); // another caller of the instance re-acquires
+        let sent = env.sent_count();
+        gate.deliver(read);
+        let err = poll(&mut claim).unwrap().unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(env.wire_since(sent).iter().all(|r| !r.starts_with("PUT cells/")), "{:?}", env.wire_since(sent));
+        assert!(env.body("cells/c/own.json").is_none() && a.claimed().is_empty());
+    }
 }
