@@ -2797,4 +2797,48 @@ mod mutants {
         assert!(env.wire_since(sent).iter().all(|r| !r.starts_with("PUT cells/")), "{:?}", env.wire_since(sent));
         assert!(env.body("cells/c/own.json").is_none() && a.claimed().is_empty());
     }
+
+    fn renewing(env: &MemEnv) -> (support::gate::GateEnv, S3Ownership<support::gate::GateEnv>) {
+        let gate = support::gate::GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        (gate, a)
+    }
+
+    /// `stop_renewing`: the running renewal loop returns at its next wake, without renewing.
+    #[test]
+    fn a_stopped_renewal_loop_returns_at_its_wake_without_renewing() {
+        use support::gate::poll;
+        let env = MemEnv::new();
+        let (gate, a) = renewing(&env);
+        let mut renewals = Box::pin(async { a.renew_until_stopped(&|| false, &mut |_| ()).await });
+        assert!(poll(&mut renewals).is_none());
+        a.stop_renewing();
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps();
+        assert_eq!(poll(&mut renewals), Some(Ok(())));
+        assert_eq!(env.0.borrow().writes.len(), writes, "no renewal");
+    }
+
+    /// `due_in_ms`: when an operation renewed the lease while the renewal loop slept, the loop does not
+    /// renew at its wake but sleeps on until a period after that renewal.
+    #[test]
+    fn a_renewal_loop_waits_a_period_after_a_renewal_made_meanwhile() {
+        use support::gate::poll;
+        let env = MemEnv::new();
+        let (gate, a) = renewing(&env);
+        let mut renewals = Box::pin(async { a.renew_until_stopped(&|| false, &mut |_| ()).await });
+        assert!(poll(&mut renewals).is_none());
+        let period = gate.sleeps()[0];
+        env.advance(2_000);
+        block_on(a.renew_lease()).unwrap(); // an operation renews 2 s into the loop's sleep
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps_after(u64::from(period) - 2_000);
+        assert!(poll(&mut renewals).is_none());
+        assert_eq!(env.0.borrow().writes.len(), writes, "not renewed again so soon");
+        let rest = *gate.sleeps().last().unwrap();
+        assert!((1_990..=2_000).contains(&rest), "slept {rest} ms more, for a period of {period} ms");
+    }
 }
