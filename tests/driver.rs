@@ -2841,4 +2841,20 @@ mod mutants {
         let rest = *gate.sleeps().last().unwrap();
         assert!((1_990..=2_000).contains(&rest), "slept {rest} ms more, for a period of {period} ms");
     }
+
+    /// `adoptable`: only a strictly later write attempt of ours is adopted. The held lease's own write back
+    /// under another ETag (a restore of its version on a store whose ETags are not content hashes, such as
+    /// encrypted objects) is not a newer write: it fences as a restored version of ours does.
+    #[test]
+    fn the_held_leases_own_write_back_under_another_etag_is_not_adopted() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let held = env.body("nodes/a.json").unwrap();
+        env.0.borrow_mut().objects.insert("nodes/a.json".into(), (held.into_bytes(), "\"restored\"".into()));
+        let err = block_on(a.renew_lease()).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(err.message().contains("older version"), "{err}");
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+    }
 }
