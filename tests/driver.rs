@@ -2857,4 +2857,41 @@ mod mutants {
         assert!(err.message().contains("older version"), "{err}");
         assert!(!a.lease_valid() && a.claimed().is_empty());
     }
+
+    /// `judge_claim`: the authority-lost event of a claim a read found replaced says what replaced it.
+    #[test]
+    fn a_claim_found_replaced_says_what_replaced_it() {
+        for (record, says) in [
+            (Some(r#"{"node":"b","epoch":2}"#), r#"cells/c/own.json names \"b\" at epoch 2"#),
+            (Some(r#"{"node":"","epoch":1}"#), "cells/c/own.json was released at epoch 1"),
+            (None, "cells/c/own.json is gone"),
+        ] {
+            let env = MemEnv::new();
+            let (a, log) = heard(&env, "a");
+            block_on(a.acquire_lease()).unwrap();
+            block_on(a.claim("c")).unwrap();
+            match record {
+                Some(body) => env.put_raw("cells/c/own.json", body),
+                None => drop(env.0.borrow_mut().objects.remove("cells/c/own.json")),
+            }
+            assert!(!block_on(a.verify("c", 1)).unwrap());
+            let lost: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("AuthorityLost")).cloned().collect();
+            assert_eq!(lost.len(), 1, "{lost:?}");
+            assert!(lost[0].contains("TakenOver") && lost[0].contains(says), "{lost:?}");
+        }
+    }
+
+    /// `seen`: a claim that lost every round says in its error what it last saw there.
+    #[test]
+    fn a_claim_that_lost_every_round_says_what_it_last_saw() {
+        let env = MemEnv::new();
+        let b = leased(&env, "b");
+        env.put_raw("cells/c/own.json", r#"{"node":"","epoch":7}"#);
+        for _ in 0..4 {
+            env.push(Fault::Slow(0.0)); // the read: released at epoch 7
+            env.push(Fault::Drop(Ok((412, "PreconditionFailed")))); // another claimer won the round
+        }
+        let err = block_on(b.claim("c")).unwrap_err();
+        assert!(err.to_string().contains(r#"(last seen: "" at epoch 7)"#), "{err}");
+    }
 }
