@@ -2894,4 +2894,23 @@ mod mutants {
         let err = block_on(b.claim("c")).unwrap_err();
         assert!(err.to_string().contains(r#"(last seen: "" at epoch 7)"#), "{err}");
     }
+
+    /// The tooth `AnswerFromKnown` (a refused claim that started without a read answers from what it knew)
+    /// turns its rule off: a claim expecting a new cell, refused because the cell has a released record,
+    /// is rejected without reading; with the rules on it reads and claims over the release.
+    #[test]
+    fn the_tooth_of_reading_before_rejecting_turns_its_rule_off() {
+        use celld_edge::ownership::teeth::Tooth;
+        for (tooth, applied) in [(Some(Tooth::AnswerFromKnown), false), (None, true)] {
+            let env = MemEnv::new();
+            let b = leased(&env, "b");
+            block_on(b.claim("c")).unwrap();
+            block_on(b.release("c")).unwrap();
+            let a = node(&env, "a");
+            let a = if let Some(t) = tooth { a.with_tooth(t) } else { a };
+            block_on(a.acquire_lease()).unwrap();
+            let outcome = block_on(a.claim_with("c", ClaimOptions { expect_new: true })).unwrap();
+            assert_eq!(matches!(outcome, ClaimOutcome::Applied { .. }), applied, "{tooth:?}: {outcome:?}");
+        }
+    }
 }
