@@ -2913,4 +2913,38 @@ mod mutants {
             assert_eq!(matches!(outcome, ClaimOutcome::Applied { .. }), applied, "{tooth:?}: {outcome:?}");
         }
     }
+
+    /// `renew_once`: a renewal whose write went unanswered and whose guard then no longer holds, because an
+    /// earlier ambiguous renewal of ours landed after all, adopts that record and renews over it (not a
+    /// record replaced by another writer).
+    #[test]
+    fn a_renewal_superseded_by_an_earlier_renewal_of_ours_adopts_it() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::LandThen(Err(TransportError::TimedOut))); // lands; its answer is lost...
+        for _ in 0..4 {
+            env.push(Fault::Drop(Ok((500, "InternalError")))); // ...and so are its readbacks
+        }
+        assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "ambiguous");
+        env.push(Fault::Drop(Err(TransportError::TimedOut))); // the next renewal's write: lost on its way
+        block_on(a.renew_lease()).unwrap();
+        assert!(a.lease_valid());
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1, "the lease stands");
+    }
+
+    /// `acquire_once`: while this machine's clocks keep jumping as the lease is read, the acquisition reads
+    /// again, up to three times; a read answered across no jump is then written over.
+    #[test]
+    fn an_acquisition_reads_again_up_to_three_times_while_the_clocks_jump() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: authority and the store's clock are forgotten
+        for _ in 0..3 {
+            env.push(Fault::SleepThenStep(5_000, -60_000)); // a read answered across another sleep and step
+        }
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        acquired.unwrap();
+        assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
+        assert!(a.lease_valid());
+    }
 }
