@@ -2947,4 +2947,38 @@ mod mutants {
         assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
         assert!(a.lease_valid());
     }
+
+    /// `written_elsewhere`: a record naming this node that another process of the node id wrote at the
+    /// epoch of this instance's claim (the record was deleted meanwhile, and claimed anew) is not taken for
+    /// this instance's: before releasing it at that epoch (`release_owner`), the instance checks that the
+    /// node's lease is still its own, and fences when it is not (sim finding F9, with a claim held).
+    #[test]
+    fn a_record_of_the_node_id_written_elsewhere_at_our_claims_epoch_is_not_ours_to_release() {
+        let env = MemEnv::new();
+        env.put_raw("nodes/a.json", r#"{"node":"a","expires_ms":1,"addr":""}"#); // a dead predecessor's
+        let first = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(first.claim("c")).unwrap()), 1);
+        env.0.borrow_mut().objects.remove("cells/c/own.json"); // deleted by hand
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // deleted late by a clean-up
+        let second = leased(&env, "a"); // another process of the id, over the missing lease
+        assert_eq!(applied_epoch(block_on(second.claim("c")).unwrap()), 1);
+        assert!(first.lease_valid(), "the first process has not noticed yet");
+        let before = env.body("cells/c/own.json");
+        let err = block_on(first.release_owner("c", 1)).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert_eq!(env.body("cells/c/own.json"), before, "the second process's record is untouched");
+    }
+
+    /// `release_owner`: releases the record only while it names this node at the epoch given.
+    #[test]
+    fn release_owner_releases_only_the_record_naming_this_node_at_that_epoch() {
+        let env = MemEnv::new();
+        let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        assert_eq!(block_on(a.release_owner("c", 2)).unwrap(), CasOutcome::Rejected, "another epoch");
+        assert_eq!(block_on(b.release_owner("c", 1)).unwrap(), CasOutcome::Rejected, "another node's record");
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+        assert_eq!(block_on(a.release_owner("c", 1)).unwrap(), CasOutcome::Applied);
+        assert_eq!((owner_body(&env, "c")["node"].as_str(), owner_body(&env, "c")["epoch"].as_u64()), (Some(""), Some(1)));
+    }
 }
