@@ -2981,4 +2981,49 @@ mod mutants {
         assert_eq!(block_on(a.release_owner("c", 1)).unwrap(), CasOutcome::Applied);
         assert_eq!((owner_body(&env, "c")["node"].as_str(), owner_body(&env, "c")["epoch"].as_u64()), (Some(""), Some(1)));
     }
+
+    /// `check_guard`: a guard token that is empty or holds a line break (it would go out as a header) is
+    /// refused as invalid before anything is sent.
+    #[test]
+    fn a_guard_token_that_is_not_an_etag_is_refused_before_anything_is_sent() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        let sent = env.sent_count();
+        for token in ["", "\"x\"\r\nx-amz-meta-y: 1", "\"x\"\n"] {
+            let err = block_on(a.cas_owner("c", &CasGuard::Match(token.into()), 1)).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{token:?}: {err}");
+            let err = block_on(a.cas_node_lease(&CasGuard::Match(token.into()), 1)).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{token:?}: {err}");
+        }
+        assert_eq!(env.sent_count(), sent);
+    }
+
+    /// `holder_wake`: a waiting claim rejected by a holder whose lease this release wrote (with its
+    /// `ttl_ms`), while the store's clock is unknown (no `Date`), looks again once the version it read can
+    /// be judged dead by observation: the read's send plus what the peer rule needs, no earlier.
+    #[test]
+    fn a_waiting_claim_without_the_store_clock_looks_again_when_the_holder_can_be_judged_by_observation() {
+        use std::cell::Cell;
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        env.0.borrow_mut().no_dates = true;
+        let h = leased(&env, "h");
+        block_on(h.claim("c")).unwrap();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let b = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        let polled = Cell::new(0);
+        let signal = std::future::poll_fn(|_| {
+            polled.set(polled.get() + 1);
+            if polled.get() > 3 { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        });
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), signal));
+        assert!(poll(&mut wait).is_none(), "asleep after one look");
+        let slept = gate.sleeps();
+        assert_eq!(slept.len(), 1, "{slept:?}");
+        let needed = TTL + rate_margin_ms(TTL);
+        assert!((needed..=needed + 1).contains(&u64::from(slept[0])), "slept {slept:?} for {needed} ms");
+    }
 }
