@@ -3026,4 +3026,22 @@ mod mutants {
         let needed = TTL + rate_margin_ms(TTL);
         assert!((needed..=needed + 1).contains(&u64::from(slept[0])), "slept {slept:?} for {needed} ms");
     }
+
+    /// `acquire_once`: when the clocks jump across a fourth read of the lease too, the acquisition gives up
+    /// with a transport error (try again), writing nothing.
+    #[test]
+    fn an_acquisition_gives_up_when_the_clocks_jump_across_four_reads() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: authority and the store's clock are forgotten
+        for _ in 0..4 {
+            env.push(Fault::SleepThenStep(5_000, -60_000)); // a read answered across another sleep and step
+        }
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        let err = acquired.unwrap_err();
+        assert_eq!(err.code(), "transport", "{err}");
+        assert!(err.to_string().contains("kept jumping"), "{err}");
+        assert_eq!(wire, ["GET nodes/a.json"; 4]);
+        assert!(!a.lease_valid());
+    }
 }
