@@ -3044,4 +3044,18 @@ mod mutants {
         assert_eq!(wire, ["GET nodes/a.json"; 4]);
         assert!(!a.lease_valid());
     }
+
+    /// `renew_once`: a renewal is told with how long it took.
+    #[test]
+    fn a_renewal_is_told_with_how_long_it_took() {
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        log.borrow_mut().clear();
+        env.push(Fault::SlowAnswer(40.0)); // the renewal's write: 40 ms on its way back
+        block_on(a.renew_lease()).unwrap();
+        let renewed: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("LeaseRenewed")).cloned().collect();
+        assert_eq!(renewed.len(), 1, "{:?}", log.borrow());
+        assert!(renewed[0].contains("ms: 40.0"), "{renewed:?}");
+    }
 }
