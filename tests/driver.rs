@@ -3058,4 +3058,20 @@ mod mutants {
         assert_eq!(renewed.len(), 1, "{:?}", log.borrow());
         assert!(renewed[0].contains("ms: 40.0"), "{renewed:?}");
     }
+
+    /// `closed_claims`: `close()` ends every claim held with an authority-lost event saying so.
+    #[test]
+    fn close_tells_of_each_claim_it_ends() {
+        use celld_edge::env::Lost;
+        use celld_edge::ownership::CloseOptions;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        for cell in ["c1", "c2"] {
+            block_on(a.claim(cell)).unwrap();
+        }
+        let from = env.0.borrow().lost.len();
+        block_on(a.close(CloseOptions::default())).unwrap();
+        let lost: Vec<(String, u64, Lost)> = env.0.borrow().lost[from..].iter().map(|l| (l.0.clone(), l.1, l.2)).collect();
+        assert_eq!(lost, [("c1".to_owned(), 1, Lost::Closed), ("c2".to_owned(), 1, Lost::Closed)]);
+    }
 }
