@@ -25,7 +25,7 @@ export const cases = {
  * 11.3), `{ ...creds, more }` alone costs the caller ~5 us per call (a spread followed by more properties
  * falls off V8's fast path; ~40 ns in Deno's newer V8), a third of a signature, and none of the signer's.
  */
-export function signers({ signRequest, AwsClient, aws4 }) {
+export function signers({ signRequest, signOnly, AwsClient, aws4 }) {
   const { accessKeyId, secretAccessKey } = creds;
   const client = new AwsClient({ ...creds, service: "s3", region: "auto" });
   const out = {};
@@ -38,6 +38,12 @@ export function signers({ signRequest, AwsClient, aws4 }) {
         : () => signRequest({ accessKeyId, secretAccessKey, region: "auto", method, url: c.url, headers, body: c.body }).headers.authorization,
       aws4fetch: async () => (await client.sign(c.url, init)).headers.get("authorization"),
     };
+    // The signing-only entry's signRequest (celld-edge/sign), when the runtime passes it.
+    if (signOnly) {
+      out[name]["celld-edge/sign"] = c.body === undefined
+        ? () => signOnly({ accessKeyId, secretAccessKey, region: "auto", method, url: c.url, headers }).headers.authorization
+        : () => signOnly({ accessKeyId, secretAccessKey, region: "auto", method, url: c.url, headers, body: c.body }).headers.authorization;
+    }
     if (aws4) {
       out[name].aws4 = c.body === undefined
         ? () => aws4.sign({ host, path, method, service: "s3", region: "auto", headers: { ...headers } }, creds).headers.Authorization

@@ -1,5 +1,5 @@
 // Benchmark (not a test): signatures per CPU-second for a conditional PUT (200-byte JSON body, If-Match,
-// content-type) and a GET, celld-edge vs aws4fetch (one AwsClient, .sign()) in Node, Deno and workerd
+// content-type) and a GET, celld-edge (and its signing-only entry, celld-edge/sign) vs aws4fetch (one AwsClient, .sign()) in Node, Deno and workerd
 // (Miniflare) and Bun, and vs aws4 (sync, the runtime's node:crypto) in Node and Bun; same inputs (bench/sign-cases.mjs), each
 // runtime's contenders in the same process, in interleaved rounds. Prints the rates, the ratios against
 // the goals of issue 7, and the gzip size of what the package ships. Linux only (workerd's CPU time is
@@ -9,6 +9,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { signRequest } from "celld-edge";
+import { signRequest as signOnly } from "celld-edge/sign";
 import { AwsClient } from "aws4fetch";
 import aws4 from "aws4";
 import { checkAgreement, interleaved, median, signers } from "./sign-cases.mjs";
@@ -25,7 +26,7 @@ const cpuMicros = () => {
   return c.user + c.system;
 };
 await checkAgreement({ signRequest, AwsClient });
-results.push({ runtime: `node ${process.version}`, rates: await interleaved(signers({ signRequest, AwsClient, aws4 }), rounds, roundMs, cpuMicros) });
+results.push({ runtime: `node ${process.version}`, rates: await interleaved(signers({ signRequest, signOnly, AwsClient, aws4 }), rounds, roundMs, cpuMicros) });
 
 // Deno: a child process running the same cases and timer (bench/deno/sign.mjs prints its rates as JSON).
 const deno = JSON.parse(
@@ -67,8 +68,8 @@ try {
   const idleCpu = median(idle);
   const runs = [];
   for (const c of ["put", "get"]) {
-    for (const signer of ["celld-edge", "aws4fetch"]) {
-      const q = (n) => `?signer=${signer}&case=${c}&n=${n}`;
+    for (const signer of ["celld-edge", "celld-edge/sign", "aws4fetch"]) {
+      const q = (n) => `?signer=${encodeURIComponent(signer)}&case=${c}&n=${n}`;
       await call(q(2000)); // JIT, key caches
       const t0 = performance.now();
       await call(q(2000));
@@ -88,13 +89,14 @@ try {
 
 const fmt = (r) => (r === undefined ? "" : Math.round(r).toLocaleString("en"));
 console.log(`signatures per CPU-second, median of ${rounds} interleaved rounds of ~${roundMs} ms; PUT = conditional PUT with a 200-byte JSON body`);
-console.log(`${"runtime / case".padEnd(16)}${"celld-edge".padStart(11)}${"aws4fetch".padStart(11)}${"aws4".padStart(10)}  vs aws4fetch (goal 10x)  vs aws4 (goal 2x)`);
+console.log(`${"runtime / case".padEnd(16)}${"celld-edge".padStart(11)}${"aws4fetch".padStart(11)}${"aws4".padStart(10)}  vs aws4fetch (goal 10x)  vs aws4 (goal 2x)  celld-edge/sign (vs aws4fetch)`);
 for (const { runtime, rates } of results) {
   console.log(runtime);
   for (const [c, r] of Object.entries(rates)) {
     const vsFetch = `${(r["celld-edge"] / r.aws4fetch).toFixed(1)}x`;
     const vsAws4 = r.aws4 === undefined ? "" : `${(r["celld-edge"] / r.aws4).toFixed(2)}x`;
-    console.log(`  ${c.toUpperCase().padEnd(14)}${fmt(r["celld-edge"]).padStart(11)}${fmt(r.aws4fetch).padStart(11)}${fmt(r.aws4).padStart(10)}  ${vsFetch.padStart(22)}  ${vsAws4.padStart(16)}`);
+    const only = r["celld-edge/sign"] === undefined ? "" : `${fmt(r["celld-edge/sign"])} (${(r["celld-edge/sign"] / r.aws4fetch).toFixed(1)}x)`;
+    console.log(`  ${c.toUpperCase().padEnd(14)}${fmt(r["celld-edge"]).padStart(11)}${fmt(r.aws4fetch).padStart(11)}${fmt(r.aws4).padStart(10)}  ${vsFetch.padStart(22)}  ${vsAws4.padStart(16)}  ${only.padStart(30)}`);
   }
 }
 

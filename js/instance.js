@@ -31,11 +31,15 @@ export function trapped(e) {
   }
   const err = internal(what);
   if (fresh !== undefined) return err;
+  // The replacement is scheduled before anything is marked: a trap found with little stack left (a signer
+  // call that overflowed it, deep in a caller's recursion) may leave too little for this, which then
+  // throws with nothing changed, and the next call finds the instance still broken and records it.
+  const next = replacement();
   // Replaced first, then told: what the callbacks below call (an onError restarting renewals, an abort
   // listener asking for a signal again) sees a replacement pending and waits for it or gets `internal`,
   // instead of registering on the dying instance while this very loop runs.
   traps++;
-  fresh = replacement();
+  fresh = next;
   const told = [...pending];
   pending.clear();
   for (const f of told) {
@@ -52,19 +56,28 @@ export function trapped(e) {
   return err;
 }
 
-/** The re-instantiation after the current macrotask (the trapped instance has gone quiet by then). */
+/** The re-instantiation after the current macrotask (the trapped instance has gone quiet by then); throws
+ * when it cannot be scheduled. */
 function replacement() {
-  return new Promise((resolve) => {
-    setTimeout(() => {
-      try {
-        scheduleReinit();
-        instance++;
-      } finally {
-        fresh = undefined;
-        resolve();
-      }
-    }, 0);
+  let done;
+  const replaced = new Promise((resolve) => {
+    done = resolve;
   });
+  if (done === undefined) {
+    // An executor that ran out of stack rejects its promise instead of throwing: thrown here instead.
+    replaced.catch(() => {});
+    throw new RangeError("no stack left to schedule the wasm instance's replacement");
+  }
+  setTimeout(() => {
+    try {
+      scheduleReinit();
+      instance++;
+    } finally {
+      fresh = undefined;
+      done();
+    }
+  }, 0);
+  return replaced;
 }
 
 /** Handed to the signer (src/bindings/sign.rs, `signerStart`): a coded error, which it builds its errors
@@ -86,14 +99,16 @@ export const hooks = {
       return e instanceof Error ? e.message : String(e);
     }
   },
+  /** `p` (a promise or a value) as a promise that never settles once this instance trapped. */
   gate(p) {
     const at = traps;
-    return new Promise((resolve, reject) => {
-      p.then(
-        (v) => at === traps && resolve(v),
-        (e) => at === traps && reject(e),
-      );
-    });
+    return Promise.resolve(p).then(
+      (v) => (at === traps ? v : new Promise(() => {})),
+      (e) => {
+        if (at === traps) throw e;
+        return new Promise(() => {});
+      },
+    );
   },
 };
 
@@ -141,19 +156,35 @@ export const perRequestIo = () => holdRequests;
 export function track(start) {
   return new Promise((resolve, reject) => {
     pending.add(reject);
-    const held = holdRequests ? setInterval(() => {}, 1000) : undefined;
-    const done = (settle) => (v) => {
-      if (held !== undefined) clearInterval(held);
-      pending.delete(reject);
-      settle(v);
-    };
+    const held = holdRequests ? setInterval(idle, 1000) : undefined;
     let p;
     try {
       p = sync(start);
     } catch (e) {
-      done(reject)(e);
+      untrack(held, reject);
+      reject(e);
       return;
     }
-    p.then(done(resolve), done(reject));
+    // Functions made per operation are passed, never named: a bundler that keeps names (wrangler's
+    // esbuild) names every named one as it is made, which Workers charge for (bench/README.md, i37u).
+    p.then(
+      (v) => {
+        untrack(held, reject);
+        resolve(v);
+      },
+      (e) => {
+        untrack(held, reject);
+        reject(e);
+      },
+    );
   });
+}
+
+/** What a held operation's timer runs: nothing. */
+function idle() {}
+
+/** An operation tracked by `track` has settled. */
+function untrack(held, reject) {
+  if (held !== undefined) clearInterval(held);
+  pending.delete(reject);
 }

@@ -30,6 +30,17 @@ let memory;
 let ioPtr = 0;
 let ioLen = 0;
 let io = new Uint8Array(0);
+/**
+ * Whether a call is past reading the caller's options, in the part that calls into the wasm (set from
+ * there until it returns: two stores a call, where one pair around each wasm call measurably slowed
+ * signing). Whatever is thrown meanwhile that is not the signer's own answer (a `CelldEdgeError` it made)
+ * may have left the wasm midway: a trap, or a stack overflow inside it (a caller already deep in
+ * recursion) or in a function it called. Its state is then undefined (a signer still borrowed, a half-done
+ * allocation), so `failed` handles that as a trap, as the ownership classes' calls are. The signer's
+ * plain-string refusals ("already in use") mean just that: a signer left borrowed by such a call, so they
+ * are handled alike, and the next task signs afresh.
+ */
+let inWasm = false;
 
 /** A view of the I/O buffer at least `need` bytes long. */
 function ioView(need) {
@@ -52,6 +63,22 @@ function ioView(need) {
     io = new Uint8Array(memory.buffer, ioPtr, ioLen);
   }
   return io;
+}
+
+/** Set when a call left the wasm midway with too little stack left to record the trap: the next call
+ * records it (notTrapped). */
+let unrecorded;
+
+/** What signRequest / presignUrl throw for `e`: a trap, or anything that left the wasm midway (`inWasm`),
+ * is recorded as a trap and becomes an "internal" error; anything else is thrown as it is. */
+function failed(e) {
+  const midway = inWasm && !(e instanceof CelldEdgeError);
+  inWasm = false;
+  if (!midway && !(e instanceof WebAssembly.RuntimeError)) return e;
+  unrecorded = e;
+  const err = trapped(e); // may throw for want of stack: `unrecorded` stays set
+  unrecorded = undefined;
+  return err;
 }
 
 /** The `len`-byte answer the signer just wrote into the I/O buffer. */
@@ -91,7 +118,14 @@ const MISTAKES = {
 /** S3Ownership's option names, as the wasm checks them (src/bindings/option_names.rs, the one list, which
  * it answers comma-separated): asked for only when an unknown option is refused. */
 let storeOptions;
-const isStoreOption = (key) => (storeOptions ??= new Set(sync(() => ownershipOptionNames()).split(","))).has(key);
+function isStoreOption(key) {
+  if (storeOptions === undefined) {
+    inWasm = true;
+    storeOptions = new Set(sync(() => ownershipOptionNames()).split(","));
+    inWasm = false;
+  }
+  return storeOptions.has(key);
+}
 
 /** Refuses `o`'s first key that `fn` does not take (`known` says), naming it. */
 function refuseUnknown(o, known, fn) {
@@ -225,6 +259,11 @@ function hashText(text) {
 
 /** Refuses to call into an instance that trapped and is about to be replaced (its state is undefined). */
 function notTrapped() {
+  if (unrecorded !== undefined) {
+    const err = trapped(unrecorded);
+    unrecorded = undefined;
+    throw err;
+  }
   if (settled() !== undefined) {
     throw new CelldEdgeError("internal error: celld-edge trapped and its wasm instance is being replaced; sign again from the next task (a fresh signer)", { code: "internal" });
   }
@@ -268,9 +307,11 @@ function datetimeMs(v) {
 export function signRequest(opts) {
   try {
     notTrapped();
-    return sign(opts);
+    const signed = sign(opts);
+    inWasm = false;
+    return signed;
   } catch (e) {
-    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+    throw failed(e);
   }
 }
 
@@ -293,6 +334,7 @@ function sign(opts) {
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
   // From here on no caller code runs: the signer's buffer is written and read in one go.
+  inWasm = true;
   let payload = unsigned ? PAYLOAD_UNSIGNED : PAYLOAD_BODY;
   let bodyLen = 0;
   if (bytes !== undefined) {
@@ -353,9 +395,11 @@ function setHeader(headers, name, value) {
 export function presignUrl(opts) {
   try {
     notTrapped();
-    return presign(opts);
+    const url = presign(opts);
+    inWasm = false;
+    return url;
   } catch (e) {
-    throw e instanceof WebAssembly.RuntimeError ? trapped(e) : e;
+    throw failed(e);
   }
 }
 
@@ -376,6 +420,7 @@ function presign(opts) {
   const datetime = o.datetime;
   const fields = pack(o, method, url, headers, datetimeText(datetime));
   const unixMs = datetimeMs(datetime);
+  inWasm = true;
   const fieldsLen = encoder.encodeInto(fields, ioView(fields.length * 3)).written;
   return answer(presignIo(fieldsLen, names.length, expiresIn, unixMs));
 }

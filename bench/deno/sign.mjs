@@ -1,7 +1,8 @@
-// The Deno part of `node bench/sign.mjs` (run by it, not by hand): celld-edge (the package's deno entry,
-// through ./deno.json) and aws4fetch timed in interleaved rounds in this Deno process. Prints one JSON
+// The Deno part of `node bench/sign.mjs` (run by it, not by hand): celld-edge (the package's deno entries,
+// through ./deno.json; the signing-only one too) and aws4fetch timed in interleaved rounds in this Deno process. Prints one JSON
 // line: { version, rates: { case: { name: signatures per CPU-second } } }.
 import { signRequest } from "celld-edge";
+import { signRequest as signOnly } from "celld-edge/sign";
 import { AwsClient } from "aws4fetch";
 import process from "node:process";
 import { checkAgreement, interleaved, signers } from "../sign-cases.mjs";
@@ -12,5 +13,5 @@ const cpuMicros = () => {
   const c = process.cpuUsage();
   return c.user + c.system;
 };
-const rates = await interleaved(signers({ signRequest, AwsClient }), rounds, roundMs, cpuMicros);
+const rates = await interleaved(signers({ signRequest, signOnly, AwsClient }), rounds, roundMs, cpuMicros);
 console.log(JSON.stringify({ version: Deno.version.deno, rates }));

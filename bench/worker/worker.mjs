@@ -5,12 +5,15 @@
 // Each signer and case has its own loop below (no eval in Workers to generate them), so no loop's call
 // site sees more than one signer.
 import { signRequest } from "celld-edge";
+import { signRequest as signOnly } from "celld-edge/sign";
 import { AwsClient } from "aws4fetch";
 import { checkAgreement, signers } from "../sign-cases.mjs";
 
-const table = signers({ signRequest, AwsClient });
+const table = signers({ signRequest, signOnly, AwsClient });
 const ourPut = table.put["celld-edge"];
 const ourGet = table.get["celld-edge"];
+const onlyPut = table.put["celld-edge/sign"];
+const onlyGet = table.get["celld-edge/sign"];
 const theirPut = table.put.aws4fetch;
 const theirGet = table.get.aws4fetch;
 
@@ -18,6 +21,10 @@ const loops = {
   "celld-edge": {
     put(n) { let a = ""; for (let i = 0; i < n; i++) a = ourPut(); return a; },
     get(n) { let a = ""; for (let i = 0; i < n; i++) a = ourGet(); return a; },
+  },
+  "celld-edge/sign": {
+    put(n) { let a = ""; for (let i = 0; i < n; i++) a = onlyPut(); return a; },
+    get(n) { let a = ""; for (let i = 0; i < n; i++) a = onlyGet(); return a; },
   },
   aws4fetch: {
     async put(n) { let a = ""; for (let i = 0; i < n; i++) a = await theirPut(); return a; },

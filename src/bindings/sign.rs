@@ -177,6 +177,29 @@ thread_local! {
     /// entry. js/sign.js starts it (`signerStart`) before its first call in an instance, so also in the
     /// instance that replaces one that trapped.
     static SIGNER: RefCell<Option<SignerIo>> = const { RefCell::new(None) };
+    /// Test-only (`__celldTestTrap` of the signing-only wasm): the next signer call panics.
+    #[cfg(not(feature = "ownership"))]
+    static ARMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// **Tests only**, in the signing-only wasm (the full wasm's is src/bindings/trap.rs's, which traps an
+/// operation's poll): the next call of the signer panics (a trap under `panic = "abort"`, the panic hook
+/// recording its message first) while it holds the signer, as a bug would. The package never re-exports
+/// it (scripts/lib/bundle-sign.mjs bundles only the public API), so the published bundles carry only its
+/// wasm export (bench/README.md, its weight); tests/node/sign-trap.test.mjs bundles an entry with it.
+#[cfg(not(feature = "ownership"))]
+#[wasm_bindgen(js_name = __celldTestTrap)]
+pub fn test_trap() {
+    ARMED.set(true);
+}
+
+/// Fires the test trap if it is armed (one function, not one per `with_signer` instance).
+#[cfg(not(feature = "ownership"))]
+#[inline(never)]
+fn fire_test_trap() {
+    if ARMED.take() {
+        panic!("test trap");
+    }
 }
 
 /// `signerStart(hooks)`: (re)starts this instance's signer; `hooks` from js/instance.js (only its error
@@ -196,7 +219,11 @@ pub fn signer_start(hooks: SignerHooks) {
 fn with_signer<T>(f: impl FnOnce(&mut SignerIo) -> Result<T, JsValue>) -> Result<T, JsValue> {
     SIGNER.with(|cell| match cell.try_borrow_mut() {
         Ok(mut slot) => match slot.as_mut() {
-            Some(signer) => f(signer),
+            Some(signer) => {
+                #[cfg(not(feature = "ownership"))]
+                fire_test_trap();
+                f(signer)
+            }
             None => Err(JsValue::from_str("internal error: the signer was not started")),
         },
         Err(_) => Err(JsValue::from_str("internal error: the signer is already in use")),

@@ -33,6 +33,9 @@ pub struct Rules {
     /// Authority also counts the wall clock's advance since the anchor (a sleep stops the monotonic clock),
     /// and ends when the wall clock's lead over the monotonic clock moves (`OffsetWatch`).
     pub(crate) wall_deadline: bool,
+    /// The offset watch allows for how long a reading took (its width: the wall clock read between two reads
+    /// of the monotonic clock, `Store::clocks_read`), which a preempted thread widens.
+    pub(crate) read_width_counts: bool,
     /// A missing lease proves death only once it stayed missing `ttl + skew`.
     pub(crate) missing_lease_waits: bool,
     /// A missing lease is remembered per cell and owner-record version, never under the owner record's ETag
@@ -87,6 +90,7 @@ impl Rules {
         claim_under_its_lease: true,
         release_needs_lease: true,
         wall_deadline: true,
+        read_width_counts: true,
         missing_lease_waits: true,
         missing_keyed_by_cell: true,
         one_lease_write: true,
@@ -133,6 +137,7 @@ impl Rules {
             Tooth::ClaimUnderAnyLease => rules.claim_under_its_lease = false,
             Tooth::ReleaseWithoutLease => rules.release_needs_lease = false,
             Tooth::NoWallDeadline => rules.wall_deadline = false,
+            Tooth::IgnoreReadWidth => rules.read_width_counts = false,
             Tooth::MissingLeaseIsDead => rules.missing_lease_waits = false,
             Tooth::MissingKeyedByEtagAlone => rules.missing_keyed_by_cell = false,
             Tooth::ParallelLeaseWrites => rules.one_lease_write = false,

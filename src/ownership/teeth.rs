@@ -82,10 +82,14 @@ pub enum Tooth {
     /// `close()` deletes the lease without settling the owner-record writes naming this node that other
     /// callers have in flight or dropped (issue 34 B): one lands after the delete, naming a node with no lease.
     DeleteBeforeWritesSettle,
+    /// The offset watch ignores how long a reading took (its width), though the reading is still taken
+    /// again while wide (issue 34): a starved thread, preempted in every retry, reads its wall clock late
+    /// enough to look like a move of the wall clock's lead, and fences a healthy lease.
+    IgnoreReadWidth,
 }
 
 impl Tooth {
-    pub const ALL: [Tooth; 30] = [
+    pub const ALL: [Tooth; 31] = [
         Tooth::RetryCasOnAmbiguity,
         Tooth::ConflictMeansOwned,
         Tooth::NoPeerSkewMargin,
@@ -116,5 +120,6 @@ impl Tooth {
         Tooth::CounterAfterAnswer,
         Tooth::DeleteRejectionAtFaceValue,
         Tooth::DeleteBeforeWritesSettle,
+        Tooth::IgnoreReadWidth,
     ];
 }

@@ -485,6 +485,39 @@ export function signingChecks(ctx) {
     if (tampered.status < 400) fail(`a PUT whose body differs from the signed one was accepted (${tampered.status})`);
   };
 
+  check("a stack overflow inside the signer (a caller deep in recursion) is handled as a trap: typed errors, then a signer that works", async () => {
+    const opts = { ...S3_EXAMPLE, url: "https://h.test/b/k", body: "x".repeat(300) };
+    // Refused by the wasm itself, through the error maker it calls while it holds the signer.
+    const bad = { ...opts, url: "https://h.test/b/../k" };
+    const want = api.signRequest(opts).headers.authorization;
+    // Deno loads its timers on first use: a first setTimeout deep in the stack (the trap's replacement)
+    // would fail inside Deno itself, as an uncaught error of the runtime's.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const odd = new Set();
+    // Recurses until the stack is full, then signs in every frame on the way back: near the limit the calls
+    // run out of stack at every point in turn, inside the wasm too (which left the signer borrowed for good,
+    // every later call refused with a plain string, until such an exit was handled as a trap).
+    const probe = (depth) => {
+      try {
+        probe(depth + 1);
+      } catch {
+        // The stack is full here.
+      }
+      try {
+        api.signRequest(depth % 2 === 0 ? opts : bad);
+      } catch (e) {
+        const typed = e instanceof api.CelldEdgeError ? e.code === "invalid-input" || e.code === "internal" : e instanceof RangeError;
+        if (!typed) odd.add(`${typeof e} ${e?.constructor?.name}: ${e?.message ?? e}`);
+      }
+    };
+    probe(0);
+    if (odd.size > 0) fail(`untyped errors near the stack's limit: ${[...odd].join("; ")}`);
+    // An instance replaced after a trap is fresh from the next task on.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    equal(api.signRequest(opts).headers.authorization, want, "signing after the overflows");
+    expectInvalid(() => api.signRequest(bad), "fetch", "the wasm's refusal after the overflows");
+  });
+
   check("versitygw (a real S3 server) accepts signed and presigned requests from this runtime, and refuses a wrong secret", () =>
     signedAndPresigned(realServer(ctx.env)));
 

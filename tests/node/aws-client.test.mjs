@@ -1,9 +1,10 @@
-// Node suite for AwsClient: the shared checks (tests/common/aws-client.mjs) with the fault front as a real
-// local proxy (tests/node/fault-proxy.mjs), and what only Node has here: aws4fetch itself, to show that
-// signatures agree with it where both sign the same thing.
+// Node suite for AwsClient: the shared checks (tests/common/aws-client.mjs), through both entries, with the
+// fault front as a real local proxy (tests/node/fault-proxy.mjs), and what only Node has here: aws4fetch
+// itself, to show that signatures agree with it where both sign the same thing.
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import * as api from "celld-edge";
+import * as signOnly from "celld-edge/sign";
 import { AwsClient as Aws4fetchClient } from "aws4fetch";
 import { AWS_CLIENT_VECTOR_CASES, awsClientChecks } from "../common/aws-client.mjs";
 import { loadVectorCases } from "../common/vectors-fs.mjs";
@@ -15,6 +16,10 @@ const { cases: botocore, skip: botocoreSkip } = loadBotocoreCases();
 
 for (const [name, fn] of awsClientChecks({ api, vectors, botocore, botocoreSkip, env: process.env, runtime: "node", front: proxyFront, streamUploads: true })) {
   test(name, fn);
+}
+// The same checks through the signing-only entry, whose bundle (pkg/sign-node.js) is minified apart.
+for (const [name, fn] of awsClientChecks({ api: signOnly, vectors, botocore, botocoreSkip, env: process.env, runtime: "node", front: proxyFront, streamUploads: true })) {
+  test(`celld-edge/sign: ${name}`, fn);
 }
 
 /** botocore endpoints whose service or region cannot be told from the host, with the reason. */

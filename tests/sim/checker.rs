@@ -534,6 +534,14 @@ pub fn check(store: &SimStore, ledger: &Ledger, facts: &Facts) -> (Vec<Violation
         }
     }
 
+    // A fence for a lapse needs one too (issue 34): the lease in force had run out by its holder's own rule,
+    // or its clocks' offset had moved since its anchor (a step of the wall clock or a machine sleep).
+    for i in 0..ledger.fences.len() {
+        if let Some(detail) = lapse_without_cause(store, ledger, facts, i) {
+            bad("needless-fence", detail);
+        }
+    }
+
     check_renewal_timing(store, ledger, facts, &mut bad);
     check_restores(store, ledger, facts, &mut bad);
 
@@ -1012,6 +1020,72 @@ fn spent(store: &SimStore, facts: &Facts, key: &str, v: &Version, t: u64) -> boo
     // An edge node's authority ends when its clocks' offset moves (a sleep, a step): at its next reading.
     let moved = facts.clock_proof && !facts.celld[w] && clock.offset_moved(anchor, t);
     moved || mono.max(wall) >= authority || (facts.celld[w] && clock.wall_ms(t) + facts.max_clock_skew_ms >= expires)
+}
+
+/// How far before a lease write's first send its writer may have read the anchor its authority counts from
+/// without waiting on its credentials provider: the preemptions of its thread that began this long before.
+const ANCHOR_PREEMPTED_WINDOW_MS: u64 = 3_000;
+
+/// Fence `i` of the ledger, when it blames a lapse (`lapsed`) that had no cause: an edge life, not closed,
+/// fenced for the first time since it installed the lease then in force (the last install it reported), while
+/// (a) no step of its wall clock and no machine sleep, of any size, fell between that lease's anchor and
+/// the fence, and (b) less than `ttl - skew` had passed since the anchor by the larger advance of its two
+/// clocks, counted as the node counts it (`× (1 + RATE)`: its authority had not run out). The anchor is read before the write's first send,
+/// and after nothing but the thread's preemptions in between (taken all as anchor-to-send time, within
+/// `ANCHOR_PREEMPTED_WINDOW_MS`); a write that may have waited for keys (a credentials fetch of the life
+/// within 3.5 s of its send) is not judged. A preempted thread is no cause: the monotonic clock runs through
+/// it (issue 34).
+fn lapse_without_cause(store: &SimStore, ledger: &Ledger, facts: &Facts, i: usize) -> Option<String> {
+    let (n, inc, at, why) = &ledger.fences[i];
+    let (n, inc, at) = (*n, *inc, *at);
+    if !why.contains("lapsed") || facts.celld[n] {
+        return None;
+    }
+    // close() ends authority: a claim answered after it may report a lapse.
+    if ledger.ops.values().any(|o| o.kind == OpKind::Close && (o.node, o.incarnation) == (n, inc) && o.start <= at) {
+        return None;
+    }
+    let (expires, installed) = ledger
+        .installs
+        .iter()
+        .filter(|((p, _), _)| *p == n)
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|&(_, t)| t <= at)
+        .max_by_key(|&(_, t)| t)?;
+    // That install is this life's, and this is the first fence since (a second one reports the same loss).
+    let again = ledger.fences[..i].iter().any(|&(m, l, t, _)| (m, l) == (n, inc) && t >= installed);
+    if !ledger.installed.contains(&(n, inc, installed)) || again {
+        return None;
+    }
+    let key = facts.lease_key(&facts.nodes[n]);
+    let v = store.objects.get(&key)?.iter().rfind(|v| {
+        (v.writer.node, v.writer.incarnation) == (n, inc) && v.at <= installed && lease_expiry(&key, v) == Some(expires)
+    })?;
+    let sent = first_sent(store, v);
+    if facts.provider && store.keys.iter().any(|k| (k.0, k.1) == (n, inc) && k.2 + 3_500 >= sent && k.2 <= sent + 3_500) {
+        return None;
+    }
+    let clock = &facts.clocks[n];
+    let anchor = sent.saturating_sub(clock.preempted_ms(sent.saturating_sub(ANCHOR_PREEMPTED_WINDOW_MS), sent));
+    if clock.stepped_or_slept(anchor, at) {
+        return None;
+    }
+    let authority = (facts.lease_ttl_ms - facts.max_clock_skew_ms) as f64;
+    let mono = clock.mono_ms(at) - clock.mono_ms(anchor);
+    let wall = clock.wall_ms(at) as f64 - clock.wall_ms(anchor) as f64;
+    // The node counts the larger advance at its upper bound (`elapsed_at_most`: its clocks may run slow by
+    // `RATE`), and ms of rounding.
+    if mono.max(wall) * (1.0 + celld_edge::ownership::clock::RATE) + 2.0 >= authority {
+        return None;
+    }
+    let preempted = clock.preempted_ms(anchor, at);
+    Some(format!(
+        "{} (life {inc}) fenced at t={at} ({why}), {:.0} ms into the authority of its lease anchored by t={anchor} \
+         (authority {authority} ms), with no step of its wall clock and no sleep since ({preempted} ms of its \
+         thread preempted meanwhile)",
+        facts.nodes[n],
+        mono.max(wall)
+    ))
 }
 
 /// SPEC §5's self rule, observed: acting at `at` needs an installed lease write of the claim's
@@ -1657,6 +1731,38 @@ mod tests {
             h.ledger.ops.get_mut(&id).unwrap().result = OpResult::Failed("not-leased");
         }
         assert_eq!(h.rules(), vec!["release-without-lease"]);
+    }
+
+    /// Issue 34: a fence for a lapse needs a cause: the lease's authority ran out by its holder's clocks, or
+    /// a step of its wall clock or a machine sleep came after its anchor. A thread preempted between its clock
+    /// reads is none; preempted before the send, it read the anchor earlier.
+    #[test]
+    fn a_lapse_fence_needs_an_expiry_a_step_or_a_sleep() {
+        let fenced = |at: u64, clock: Clock| {
+            let mut h = Hist::new();
+            h.clock_proof = true;
+            h.op(1, 0, 1, OpKind::Acquire, (990, 1_005), OpResult::LeaseOk);
+            h.lease(1, 0, 4_000, 1_002); // sent at t=1000
+            h.ledger.installs.entry((0, 1)).or_default().push((crate::exec::EPOCH_MS + 4_000, 1_005));
+            h.ledger.installed.push((0, 0, 1_005));
+            h.clocks[0] = clock;
+            h.ledger.fences.push((0, 0, at, "the lease lapsed before it was renewed".into()));
+            h.rules()
+        };
+        let none: Vec<&str> = Vec::new();
+        let exact = Clock::default();
+        assert_eq!(fenced(2_000, exact.clone()), vec!["needless-fence"], "1 s into 2.6 s of authority");
+        assert_eq!(fenced(3_650, exact.clone()), none, "authority ran out (2.65 s since the send)");
+        let stepped = Clock { steps: vec![(1_500, -30_000.0)], ..exact.clone() };
+        assert_eq!(fenced(2_000, stepped), none, "the wall clock stepped back after the anchor");
+        let slept = Clock { stops: vec![(1_500, 1_520)], ..exact.clone() };
+        assert_eq!(fenced(2_000, slept), none, "the machine slept after the anchor");
+        let preempted = Clock { preempted: vec![(1_400, 300)], ..exact.clone() };
+        assert_eq!(fenced(2_000, preempted), vec!["needless-fence"], "a preempted thread is no cause");
+        let before_send = Clock { preempted: vec![(900, 100)], ..exact.clone() };
+        assert_eq!(fenced(3_560, before_send.clone()), none, "anchored before a preemption that delayed the send");
+        assert_eq!(fenced(3_450, before_send), vec!["needless-fence"]);
+        assert_eq!(fenced(3_450, exact), vec!["needless-fence"]);
     }
 
     #[test]

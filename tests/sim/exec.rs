@@ -61,7 +61,8 @@ impl Rng {
 /// One node's view of time: wall = true + offset + drift·true + the steps taken so far; mono = base +
 /// (1 + drift)·(true − time asleep), for the machine sleeps in `stops` (true-time intervals during which
 /// the monotonic clock stood). `steps` are (true time, ms) jumps of the wall clock, forward or back (NTP
-/// stepping a clock, a user setting one).
+/// stepping a clock, a user setting one). `preempted` are the (true time, ms) its thread lost the core right
+/// after reading one of these clocks (a loaded machine, [`Load`]): the clocks ran on, the thread did not.
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
     pub offset_ms: f64,
@@ -69,11 +70,22 @@ pub struct Clock {
     pub mono_base: f64,
     pub stops: Vec<(u64, u64)>,
     pub steps: Vec<(u64, f64)>,
+    pub preempted: Vec<(u64, u64)>,
 }
 
 impl Clock {
     pub fn new(offset_ms: f64, drift: f64, mono_base: f64) -> Self {
-        Clock { offset_ms, drift, mono_base, stops: Vec::new(), steps: Vec::new() }
+        Clock { offset_ms, drift, mono_base, stops: Vec::new(), steps: Vec::new(), preempted: Vec::new() }
+    }
+    /// Whether anything but time moved the wall clock's lead over the monotonic clock in `(from, to]`: a
+    /// step of the wall clock or a machine sleep, of any size (what a fence of the node's own lease for a
+    /// lapse may rest on, beside its authority running out).
+    pub fn stepped_or_slept(&self, from: u64, to: u64) -> bool {
+        self.stops.iter().any(|&(a, b)| a < to && b > from) || self.steps.iter().any(|&(at, _)| at > from && at <= to)
+    }
+    /// How long its thread was preempted in `[from, to]` (true ms, of preemptions that began then).
+    pub fn preempted_ms(&self, from: u64, to: u64) -> u64 {
+        self.preempted.iter().filter(|&&(at, _)| at >= from && at <= to).map(|&(_, ms)| ms).sum()
     }
     /// Whether the wall clock's lead over the monotonic clock moved in `(from, to]` by more than the node's
     /// `OffsetWatch` lets pass: a machine sleep or a step of the wall clock (issue 34 A). The node's next
@@ -152,6 +164,52 @@ pub fn make_wild(rng: &mut Rng, clock: &mut Clock, run_ms: u64) {
     }
 }
 
+/// A loaded machine (issue 34): each read of a clock by the node's thread is, with `chance`, followed by
+/// the thread losing the core for a while, mostly a few ms, at times tens, now and then a few hundred (more
+/// than `OffsetWatch`'s slack): the clocks run on meanwhile, so the next read (the wall clock read after
+/// the monotonic one, say) comes that much later. Now and then (`starve`, per read) the thread is starved
+/// for 50..500 ms: most of its reads then lose the core (`starved_chance`) for another thread's time slice,
+/// 5..80 ms, so that every retry of a reading may come out wide. Drawn per life (`World::load_threads`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub chance: f64,
+    pub starve: f64,
+    pub starved_chance: f64,
+}
+
+/// A process's load in its current life: the life it was drawn for, the load, and until when (true time)
+/// its thread is starved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LifeLoad {
+    life: u32,
+    load: Option<Load>,
+    starved_until: u64,
+}
+
+impl Load {
+    /// A life's load: none in three lives of five, else up to 3 % of its clock reads preempted, and up to
+    /// 0.2 % of them beginning a starved stretch where 50..95 % are.
+    fn draw(rng: &mut Rng) -> Option<Load> {
+        rng.chance(0.4).then(|| Load {
+            chance: 0.002 + rng.unit() * 0.028,
+            starve: rng.unit() * 0.002,
+            starved_chance: 0.5 + rng.unit() * 0.45,
+        })
+    }
+    /// Another thread's time slice, while this one is starved (ms).
+    fn starved_ms(rng: &mut Rng) -> u64 {
+        rng.range(5, 80)
+    }
+    /// How long one preemption lasts (ms).
+    fn preemption_ms(rng: &mut Rng) -> u64 {
+        match rng.range(0, 19) {
+            0..=12 => rng.range(1, 10),
+            13..=18 => rng.range(10, 60),
+            _ => rng.range(60, 400),
+        }
+    }
+}
+
 /// What happens to nodes during a run, drawn from the seed before it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chaos {
@@ -213,11 +271,17 @@ struct NodeState {
     sleep_on_lease_write: Option<(u64, f64)>,
     /// Its next owner-record write is held this long on its way to the store (a slow request: issue 34 B).
     hold_owner_write: Option<u64>,
+    /// Its thread is preempted between clock reads (`World::load_threads`).
+    load: Option<LifeLoad>,
 }
 
 /// The mutable state of one simulated world (network, store, nodes), shared by the nodes' `Env`s.
 pub struct World {
     now: Cell<u64>,
+    /// The node being polled, if any, and how far its thread is ahead of `now` (preempted in this poll:
+    /// its clocks read, and what it sends leaves, that much later; it is not polled again before).
+    polling: Cell<Option<usize>>,
+    thread_at: Cell<u64>,
     inner: RefCell<Inner>,
     /// Per node: woken since its last poll.
     wakes: Vec<Arc<NodeWake>>,
@@ -243,6 +307,8 @@ struct Inner {
     nodes: Vec<NodeState>,
     clocks: Vec<Clock>,
     rngs: Vec<Rng>,
+    /// Per node: the draws of its load and preemptions (apart, so that the other draws keep theirs).
+    loads: Vec<Rng>,
     net: Rng,
     mix: FaultMix,
     brownout_until: u64,
@@ -267,9 +333,13 @@ impl World {
         let mut rng = Rng::new(seed);
         let n = clocks.len();
         let rngs = (0..n).map(|_| rng.fork()).collect();
+        let mut loads = Rng::new(seed ^ 0x10ad_34c);
+        let loads = (0..n).map(|_| loads.fork()).collect();
         Rc::new(World {
             wakes: (0..n).map(|_| Arc::default()).collect(),
             now: Cell::new(0),
+            polling: Cell::new(None),
+            thread_at: Cell::new(0),
             inner: RefCell::new(Inner {
                 queue: BTreeMap::new(),
                 seq: 0,
@@ -280,6 +350,7 @@ impl World {
                 nodes: vec![NodeState::default(); n],
                 clocks,
                 rngs,
+                loads,
                 net: rng.fork(),
                 mix,
                 brownout_until: 0,
@@ -308,12 +379,52 @@ impl World {
         self.inner.borrow_mut().trace.take().unwrap_or_default()
     }
 
+    /// True time: the world's, or inside a node's poll the node's thread's (later, once it was preempted).
     pub fn now(&self) -> u64 {
-        self.now.get()
+        match self.polling.get() {
+            Some(_) => self.now.get().max(self.thread_at.get()),
+            None => self.now.get(),
+        }
+    }
+
+    /// Lets `node`'s thread be preempted between its clock reads, with a [`Load`] drawn for each of its lives.
+    pub fn load_threads(&self, node: usize) {
+        self.inner.borrow_mut().nodes[node].load = Some(LifeLoad { life: u32::MAX, load: None, starved_until: 0 });
+    }
+
+    /// After `node`'s thread read one of its clocks: with its life's load, it loses the core for a while.
+    fn clock_read(&self, node: usize, incarnation: u32) {
+        if self.polling.get() != Some(node) {
+            return; // the observer's reads between events: no thread of the node
+        }
+        let now = self.now();
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        let Some(life) = &mut inner.nodes[node].load else { return };
+        let rng = &mut inner.loads[node];
+        if life.life != incarnation {
+            *life = LifeLoad { life: incarnation, load: Load::draw(rng), starved_until: 0 };
+        }
+        let Some(load) = life.load else { return };
+        if now >= life.starved_until && rng.chance(load.starve) {
+            life.starved_until = now + rng.range(50, 500);
+        }
+        let starved = now < life.starved_until;
+        if !rng.chance(if starved { load.starved_chance } else { load.chance }) {
+            return;
+        }
+        let ms = if starved { Load::starved_ms(rng) } else { Load::preemption_ms(rng) };
+        inner.clocks[node].preempted.push((now, ms));
+        inner.store.count(Fault::ThreadPreempted);
+        if let Some(t) = &mut inner.trace {
+            t.push(format!("t={now} node {node} (life {incarnation}) loses the core for {ms} ms after a clock read"));
+        }
+        self.thread_at.set(now + ms);
     }
 
     pub fn wall_ms(&self, node: usize) -> u64 {
-        self.inner.borrow().clocks[node].wall_ms(self.now())
+        let now = self.now();
+        self.inner.borrow().clocks[node].wall_ms(now)
     }
 
     /// A fresh operation id (see [`tagged`]).
@@ -673,6 +784,8 @@ impl World {
                 continue;
             }
             let waker = Waker::from(self.wakes[node].clone());
+            self.polling.set(Some(node));
+            self.thread_at.set(now);
             while let Some(task) = slot {
                 self.wakes[node].0.store(false, Ordering::SeqCst);
                 let mut cx = Context::from_waker(&waker);
@@ -684,6 +797,17 @@ impl World {
                 if !self.wakes[node].0.load(Ordering::SeqCst) {
                     break;
                 }
+            }
+            self.polling.set(None);
+            // Preempted in this poll: its thread is that far ahead, and runs again only once the world is
+            // there (what arrives meanwhile queues up, as in a pause).
+            let ahead = self.thread_at.get();
+            if ahead > now {
+                let mut inner = self.inner.borrow_mut();
+                let st = &mut inner.nodes[node];
+                st.paused_until = st.paused_until.max(ahead);
+                inner.store.downtime.push((node, now, ahead));
+                inner.schedule(ahead, Event::Resume(node));
             }
         }
     }
@@ -841,10 +965,15 @@ impl Env for SimEnv {
         Completion { world: self.world.clone(), id }.await
     }
     fn wall_ms(&self) -> u64 {
-        self.world.wall_ms(self.node)
+        let wall = self.world.wall_ms(self.node);
+        self.world.clock_read(self.node, self.incarnation);
+        wall
     }
     fn mono_ms(&self) -> f64 {
-        self.world.inner.borrow().clocks[self.node].mono_ms(self.world.now())
+        let now = self.world.now();
+        let mono = self.world.inner.borrow().clocks[self.node].mono_ms(now);
+        self.world.clock_read(self.node, self.incarnation);
+        mono
     }
     fn random_u64(&self) -> u64 {
         self.world.inner.borrow_mut().rngs[self.node].next_u64()
@@ -966,6 +1095,64 @@ mod tests {
         assert!(a[1].0 >= 1_000 && a[1].1 == "waited Ok(404)", "{a:?}");
         assert_eq!(a[2], (2_000, "slept".to_owned()));
         assert_eq!(a, scenario(3), "the same seed replays exactly");
+    }
+
+    /// One node on an exact clock (mono = true time, wall = EPOCH + true time) whose thread may be loaded,
+    /// reading its clocks as `Store::clocks_read` does every 10 ms: (mono, wall, mono, true time after).
+    fn loaded_reads(seed: u64) -> Vec<(f64, u64, f64, u64)> {
+        let world = World::new(seed, vec![Clock::default()], FaultMix::default(), SimStore::new("b"));
+        world.load_threads(0);
+        let seen: Rc<RefCell<Vec<(f64, u64, f64, u64)>>> = Rc::default();
+        let (w, s) = (world.clone(), seen.clone());
+        run(
+            &world,
+            1,
+            20_000,
+            move |node, inc| {
+                let env = SimEnv::new(w.clone(), node, inc);
+                let (w, s) = (w.clone(), s.clone());
+                Box::pin(async move {
+                    loop {
+                        let (a, wall, b) = (env.mono_ms(), env.wall_ms(), env.mono_ms());
+                        s.borrow_mut().push((a, wall, b, w.now()));
+                        env.sleep(10).await;
+                    }
+                })
+            },
+            || {},
+        );
+        let out = seen.borrow().clone();
+        out
+    }
+
+    #[test]
+    fn a_loaded_thread_reads_its_wall_clock_up_to_a_preemption_after_its_monotonic_clock_and_runs_on_that_late() {
+        let (mut loaded, mut wider_than_slack, mut starved) = (0, 0, 0);
+        for seed in 0..20 {
+            let reads = loaded_reads(seed);
+            assert_eq!(reads, loaded_reads(seed), "seed {seed} replays exactly");
+            let mut last: Option<(f64, u64)> = None;
+            for &(a, wall, b, after) in &reads {
+                // The wall clock is read between the two monotonic reads: its lead over the first is at most
+                // their distance (the time the thread lost in between).
+                let lead = (wall - EPOCH_MS) as f64 - a;
+                assert!(b >= a && (0.0..=b - a).contains(&lead), "seed {seed}: {a} {wall} {b}");
+                assert!(after as f64 >= b, "the thread's time runs on from its last read");
+                if let Some((prev, slept_from)) = last {
+                    assert!(a >= prev, "the monotonic clock never goes back");
+                    assert!(a >= (slept_from + 10) as f64, "a sleep counts from the thread's own (late) time");
+                }
+                last = Some((b, after));
+                wider_than_slack += usize::from(lead > celld_edge::ownership::clock::OFFSET_SLACK_MS);
+            }
+            loaded += usize::from(reads.iter().any(|r| r.2 > r.0));
+            // A starved stretch: four readings in a row wider than a tight one (every retry of one would be).
+            let tight = celld_edge::ownership::clock::TIGHT_READ_MS;
+            starved += reads.windows(4).filter(|w| w.iter().all(|r| r.2 - r.0 > tight)).count();
+        }
+        assert!((3..20).contains(&loaded), "some lives loaded, not all: {loaded} of 20");
+        assert!(wider_than_slack > 0, "some preemptions between the two reads outlast the offset watch's slack");
+        assert!(starved > 0, "some threads are starved: runs of wide readings");
     }
 
     #[test]

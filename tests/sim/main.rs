@@ -132,6 +132,7 @@ fn correct_protocol_survives_1300_seeds() {
         "node-slept",
         "node-crashed",
         "node-partitioned",
+        "thread-preempted",
     ] {
         assert!(faults.get(f).copied().unwrap_or(0) > 0, "fault {f} never injected");
     }

@@ -52,6 +52,8 @@ pub enum Fault {
     NodeCrashed,
     NodePartitioned,
     DeliveredTwice,
+    /// A node's thread lost the core between two clock reads (`exec::Load`).
+    ThreadPreempted,
 }
 
 impl Fault {
@@ -72,6 +74,7 @@ impl Fault {
             Fault::NodeCrashed => "node-crashed",
             Fault::NodePartitioned => "node-partitioned",
             Fault::DeliveredTwice => "delivered-twice",
+            Fault::ThreadPreempted => "thread-preempted",
         }
     }
 }
@@ -135,7 +138,7 @@ pub struct SimStore {
     /// Per workload operation: the method of the first request it sent, and how many it sent (lost ones
     /// included). Coverage only: it shows which claims started without a read.
     pub sent_by_op: BTreeMap<u64, (&'static str, u32)>,
-    /// Every lease write (PUT to a `nodes/` key) as sent, lost ones included: who sent it and when.
+    /// Every lease write (PUT to a `nodes/` key) as sent, lost ones included: who sent it and when, by send time.
     pub lease_sends: Vec<Tag>,
     /// For every lease write attempt as sent: when the first attempt of its write went out (`note_lease_send`).
     pub lease_first_sent: BTreeMap<Tag, u64>,
@@ -221,7 +224,9 @@ impl SimStore {
         };
         self.lease_writing.insert((tag.node, tag.incarnation, tag.op), (cond.to_owned(), expires, first));
         self.lease_first_sent.insert(tag, first);
-        self.lease_sends.push(tag);
+        // In the order of their send times: a preempted thread's send, noted first, may be the later one.
+        let at = self.lease_sends.partition_point(|t| t.sent <= tag.sent);
+        self.lease_sends.insert(at, tag);
     }
 
     pub fn count(&mut self, fault: Fault) {

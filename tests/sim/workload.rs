@@ -283,6 +283,8 @@ pub fn run_seed_traced(seed: u64, params: &Params, trace: bool) -> (Report, Vec<
     }
     for p in (0..procs.len()).filter(|&p| !is_celld[p] && Some(p) != gc && Some(p) != restorer) {
         world.resends(p);
+        // Issue 34: loaded machines, whose threads lose the core between their clock reads (`exec::Load`).
+        world.load_threads(p);
     }
     for &p in &dateless {
         world.hide_dates(p);

@@ -1,5 +1,6 @@
 // AwsClient inside workerd: bundles tests/workerd/aws-client (as a user's deploy would), starts it with the
-// vectors, the botocore cases and the server coordinates as bindings, and turns its results into subtests.
+// vectors, the botocore cases and the server coordinates as bindings, and turns its results into subtests,
+// once through each entry (celld-edge, celld-edge/sign).
 import { after, test } from "node:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,6 +20,10 @@ test("AwsClient checks inside workerd", async (t) => {
     AWS_CLIENT_VECTORS: JSON.stringify(loadVectorCases((p) => readFileSync(p, "utf8"), process.env, AWS_CLIENT_VECTOR_CASES)),
     ...(cases ? { BOTOCORE: JSON.stringify(cases) } : { BOTOCORE_SKIP: skip }),
   });
-  const res = await mf.dispatchFetch("http://worker/");
-  await asSubtests(t, await res.json(), "the Worker");
+  for (const [path, entry] of [["/", "celld-edge"], ["/sign", "celld-edge/sign"]]) {
+    await t.test(entry, async (t) => {
+      const res = await mf.dispatchFetch(`http://worker${path}`);
+      await asSubtests(t, await res.json(), "the Worker");
+    });
+  }
 });

@@ -81,6 +81,13 @@ pub struct Store<E: Env> {
     dated: Cell<bool>,
 }
 
+/// When a request left (a reading taken before it was signed) and the overrun counter then.
+#[derive(Debug, Clone, Copy)]
+struct Departure {
+    at: Reading,
+    overruns: u64,
+}
+
 /// When a read was sent and answered, and the store's clock when it served it (at least), as far as known.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Seen {
@@ -110,6 +117,7 @@ impl<E: Env> Store<E> {
     /// they carried of the store's clock, until an answer teaches it again.
     pub fn reading(&self) -> Reading {
         let (now, width) = self.clocks_read();
+        let width = if self.rules.read_width_counts { width } else { 0.0 };
         let mut offset = self.offset.get();
         if offset.moved(now, width) && self.rules.wall_deadline {
             self.overruns.set(self.overruns.get() + 1);
@@ -166,18 +174,26 @@ impl<E: Env> Store<E> {
         self.clock.borrow().estimate(now).unwrap_or(now.wall)
     }
 
-    fn signing_ms(&self) -> u64 {
-        self.store_now_ms()
+    /// The moment a request is signed: one reading serves as its signing time (the store's clock as best
+    /// known, else the wall clock) and as its send reading (`exchange`). Signing is pure computation, so
+    /// the reading stays before the send, where every use of it needs it: the send reading and the store's
+    /// clock known then may be early, never late (docs/protocol.md, Clocks).
+    fn signing(&self) -> (u64, Departure) {
+        let at = self.reading();
+        let overruns = self.overruns();
+        let ms = self.clock.borrow().estimate(at).unwrap_or(at.wall);
+        (ms, Departure { at, overruns })
     }
 
-    /// Sends one request, learning the store's clock from the answer's `Date`.
+    /// Sends one request signed at `departure` (`signing`), learning the store's clock from the answer's
+    /// `Date`.
     async fn exchange(
         &self,
         req: crate::env::HttpRequest,
         budget: Budget,
+        departure: Departure,
     ) -> (Result<crate::env::HttpResponse, crate::env::TransportError>, Seen) {
-        let sent = self.reading();
-        let overruns = self.overruns();
+        let Departure { at: sent, overruns } = departure;
         // What was known when the request left: the store served it later.
         let known = self.clock.borrow().lower(sent);
         let answer = self.env.send(req, Some(self.timeout(budget))).await;
@@ -271,9 +287,9 @@ impl<E: Env> Store<E> {
         nonce
     }
 
-    /// Says how one request went (`Event::Request`).
-    fn answered(&self, key: &str, op: &'static str, outcome: &'static str, status: u16, started: f64) {
-        let ms = self.env.mono_ms() - started;
+    /// Says how one request went (`Event::Request`), timed by its send and arrival readings.
+    fn answered(&self, key: &str, op: &'static str, outcome: &'static str, status: u16, read: Read) {
+        let ms = read.arrived - read.sent;
         self.observer.observe(Event::Request { key, op, record: record_of(key), outcome, status, ms });
     }
 

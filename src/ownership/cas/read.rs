@@ -24,9 +24,9 @@ impl<E: Env> Store<E> {
         let mut attempt = 0;
         loop {
             self.signable(key, budget).await?;
-            let req = self.bucket.borrow_mut().get(key, self.signing_ms())?;
-            let started = self.env.mono_ms();
-            let (answer, seen) = self.exchange(req, budget).await;
+            let (signing_ms, departure) = self.signing();
+            let req = self.bucket.borrow_mut().get(key, signing_ms)?;
+            let (answer, seen) = self.exchange(req, budget, departure).await;
             let status = answer.as_ref().map_or(0, |r| r.status);
             let answer = classify_get(key, answer);
             let outcome = match &answer {
@@ -35,7 +35,7 @@ impl<E: Env> Store<E> {
                 GetAnswer::Retryable { .. } => "retryable",
                 GetAnswer::Refused(_) => "refused",
             };
-            self.answered(key, "read", outcome, status, started);
+            self.answered(key, "read", outcome, status, seen.read);
             match answer {
                 GetAnswer::Found { body, etag } => return Ok((Some((body, etag)), seen)),
                 GetAnswer::Missing => return Ok((None, seen)),
@@ -54,9 +54,9 @@ impl<E: Env> Store<E> {
         let mut attempt = 0;
         loop {
             self.signable(prefix, budget).await?;
-            let req = self.bucket.borrow_mut().list(prefix, delimiter, token, max_keys, self.signing_ms())?;
-            let started = self.env.mono_ms();
-            let (answer, _) = self.exchange(req, budget).await;
+            let (signing_ms, departure) = self.signing();
+            let req = self.bucket.borrow_mut().list(prefix, delimiter, token, max_keys, signing_ms)?;
+            let (answer, seen) = self.exchange(req, budget, departure).await;
             let status = answer.as_ref().map_or(0, |r| r.status);
             let answer = classify_list(prefix, answer);
             let outcome = match &answer {
@@ -64,7 +64,7 @@ impl<E: Env> Store<E> {
                 ListAnswer::Retryable(_) => "retryable",
                 ListAnswer::Refused(_) => "refused",
             };
-            self.answered(prefix, "list", outcome, status, started);
+            self.answered(prefix, "list", outcome, status, seen.read);
             match answer {
                 ListAnswer::Page(page) => return Ok(page),
                 ListAnswer::Refused(e) => return Err(self.refused(e)),

@@ -1,7 +1,7 @@
 //! Writes: one conditional PUT or DELETE, classified and never retried here, and the pause after a
 //! throttled one.
 
-use super::{Budget, Store};
+use super::{Budget, Departure, Store};
 use crate::env::Env;
 use crate::ownership::clock::authority_left_ms;
 use crate::ownership::records::CasGuard;
@@ -26,17 +26,18 @@ impl<E: Env> Store<E> {
         if let Err(e) = self.refuse_after_close(budget) {
             return (0, PutAnswer::Refused(e));
         }
-        let req = match self.bucket.borrow_mut().put(key, guard, body, self.signing_ms()) {
+        let (signing_ms, departure) = self.signing();
+        let req = match self.bucket.borrow_mut().put(key, guard, body, signing_ms) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        self.sent(key, "write", req, budget).await
+        self.sent(key, "write", req, budget, departure).await
     }
 
-    /// Sends a write (or delete) and classifies its answer like a conditional PUT, with its status.
-    async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget) -> (u16, PutAnswer) {
-        let started = self.env.mono_ms();
-        let (answer, _) = self.exchange(req, budget).await;
+    /// Sends a write (or delete) signed at `departure` and classifies its answer like a conditional PUT,
+    /// with its status.
+    async fn sent(&self, key: &str, op: &'static str, req: crate::env::HttpRequest, budget: Budget, departure: Departure) -> (u16, PutAnswer) {
+        let (answer, seen) = self.exchange(req, budget, departure).await;
         let status = answer.as_ref().map_or(0, |r| r.status);
         let answer = self.refused_put(classify_put(key, answer));
         let outcome = match &answer {
@@ -47,7 +48,7 @@ impl<E: Env> Store<E> {
             PutAnswer::Ambiguous { .. } => "ambiguous",
             PutAnswer::Refused(_) => "refused",
         };
-        self.answered(key, op, outcome, status, started);
+        self.answered(key, op, outcome, status, seen.read);
         (status, answer)
     }
 
@@ -59,11 +60,12 @@ impl<E: Env> Store<E> {
         if let Err(e) = self.refuse_after_close(budget) {
             return (0, PutAnswer::Refused(e));
         }
-        let req = match self.bucket.borrow_mut().delete(key, guard, self.signing_ms()) {
+        let (signing_ms, departure) = self.signing();
+        let req = match self.bucket.borrow_mut().delete(key, guard, signing_ms) {
             Ok(req) => req,
             Err(e) => return (0, PutAnswer::Refused(e)),
         };
-        self.sent(key, "delete", req, budget).await
+        self.sent(key, "delete", req, budget, departure).await
     }
 
     /// The pause after a write the store turned away `turned` times (429, 503 SlowDown) since the write's

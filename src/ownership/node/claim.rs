@@ -111,8 +111,12 @@ impl<E: Env> S3Ownership<E> {
                     }
                 }
             };
-            // Time passed while reading: the lease the claim started under must still hold.
-            self.require_generation(generation)?;
+            // Time passed while reading: the lease the claim started under must still hold. A round that
+            // read nothing (the first, over a remembered version: `claim_step` writes over it at once)
+            // awaited nothing since `held_lease` above, whose check is still the current one.
+            if !unread_round {
+                self.require_generation(generation)?;
+            }
             self.reclaiming(cell, epoch);
             let node = &self.config.node;
             sent.borrow_mut().clear();

@@ -37,17 +37,20 @@ impl<E: Env> S3Ownership<E> {
         // A claim of the cell in flight is answered first, so that the release covers what it claimed
         // (and no claim is reported applied after the release of its epoch).
         self.wait_for_claim(cell).await;
-        self.require_release_lease()?;
         match self.claim_of(cell) {
+            // `release_at` checks the lease right before its write.
             Some((epoch, etag)) => match self.release_at(cell, epoch, CasGuard::Match(etag)).await? {
                 CasOutcome::Applied => Ok(CasOutcome::Applied),
                 CasOutcome::Rejected => self.release_owner(cell, epoch).await,
             },
             // Not claimed by this instance: release whatever epoch the record names us at.
-            None => match self.read_owner_and_judge(cell).await? {
-                Some(rec) if rec.node == self.config.node => self.release_own(cell, rec).await,
-                _ => Ok(CasOutcome::Rejected),
-            },
+            None => {
+                self.require_release_lease()?;
+                match self.read_owner_and_judge(cell).await? {
+                    Some(rec) if rec.node == self.config.node => self.release_own(cell, rec).await,
+                    _ => Ok(CasOutcome::Rejected),
+                }
+            }
         }
     }
 

@@ -261,7 +261,11 @@ impl<E: Env> S3Ownership<E> {
     /// undercounting since the anchor (`Learnt::Overran`).
     fn authority_left(&self, lease: &Lease) -> f64 {
         // Read first: the reading itself may show the clocks' offset moved.
-        let mut now = self.store.reading();
+        self.authority_left_at(lease, self.store.reading())
+    }
+
+    /// `authority_left` at `now`, a reading this instance has just taken (nothing between it and this call).
+    pub(super) fn authority_left_at(&self, lease: &Lease, mut now: Reading) -> f64 {
         if self.store.overruns() != lease.overruns {
             return 0.0;
         }

@@ -101,11 +101,13 @@ impl<E: Env> S3Ownership<E> {
     /// lasts, and a later operation tries again; one that lost the lease fenced it, which the caller finds
     /// when it next asks for the lease. A lapsed lease is not renewed here (the caller's check fences it).
     pub async fn renew_if_due(&self) {
-        let now = self.store.env.mono_ms();
+        // One reading: authority left and the retry pacing's clock alike.
+        let reading = self.store.reading();
+        let now = reading.mono;
         let due = {
             let slice = self.lease.borrow();
             let LeaseState::Held(lease) = &slice.state else { return };
-            let left = self.authority_left(lease);
+            let left = self.authority_left_at(lease, reading);
             let (ttl, skew) = (self.config.lease_ttl_ms, self.config.max_clock_skew_ms);
             left > 0.0 && renewal_due(left, ttl, skew, slice.due_tried.map(|at| now - at))
         };
