@@ -2682,4 +2682,396 @@ mod mutants {
         assert_eq!(poll(&mut second).map(|r| r.unwrap_err().code()), Some("auth"), "joined, not sent again");
         assert!(gate.waiting().is_empty());
     }
+
+    /// An `Env` where other writers get in first: before each PUT of `cells/c/own.json` reaches the store,
+    /// the next planted body lands there (so the PUT's guard no longer holds: 412).
+    #[derive(Clone)]
+    struct Contended(MemEnv, Rc<RefCell<std::collections::VecDeque<String>>>);
+
+    impl Env for Contended {
+        async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+            if req.method == "PUT" && req.url.ends_with("/cells/c/own.json") {
+                if let Some(body) = self.1.borrow_mut().pop_front() {
+                    self.0.put_raw("cells/c/own.json", &body);
+                }
+            }
+            self.0.send(req, timeout_ms).await
+        }
+        fn wall_ms(&self) -> u64 {
+            self.0.wall_ms()
+        }
+        fn mono_ms(&self) -> f64 {
+            self.0.mono_ms()
+        }
+        fn random_u64(&self) -> u64 {
+            self.0.random_u64()
+        }
+        async fn sleep(&self, ms: u32) {
+            self.0.sleep(ms).await
+        }
+    }
+
+    /// `claim_once` after its last round: a claim that lost every round to other writers (each read found
+    /// the cell claimable, each write was beaten) and then finds a live owner reports it as a rejection
+    /// naming it (`a_claim_that_lost_every_round_on_a_released_cell_is_transport_not_rejected`: finding
+    /// nobody, it fails as contention). A claim that starts by writing without a read (`expect_new`) has
+    /// that write on top of its four rounds.
+    #[test]
+    fn a_claim_that_loses_every_round_names_the_live_owner_it_finds_then() {
+        for expect_new in [false, true] {
+            let env = MemEnv::new();
+            let _b = leased(&env, "b");
+            let planted = Rc::new(RefCell::new(std::collections::VecDeque::new()));
+            let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+            (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+            let a = S3Ownership::new(config, Contended(env.clone(), planted.clone())).unwrap();
+            block_on(a.acquire_lease()).unwrap();
+            // Every write but the last beaten by a claim already released again, the last by b's claim.
+            let writes = if expect_new { 5 } else { 4 };
+            for epoch in 1..writes {
+                planted.borrow_mut().push_back(format!(r#"{{"node":"","epoch":{epoch}}}"#));
+            }
+            planted.borrow_mut().push_back(format!(r#"{{"node":"b","epoch":{writes}}}"#));
+            let claimed = block_on(a.claim_with("c", ClaimOptions { expect_new })).unwrap();
+            assert!(planted.borrow().is_empty(), "{writes} writes, each beaten");
+            assert_eq!(owner_body(&env, "c")["node"], "b", "no write of a's landed");
+            match claimed {
+                ClaimOutcome::Rejected { owner } => assert_eq!((owner.node.as_str(), owner.epoch, owner.live), ("b", writes, true)),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// `holder_wake`: a waiting claim rejected by a holder that can be judged neither by observation
+    /// (celld's lease has no `ttl_ms`) nor by the store's clock (the answers carry no `Date`) looks again
+    /// a ttl later, sending nothing meanwhile.
+    #[test]
+    fn a_waiting_claim_on_a_celld_holder_without_the_store_clock_looks_again_a_ttl_later() {
+        use std::cell::Cell;
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        env.0.borrow_mut().no_dates = true;
+        let expires = env.0.borrow().wall + 3_600_000;
+        env.put_raw("nodes/celld-1.json", &format!(r#"{{"node":"celld-1","expires_ms":{expires},"addr":"10.0.0.1:4000","load":0.3,"peer_protocol":2}}"#));
+        env.put_raw("cells/c/own.json", r#"{"node":"celld-1","epoch":41,"generation":7}"#);
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let b = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        // The wait's signal, polled before each attempt and while asleep: it ends a wait that keeps looking.
+        let polled = Cell::new(0);
+        let signal = std::future::poll_fn(|_| {
+            polled.set(polled.get() + 1);
+            if polled.get() > 3 { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        });
+        let sent = env.sent_count();
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), signal));
+        assert!(poll(&mut wait).is_none(), "asleep after one look");
+        assert_eq!(gate.sleeps(), [TTL as u32]);
+        assert_eq!(env.sent_count() - sent, 2, "the record and the holder's lease, read once");
+    }
+
+    /// `require_generation`: a claim whose read is answered after its lease lapsed and the next was
+    /// acquired writes nothing: a claim started under one lease never continues under the next.
+    #[test]
+    fn a_claim_whose_read_outlived_its_lease_writes_nothing_under_the_next() {
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        gate.hold(|m, k| m == "GET" && k == "cells/c/own.json");
+        let mut claim = Box::pin(a.claim("c"));
+        assert!(poll(&mut claim).is_none());
+        let read = gate.waiting()[0].0;
+        env.advance(TTL);
+        assert!(!a.lease_valid());
+        block_on(a.acquire_lease()).unwrap(); // another caller of the instance re-acquires
+        let sent = env.sent_count();
+        gate.deliver(read);
+        let err = poll(&mut claim).unwrap().unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(env.wire_since(sent).iter().all(|r| !r.starts_with("PUT cells/")), "{:?}", env.wire_since(sent));
+        assert!(env.body("cells/c/own.json").is_none() && a.claimed().is_empty());
+    }
+
+    fn renewing(env: &MemEnv) -> (support::gate::GateEnv, S3Ownership<support::gate::GateEnv>) {
+        let gate = support::gate::GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let a = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(a.acquire_lease()).unwrap();
+        (gate, a)
+    }
+
+    /// `stop_renewing`: the running renewal loop returns at its next wake, without renewing.
+    #[test]
+    fn a_stopped_renewal_loop_returns_at_its_wake_without_renewing() {
+        use support::gate::poll;
+        let env = MemEnv::new();
+        let (gate, a) = renewing(&env);
+        let mut renewals = Box::pin(async { a.renew_until_stopped(&|| false, &mut |_| ()).await });
+        assert!(poll(&mut renewals).is_none());
+        a.stop_renewing();
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps();
+        assert_eq!(poll(&mut renewals), Some(Ok(())));
+        assert_eq!(env.0.borrow().writes.len(), writes, "no renewal");
+    }
+
+    /// `due_in_ms`: when an operation renewed the lease while the renewal loop slept, the loop does not
+    /// renew at its wake but sleeps on until a period after that renewal.
+    #[test]
+    fn a_renewal_loop_waits_a_period_after_a_renewal_made_meanwhile() {
+        use support::gate::poll;
+        let env = MemEnv::new();
+        let (gate, a) = renewing(&env);
+        let mut renewals = Box::pin(async { a.renew_until_stopped(&|| false, &mut |_| ()).await });
+        assert!(poll(&mut renewals).is_none());
+        let period = gate.sleeps()[0];
+        env.advance(2_000);
+        block_on(a.renew_lease()).unwrap(); // an operation renews 2 s into the loop's sleep
+        let writes = env.0.borrow().writes.len();
+        gate.wake_sleeps_after(u64::from(period) - 2_000);
+        assert!(poll(&mut renewals).is_none());
+        assert_eq!(env.0.borrow().writes.len(), writes, "not renewed again so soon");
+        let rest = *gate.sleeps().last().unwrap();
+        assert!((1_990..=2_000).contains(&rest), "slept {rest} ms more, for a period of {period} ms");
+    }
+
+    /// `adoptable`: only a strictly later write attempt of ours is adopted. The held lease's own write back
+    /// under another ETag (a restore of its version on a store whose ETags are not content hashes, such as
+    /// encrypted objects) is not a newer write: it fences as a restored version of ours does.
+    #[test]
+    fn the_held_leases_own_write_back_under_another_etag_is_not_adopted() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        let held = env.body("nodes/a.json").unwrap();
+        env.0.borrow_mut().objects.insert("nodes/a.json".into(), (held.into_bytes(), "\"restored\"".into()));
+        let err = block_on(a.renew_lease()).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert!(err.message().contains("older version"), "{err}");
+        assert!(!a.lease_valid() && a.claimed().is_empty());
+    }
+
+    /// `judge_claim`: the authority-lost event of a claim a read found replaced says what replaced it.
+    #[test]
+    fn a_claim_found_replaced_says_what_replaced_it() {
+        for (record, says) in [
+            (Some(r#"{"node":"b","epoch":2}"#), r#"cells/c/own.json names \"b\" at epoch 2"#),
+            (Some(r#"{"node":"","epoch":1}"#), "cells/c/own.json was released at epoch 1"),
+            (None, "cells/c/own.json is gone"),
+        ] {
+            let env = MemEnv::new();
+            let (a, log) = heard(&env, "a");
+            block_on(a.acquire_lease()).unwrap();
+            block_on(a.claim("c")).unwrap();
+            match record {
+                Some(body) => env.put_raw("cells/c/own.json", body),
+                None => drop(env.0.borrow_mut().objects.remove("cells/c/own.json")),
+            }
+            assert!(!block_on(a.verify("c", 1)).unwrap());
+            let lost: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("AuthorityLost")).cloned().collect();
+            assert_eq!(lost.len(), 1, "{lost:?}");
+            assert!(lost[0].contains("TakenOver") && lost[0].contains(says), "{lost:?}");
+        }
+    }
+
+    /// `seen`: a claim that lost every round says in its error what it last saw there.
+    #[test]
+    fn a_claim_that_lost_every_round_says_what_it_last_saw() {
+        let env = MemEnv::new();
+        let b = leased(&env, "b");
+        env.put_raw("cells/c/own.json", r#"{"node":"","epoch":7}"#);
+        for _ in 0..4 {
+            env.push(Fault::Slow(0.0)); // the read: released at epoch 7
+            env.push(Fault::Drop(Ok((412, "PreconditionFailed")))); // another claimer won the round
+        }
+        let err = block_on(b.claim("c")).unwrap_err();
+        assert!(err.to_string().contains(r#"(last seen: "" at epoch 7)"#), "{err}");
+    }
+
+    /// The tooth `AnswerFromKnown` (a refused claim that started without a read answers from what it knew)
+    /// turns its rule off: a claim expecting a new cell, refused because the cell has a released record,
+    /// is rejected without reading; with the rules on it reads and claims over the release.
+    #[test]
+    fn the_tooth_of_reading_before_rejecting_turns_its_rule_off() {
+        use celld_edge::ownership::teeth::Tooth;
+        for (tooth, applied) in [(Some(Tooth::AnswerFromKnown), false), (None, true)] {
+            let env = MemEnv::new();
+            let b = leased(&env, "b");
+            block_on(b.claim("c")).unwrap();
+            block_on(b.release("c")).unwrap();
+            let a = node(&env, "a");
+            let a = if let Some(t) = tooth { a.with_tooth(t) } else { a };
+            block_on(a.acquire_lease()).unwrap();
+            let outcome = block_on(a.claim_with("c", ClaimOptions { expect_new: true })).unwrap();
+            assert_eq!(matches!(outcome, ClaimOutcome::Applied { .. }), applied, "{tooth:?}: {outcome:?}");
+        }
+    }
+
+    /// `renew_once`: a renewal whose write went unanswered and whose guard then no longer holds, because an
+    /// earlier ambiguous renewal of ours landed after all, adopts that record and renews over it (not a
+    /// record replaced by another writer).
+    #[test]
+    fn a_renewal_superseded_by_an_earlier_renewal_of_ours_adopts_it() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.push(Fault::LandThen(Err(TransportError::TimedOut))); // lands; its answer is lost...
+        for _ in 0..4 {
+            env.push(Fault::Drop(Ok((500, "InternalError")))); // ...and so are its readbacks
+        }
+        assert_eq!(block_on(a.renew_lease()).unwrap_err().code(), "ambiguous");
+        env.push(Fault::Drop(Err(TransportError::TimedOut))); // the next renewal's write: lost on its way
+        block_on(a.renew_lease()).unwrap();
+        assert!(a.lease_valid());
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1, "the lease stands");
+    }
+
+    /// `acquire_once`: while this machine's clocks keep jumping as the lease is read, the acquisition reads
+    /// again, up to three times; a read answered across no jump is then written over.
+    #[test]
+    fn an_acquisition_reads_again_up_to_three_times_while_the_clocks_jump() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: authority and the store's clock are forgotten
+        for _ in 0..3 {
+            env.push(Fault::SleepThenStep(5_000, -60_000)); // a read answered across another sleep and step
+        }
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        acquired.unwrap();
+        assert_eq!(wire, ["GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "GET nodes/a.json", "PUT nodes/a.json if-match"]);
+        assert!(a.lease_valid());
+    }
+
+    /// `written_elsewhere`: a record naming this node that another process of the node id wrote at the
+    /// epoch of this instance's claim (the record was deleted meanwhile, and claimed anew) is not taken for
+    /// this instance's: before releasing it at that epoch (`release_owner`), the instance checks that the
+    /// node's lease is still its own, and fences when it is not (sim finding F9, with a claim held).
+    #[test]
+    fn a_record_of_the_node_id_written_elsewhere_at_our_claims_epoch_is_not_ours_to_release() {
+        let env = MemEnv::new();
+        env.put_raw("nodes/a.json", r#"{"node":"a","expires_ms":1,"addr":""}"#); // a dead predecessor's
+        let first = leased(&env, "a");
+        assert_eq!(applied_epoch(block_on(first.claim("c")).unwrap()), 1);
+        env.0.borrow_mut().objects.remove("cells/c/own.json"); // deleted by hand
+        env.0.borrow_mut().objects.remove("nodes/a.json"); // deleted late by a clean-up
+        let second = leased(&env, "a"); // another process of the id, over the missing lease
+        assert_eq!(applied_epoch(block_on(second.claim("c")).unwrap()), 1);
+        assert!(first.lease_valid(), "the first process has not noticed yet");
+        let before = env.body("cells/c/own.json");
+        let err = block_on(first.release_owner("c", 1)).unwrap_err();
+        assert_eq!(err.code(), "fenced", "{err}");
+        assert_eq!(env.body("cells/c/own.json"), before, "the second process's record is untouched");
+    }
+
+    /// `release_owner`: releases the record only while it names this node at the epoch given.
+    #[test]
+    fn release_owner_releases_only_the_record_naming_this_node_at_that_epoch() {
+        let env = MemEnv::new();
+        let (a, b) = (leased(&env, "a"), leased(&env, "b"));
+        assert_eq!(applied_epoch(block_on(a.claim("c")).unwrap()), 1);
+        assert_eq!(block_on(a.release_owner("c", 2)).unwrap(), CasOutcome::Rejected, "another epoch");
+        assert_eq!(block_on(b.release_owner("c", 1)).unwrap(), CasOutcome::Rejected, "another node's record");
+        assert_eq!(owner_body(&env, "c")["node"], "a");
+        assert_eq!(block_on(a.release_owner("c", 1)).unwrap(), CasOutcome::Applied);
+        assert_eq!((owner_body(&env, "c")["node"].as_str(), owner_body(&env, "c")["epoch"].as_u64()), (Some(""), Some(1)));
+    }
+
+    /// `check_guard`: a guard token that is empty or holds a line break (it would go out as a header) is
+    /// refused as invalid before anything is sent.
+    #[test]
+    fn a_guard_token_that_is_not_an_etag_is_refused_before_anything_is_sent() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        let sent = env.sent_count();
+        for token in ["", "\"x\"\r\nx-amz-meta-y: 1", "\"x\"\n"] {
+            let err = block_on(a.cas_owner("c", &CasGuard::Match(token.into()), 1)).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{token:?}: {err}");
+            let err = block_on(a.cas_node_lease(&CasGuard::Match(token.into()), 1)).unwrap_err();
+            assert_eq!(err.code(), "invalid-input", "{token:?}: {err}");
+        }
+        assert_eq!(env.sent_count(), sent);
+    }
+
+    /// `holder_wake`: a waiting claim rejected by a holder whose lease this release wrote (with its
+    /// `ttl_ms`), while the store's clock is unknown (no `Date`), looks again once the version it read can
+    /// be judged dead by observation: the read's send plus what the peer rule needs, no earlier.
+    #[test]
+    fn a_waiting_claim_without_the_store_clock_looks_again_when_the_holder_can_be_judged_by_observation() {
+        use std::cell::Cell;
+        use support::gate::{poll, GateEnv};
+        let env = MemEnv::new();
+        env.0.borrow_mut().no_dates = true;
+        let h = leased(&env, "h");
+        block_on(h.claim("c")).unwrap();
+        let gate = GateEnv::new(env.clone());
+        let mut config = Config::new(ENDPOINT, BUCKET, "b", "AKIDEXAMPLE", "secret");
+        (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
+        let b = S3Ownership::new(config, gate.clone()).unwrap();
+        block_on(b.acquire_lease()).unwrap();
+        let polled = Cell::new(0);
+        let signal = std::future::poll_fn(|_| {
+            polled.set(polled.get() + 1);
+            if polled.get() > 3 { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        });
+        let mut wait = Box::pin(b.claim_waiting("c", ClaimOptions::default(), signal));
+        assert!(poll(&mut wait).is_none(), "asleep after one look");
+        let slept = gate.sleeps();
+        assert_eq!(slept.len(), 1, "{slept:?}");
+        let needed = TTL + rate_margin_ms(TTL);
+        assert!((needed..=needed + 1).contains(&u64::from(slept[0])), "slept {slept:?} for {needed} ms");
+    }
+
+    /// `acquire_once`: when the clocks jump across a fourth read of the lease too, the acquisition gives up
+    /// with a transport error (try again), writing nothing.
+    #[test]
+    fn an_acquisition_gives_up_when_the_clocks_jump_across_four_reads() {
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        env.0.borrow_mut().wall += 1_000; // asleep a second: authority and the store's clock are forgotten
+        for _ in 0..4 {
+            env.push(Fault::SleepThenStep(5_000, -60_000)); // a read answered across another sleep and step
+        }
+        let (acquired, wire) = wire_of(&env, a.acquire_lease());
+        let err = acquired.unwrap_err();
+        assert_eq!(err.code(), "transport", "{err}");
+        assert!(err.to_string().contains("kept jumping"), "{err}");
+        assert_eq!(wire, ["GET nodes/a.json"; 4]);
+        assert!(!a.lease_valid());
+    }
+
+    /// `renew_once`: a renewal is told with how long it took.
+    #[test]
+    fn a_renewal_is_told_with_how_long_it_took() {
+        let env = MemEnv::new();
+        let (a, log) = heard(&env, "a");
+        block_on(a.acquire_lease()).unwrap();
+        log.borrow_mut().clear();
+        env.push(Fault::SlowAnswer(40.0)); // the renewal's write: 40 ms on its way back
+        block_on(a.renew_lease()).unwrap();
+        let renewed: Vec<String> = log.borrow().iter().filter(|l| l.starts_with("LeaseRenewed")).cloned().collect();
+        assert_eq!(renewed.len(), 1, "{:?}", log.borrow());
+        assert!(renewed[0].contains("ms: 40.0"), "{renewed:?}");
+    }
+
+    /// `closed_claims`: `close()` ends every claim held with an authority-lost event saying so.
+    #[test]
+    fn close_tells_of_each_claim_it_ends() {
+        use celld_edge::env::Lost;
+        use celld_edge::ownership::CloseOptions;
+        let env = MemEnv::new();
+        let a = leased(&env, "a");
+        for cell in ["c1", "c2"] {
+            block_on(a.claim(cell)).unwrap();
+        }
+        let from = env.0.borrow().lost.len();
+        block_on(a.close(CloseOptions::default())).unwrap();
+        let lost: Vec<(String, u64, Lost)> = env.0.borrow().lost[from..].iter().map(|l| (l.0.clone(), l.1, l.2)).collect();
+        assert_eq!(lost, [("c1".to_owned(), 1, Lost::Closed), ("c2".to_owned(), 1, Lost::Closed)]);
+    }
 }

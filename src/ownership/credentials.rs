@@ -189,6 +189,16 @@ mod tests {
         assert_eq!(r.need(590_000), Need::Keys);
         assert_eq!(Rotation::new(false).need(u64::MAX), Need::Nothing, "static keys");
     }
+
+    #[test]
+    fn short_lived_keys_stop_signing_a_quarter_of_their_lifetime_before_expiry() {
+        // Lifetime 20 s: a quarter (5 s) is less than the 10 s margin.
+        assert!(!expired(0, 20_000, 14_999));
+        assert!(expired(0, 20_000, 15_000));
+        // Lifetime 15 min: the 10 s margin.
+        assert!(!expired(0, 900_000, 889_999));
+        assert!(expired(0, 900_000, 890_000));
+    }
 }
 
 fn unanswered(timeout_ms: u32) -> Fault {

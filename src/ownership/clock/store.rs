@@ -271,4 +271,17 @@ mod tests {
         assert_eq!(c.lower(at(1_030.0, 51_030)), Some(1_061_000), "the answer alone stands");
         assert_eq!(c.learn(stamp(1_000_000, at(1_040.0, 51_040), at(1_050.0, 51_050))), Learnt::Underran);
     }
+
+    #[test]
+    fn knowledge_carried_back_to_an_earlier_reading_loses_only_the_time_between() {
+        // Learnt at mono 1_000, asked about mono 0 (a request sent before the answer): the store's clock was
+        // then at least the lower bound less the most time that can have passed (1_000 ms at the rate
+        // bound), and at most the upper bound less the least (1_010.01 - 999).
+        let mut c = StoreClock::default();
+        c.learn(stamp(1_000_000, at(990.0, 990), at(1_000.0, 1_000)));
+        assert_eq!((c.lower(at(1_000.0, 1_000)), c.upper(at(1_000.0, 1_000))), (Some(1_000_000), Some(1_001_011)));
+        let before = at(0.0, 0);
+        assert_eq!(c.lower(before), Some(998_999));
+        assert_eq!(c.upper(before), Some(1_000_012));
+    }
 }
