@@ -37,10 +37,11 @@ extern "C" {
     #[wasm_bindgen(method)]
     fn poll(this: &Hooks, f: &mut dyn FnMut()) -> Option<String>;
 
-    /// A promise that settles as `p` does, unless this instance trapped meanwhile: then it never settles,
-    /// so no callback of the old instance runs after the module was re-instantiated.
+    /// A promise that settles as `p` does (`p` a promise or a value, `Promise.resolve`d), unless this
+    /// instance trapped meanwhile: then it never settles, so no callback of the old instance runs after
+    /// the module was re-instantiated.
     #[wasm_bindgen(method)]
-    pub fn gate(this: &Hooks, p: &Promise) -> Promise;
+    pub fn gate(this: &Hooks, p: &JsValue) -> Promise;
 
     /// The class errors are built with (js/error.js's `CelldEdgeError`).
     #[wasm_bindgen(method, getter, js_name = errorClass)]
@@ -50,7 +51,7 @@ extern "C" {
 #[cfg(feature = "ownership")]
 impl Hooks {
     /// Awaits a promise through the instance's gate.
-    pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
+    pub(crate) async fn wait(&self, p: &JsValue) -> Result<JsValue, JsValue> {
         wasm_bindgen_futures::JsFuture::from(self.gate(p)).await
     }
 }

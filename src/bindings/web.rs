@@ -26,8 +26,21 @@ extern "C" {
     static CRYPTO: web_sys::Crypto;
     #[wasm_bindgen(js_name = setTimeout)]
     fn set_timeout(f: &Function, ms: f64) -> JsValue;
+    /// `setTimeout(f, ms, arg)`: `f(arg)` after `ms`.
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout_with(f: &Function, ms: f64, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     fn clear_timeout(id: &JsValue);
+    /// A request's headers as the plain object `RequestInit.headers` takes, filled by `[name] = value`
+    /// (a fresh object of ours: the assignment cannot throw, so no `Reflect.set` with its catch).
+    #[wasm_bindgen(extends = js_sys::Object)]
+    type HeaderFields;
+    #[wasm_bindgen(method, indexing_setter)]
+    fn put(this: &HeaderFields, name: &JsValue, value: &JsValue);
+    /// A `Response`'s `Headers`, read with the name as a JS string (made once: `js_name`).
+    type AnswerHeaders;
+    #[wasm_bindgen(method, catch, js_name = get)]
+    fn header(this: &AnswerHeaders, name: &JsValue) -> Result<Option<String>, JsValue>;
 }
 
 thread_local! {
@@ -36,6 +49,54 @@ thread_local! {
     static NO_STORE: Cell<Option<bool>> = const { Cell::new(None) };
     /// Random words drawn ahead, used from the back.
     static RANDOM: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The names every request hands JS (header and property names) as JS strings, made once per instance
+    /// of the module (`js_name`) instead of decoded from wasm memory at every request.
+    static NAMES: RefCell<Vec<(String, JsValue)>> = const { RefCell::new(Vec::new()) };
+    /// `AbortController.prototype.abort` bound as `Function.prototype.call`'s `this`: `setTimeout(it, ms,
+    /// ctrl)` aborts `ctrl`, with no function bound per request. `None` until made (`abort_call`);
+    /// `Some(None)` where the runtime's `AbortController` does not offer it that way.
+    static ABORT_CALL: RefCell<Option<Option<Function>>> = const { RefCell::new(None) };
+}
+
+/// Names kept by `js_name`: the protocol's requests use fewer (their signed headers, `body`, `etag`, `date`).
+const NAMES_KEPT: usize = 24;
+
+/// `name` as a JS string, made once per instance of the module for the first `NAMES_KEPT` names asked for.
+fn js_name(name: &str) -> JsValue {
+    NAMES.with_borrow_mut(|names| {
+        if let Some((_, v)) = names.iter().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(name);
+        if names.len() < NAMES_KEPT {
+            names.push((name.to_owned(), v.clone()));
+        }
+        v
+    })
+}
+
+/// `Function.prototype.call.bind(AbortController.prototype.abort)`, made once (`ABORT_CALL`).
+fn abort_call() -> Option<Function> {
+    ABORT_CALL.with_borrow_mut(|kept| {
+        kept.get_or_insert_with(|| {
+            let get = |v: &JsValue, name: &str| js_sys::Reflect::get(v, &JsValue::from_str(name)).ok();
+            let abort = get(&get(&js_sys::global(), "AbortController")?, "prototype").and_then(|p| get(&p, "abort"))?;
+            let call: Function = get(&abort, "call")?.dyn_into().ok()?;
+            Some(call.bind0(&abort))
+        })
+        .clone()
+    })
+}
+
+/// A timer that aborts `ctrl` after `ms`.
+fn abort_after(ctrl: &AbortController, ms: u32) -> JsValue {
+    if let Some(abort) = abort_call() {
+        return set_timeout_with(&abort, f64::from(ms), ctrl);
+    }
+    let abort: Function = js_sys::Reflect::get(ctrl, &JsValue::from_str("abort"))
+        .map(|f| f.unchecked_into::<Function>().bind0(ctrl))
+        .unwrap_or_else(|_| Function::from(JsValue::UNDEFINED));
+    set_timeout(&abort, f64::from(ms))
 }
 
 /// Words drawn per `crypto.getRandomValues` call (512 bytes; the call takes at most 65,536).
@@ -171,15 +232,12 @@ impl WebEnv {
         // From the store, not from the HTTP cache: a cached answer says nothing about the network now.
         init.set_cache(RequestCache::NoStore);
         let Ok(request) = Request::new_with_str_and_init(url, &init) else { return false };
-        let abort = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort")).map(|f| f.unchecked_into::<Function>().bind0(&ctrl));
-        let timer = abort.ok().map(|abort| set_timeout(&abort, f64::from(timeout_ms.unwrap_or(5_000).max(1))));
+        let timer = abort_after(&ctrl, timeout_ms.unwrap_or(5_000).max(1));
         let answered = match self.fetch.function().call1(&js_sys::global(), &request) {
-            Ok(sent) => self.wait(&Promise::resolve(&sent)).await.is_ok_and(|res| res.is_instance_of::<Response>()),
+            Ok(sent) => self.wait(&sent).await.is_ok_and(|res| res.is_instance_of::<Response>()),
             Err(_) => false,
         };
-        if let Some(timer) = &timer {
-            clear_timeout(timer);
-        }
+        clear_timeout(&timer);
         answered
     }
 
@@ -196,8 +254,9 @@ impl WebEnv {
         }
     }
 
-    /// Awaits a promise through the instance's gate (see `trap`).
-    pub(crate) async fn wait(&self, p: &Promise) -> Result<JsValue, JsValue> {
+    /// Awaits a promise (or a value: `Promise.resolve`d by the gate) through the instance's gate (see
+    /// `trap`).
+    pub(crate) async fn wait(&self, p: &JsValue) -> Result<JsValue, JsValue> {
         self.hooks.wait(p).await
     }
 
@@ -219,9 +278,9 @@ impl WebEnv {
     async fn exchange(&self, req: &HttpRequest, ctrl: &AbortController) -> Result<(HttpResponse, Option<String>), JsValue> {
         // A plain object: a `Headers` built here would be copied again by `Request` (the names are
         // lower-case and unique, as the signer made them).
-        let headers = js_sys::Object::new();
+        let headers: HeaderFields = js_sys::Object::new().unchecked_into();
         for (name, value) in &req.headers {
-            js_sys::Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
+            headers.put(&js_name(name), &JsValue::from_str(value));
         }
         let init = RequestInit::new();
         init.set_method(req.method);
@@ -239,18 +298,24 @@ impl WebEnv {
             Fetch::Injected(fetch) => fetch.call1(&js_sys::global(), &Request::new_with_str_and_init(&req.url, &init)?.into())?,
             Fetch::Global(fetch) => fetch.call2(&js_sys::global(), &JsValue::from_str(&req.url), &init)?,
         };
-        let res = self.wait(&Promise::resolve(&sent)).await?;
+        let res = self.wait(&sent).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
-        let etag = res.headers().get("etag")?;
+        let status = res.status();
+        let headers: AnswerHeaders = res.headers().unchecked_into();
+        let etag = headers.header(&js_name("etag"))?;
         // The store's clock (docs/protocol.md, Clocks); hidden from a browser unless CORS exposes it.
-        let date = res.headers().get("date")?;
-        let response_type = string_at(&res, "type");
+        let date = headers.header(&js_name("date"))?;
+        // Read only where `hidden_etag` looks at it: a 2xx without an ETag.
+        let response_type = if etag.is_none() && (200..300).contains(&status) { string_at(&res, "type") } else { None };
         // No body (`null`): nothing to read, and no stream to drain.
-        let body = match js_sys::Reflect::get(&res, &JsValue::from_str("body")) {
+        let body = match js_sys::Reflect::get(&res, &js_name("body")) {
             Ok(b) if b.is_null() => Vec::new(),
-            _ => Uint8Array::new(&self.wait(&res.array_buffer()?).await?).to_vec(),
+            _ => {
+                let buffer = res.array_buffer()?;
+                Uint8Array::new(&self.wait(&buffer).await?).to_vec()
+            }
         };
-        Ok((HttpResponse { status: res.status(), etag, date, body }, response_type))
+        Ok((HttpResponse { status, etag, date, body }, response_type))
     }
 }
 
@@ -260,12 +325,7 @@ impl Env for WebEnv {
             return r2.send(&self.hooks, &req, timeout_ms).await;
         }
         let ctrl = AbortController::new().map_err(|e| TransportError::Network(describe(&e).into()))?;
-        let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| {
-            let abort: Function = js_sys::Reflect::get(&ctrl, &JsValue::from_str("abort"))
-                .map(|f| f.unchecked_into::<Function>().bind0(&ctrl))
-                .unwrap_or_else(|_| Function::from(JsValue::UNDEFINED));
-            set_timeout(&abort, f64::from(ms))
-        });
+        let timer = timeout_ms.filter(|&ms| ms > 0).map(|ms| abort_after(&ctrl, ms));
         let answer = self.exchange(&req, &ctrl).await;
         if let Some(timer) = &timer {
             clear_timeout(timer);
@@ -332,7 +392,7 @@ impl Env for WebEnv {
     async fn credentials(&self) -> Result<crate::env::Credentials, Fault> {
         let Some(provider) = &self.provider else { return Err("no credentials provider".into()) };
         let answer = match provider.call0(&JsValue::UNDEFINED) {
-            Ok(v) => self.wait(&Promise::resolve(&v)).await,
+            Ok(v) => self.wait(&v).await,
             Err(e) => Err(e),
         };
         // What it threw travels on, as the `auth` error's `cause` (as a failed fetch's error does).
