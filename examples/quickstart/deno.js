@@ -7,11 +7,11 @@ const own = new S3Ownership({
 });
 await own.acquireLease();
 own.startRenewing((e) => console.error("lease:", e.code)); // fenced: stop acting for the cell
-const claim = await own.claim("cell-1");
-console.log(claim.outcome === "applied" ? `mine at epoch ${claim.epoch}` : `owned by ${claim.owner.node}`);
 for (const signal of ["SIGINT", "SIGTERM"]) { // Ctrl-C, and what service managers and containers send
   Deno.addSignalListener(signal, async () => {
     await own.close({ release: true }); // the next owner claims it at once instead of waiting out the lease
     Deno.exit(0);
   });
 }
+const claim = await own.claim("cell-1");
+console.log(claim.outcome === "applied" ? `mine at epoch ${claim.epoch}` : `owned by ${claim.owner.node}`);
