@@ -2110,6 +2110,7 @@ fn a_write_delivered_twice_is_recognised_by_its_nonce_not_reported_rejected() {
 mod mutants {
     use super::*;
     use celld_edge::env::{Env, Event, HttpRequest, HttpResponse, Observer};
+    use support::mem::Hooked;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -2192,31 +2193,15 @@ mod mutants {
     }
 
     /// An `Env` standing for the R2 binding's adapter: every request must be one for the binding (its origin,
-    /// unsigned); it is answered by the `MemEnv` store as the binding would answer it.
-    #[derive(Clone)]
-    struct Binding(MemEnv, Rc<RefCell<Vec<String>>>);
-
-    impl Env for Binding {
-        async fn send(&self, mut req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+    /// unsigned), noted in `sent`; it is answered by the `MemEnv` store as the binding would answer it.
+    fn binding(env: &MemEnv, sent: Rc<RefCell<Vec<String>>>) -> Hooked<impl Fn(&mut HttpRequest) + Clone> {
+        Hooked(env.clone(), move |req: &mut HttpRequest| {
             assert_eq!(req.header("authorization"), None, "a binding's request is not signed");
             let key = req.url.strip_prefix("r2://binding/").unwrap_or_else(|| panic!("not a binding request: {}", req.url)).to_owned();
-            self.1.borrow_mut().push(format!("{} {key}", req.method));
+            sent.borrow_mut().push(format!("{} {key}", req.method));
             req.url = format!("{ENDPOINT}/{BUCKET}/{key}");
             req.headers.push(("authorization".into(), "AWS4-HMAC-SHA256 Credential=binding/".into()));
-            self.0.send(req, timeout_ms).await
-        }
-        fn wall_ms(&self) -> u64 {
-            self.0.wall_ms()
-        }
-        fn mono_ms(&self) -> f64 {
-            self.0.mono_ms()
-        }
-        fn random_u64(&self) -> u64 {
-            self.0.random_u64()
-        }
-        async fn sleep(&self, ms: u32) {
-            self.0.sleep(ms).await
-        }
+        })
     }
 
     /// `Store::for_config`: a configuration for an R2 binding (no endpoint, bucket or keys) makes requests
@@ -2230,7 +2215,7 @@ mod mutants {
         config.max_clock_skew_ms = SKEW;
         config.probe = ProbePolicy::Off;
         let sent = Rc::new(RefCell::new(Vec::new()));
-        let n = S3Ownership::new(config, Binding(env.clone(), sent.clone())).expect("a binding needs no endpoint or keys");
+        let n = S3Ownership::new(config, binding(&env, sent.clone())).expect("a binding needs no endpoint or keys");
         block_on(n.acquire_lease()).unwrap();
         assert_eq!(applied_epoch(block_on(n.claim("c")).unwrap()), 1);
         assert_eq!(owner_body(&env, "c")["node"], "n");
@@ -2684,31 +2669,16 @@ mod mutants {
     }
 
     /// An `Env` where other writers get in first: before each PUT of `cells/c/own.json` reaches the store,
-    /// the next planted body lands there (so the PUT's guard no longer holds: 412).
-    #[derive(Clone)]
-    struct Contended(MemEnv, Rc<RefCell<std::collections::VecDeque<String>>>);
-
-    impl Env for Contended {
-        async fn send(&self, req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+    /// the next body of `planted` lands there (so the PUT's guard no longer holds: 412).
+    fn contended(env: &MemEnv, planted: Rc<RefCell<std::collections::VecDeque<String>>>) -> Hooked<impl Fn(&mut HttpRequest) + Clone> {
+        let store = env.clone();
+        Hooked(env.clone(), move |req: &mut HttpRequest| {
             if req.method == "PUT" && req.url.ends_with("/cells/c/own.json") {
-                if let Some(body) = self.1.borrow_mut().pop_front() {
-                    self.0.put_raw("cells/c/own.json", &body);
+                if let Some(body) = planted.borrow_mut().pop_front() {
+                    store.put_raw("cells/c/own.json", &body);
                 }
             }
-            self.0.send(req, timeout_ms).await
-        }
-        fn wall_ms(&self) -> u64 {
-            self.0.wall_ms()
-        }
-        fn mono_ms(&self) -> f64 {
-            self.0.mono_ms()
-        }
-        fn random_u64(&self) -> u64 {
-            self.0.random_u64()
-        }
-        async fn sleep(&self, ms: u32) {
-            self.0.sleep(ms).await
-        }
+        })
     }
 
     /// `claim_once` after its last round: a claim that lost every round to other writers (each read found
@@ -2724,7 +2694,7 @@ mod mutants {
             let planted = Rc::new(RefCell::new(std::collections::VecDeque::new()));
             let mut config = Config::new(ENDPOINT, BUCKET, "a", "AKIDEXAMPLE", "secret");
             (config.lease_ttl_ms, config.max_clock_skew_ms, config.probe) = (TTL, SKEW, ProbePolicy::Off);
-            let a = S3Ownership::new(config, Contended(env.clone(), planted.clone())).unwrap();
+            let a = S3Ownership::new(config, contended(&env, planted.clone())).unwrap();
             block_on(a.acquire_lease()).unwrap();
             // Every write but the last beaten by a claim already released again, the last by b's claim.
             let writes = if expect_new { 5 } else { 4 };

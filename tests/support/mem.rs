@@ -305,6 +305,35 @@ impl Env for MemEnv {
     }
 }
 
+/// A `MemEnv` whose every request goes through `hook` first, which may check or rewrite it, or change the
+/// store before the request reaches it (a test's stand-in for an adapter, or for other writers getting in
+/// first). Clocks, randomness, sleeps and credentials are the `MemEnv`'s.
+#[allow(dead_code)] // tests/driver.rs's; the other test crates sharing this module send as they are
+#[derive(Clone)]
+pub struct Hooked<F>(pub MemEnv, pub F);
+
+impl<F: Fn(&mut HttpRequest)> Env for Hooked<F> {
+    async fn send(&self, mut req: HttpRequest, timeout_ms: Option<u32>) -> Result<HttpResponse, TransportError> {
+        (self.1)(&mut req);
+        self.0.send(req, timeout_ms).await
+    }
+    fn wall_ms(&self) -> u64 {
+        self.0.wall_ms()
+    }
+    fn mono_ms(&self) -> f64 {
+        self.0.mono_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.0.random_u64()
+    }
+    async fn sleep(&self, ms: u32) {
+        self.0.sleep(ms).await
+    }
+    async fn credentials(&self) -> Result<Credentials, celld_edge::error::Fault> {
+        self.0.credentials().await
+    }
+}
+
 /// Records every claim's end (`lost`) and calls `on_lost`: the tests' observer (`observed_by`).
 impl Observer for MemEnv {
     fn observe(&self, event: Event<'_>) {
