@@ -131,7 +131,7 @@ impl WasmOwnership {
             let env = c.ownership.env();
             let cancel = async {
                 if let Some(aborted) = &aborted {
-                    let _ = env.wait(aborted).await;
+                    let _ = env.hooks.wait(aborted).await;
                 }
             };
             let outcome = c.ownership.claim_waiting(&cell, claim.options, cancel).await;

@@ -50,7 +50,7 @@ extern "C" {
 
 #[cfg(feature = "ownership")]
 impl Hooks {
-    /// Awaits a promise through the instance's gate.
+    /// Awaits a promise (or a value: `Promise.resolve`d by the gate) through the instance's gate.
     pub(crate) async fn wait(&self, p: &JsValue) -> Result<JsValue, JsValue> {
         wasm_bindgen_futures::JsFuture::from(self.gate(p)).await
     }

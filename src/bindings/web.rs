@@ -234,7 +234,7 @@ impl WebEnv {
         let Ok(request) = Request::new_with_str_and_init(url, &init) else { return false };
         let timer = abort_after(&ctrl, timeout_ms.unwrap_or(5_000).max(1));
         let answered = match self.fetch.function().call1(&js_sys::global(), &request) {
-            Ok(sent) => self.wait(&sent).await.is_ok_and(|res| res.is_instance_of::<Response>()),
+            Ok(sent) => self.hooks.wait(&sent).await.is_ok_and(|res| res.is_instance_of::<Response>()),
             Err(_) => false,
         };
         clear_timeout(&timer);
@@ -252,12 +252,6 @@ impl WebEnv {
         for handle in &sleeping {
             wake(handle);
         }
-    }
-
-    /// Awaits a promise (or a value: `Promise.resolve`d by the gate) through the instance's gate (see
-    /// `trap`).
-    pub(crate) async fn wait(&self, p: &JsValue) -> Result<JsValue, JsValue> {
-        self.hooks.wait(p).await
     }
 
     /// Whether requests carry `cache: "no-store"`: found once per instance of the module by building a
@@ -298,7 +292,7 @@ impl WebEnv {
             Fetch::Injected(fetch) => fetch.call1(&js_sys::global(), &Request::new_with_str_and_init(&req.url, &init)?.into())?,
             Fetch::Global(fetch) => fetch.call2(&js_sys::global(), &JsValue::from_str(&req.url), &init)?,
         };
-        let res = self.wait(&sent).await?;
+        let res = self.hooks.wait(&sent).await?;
         let res: Response = res.dyn_into().map_err(|_| JsValue::from_str("fetch did not resolve to a Response"))?;
         let status = res.status();
         let headers: AnswerHeaders = res.headers().unchecked_into();
@@ -312,7 +306,7 @@ impl WebEnv {
             Ok(b) if b.is_null() => Vec::new(),
             _ => {
                 let buffer = res.array_buffer()?;
-                Uint8Array::new(&self.wait(&buffer).await?).to_vec()
+                Uint8Array::new(&self.hooks.wait(&buffer).await?).to_vec()
             }
         };
         Ok((HttpResponse { status, etag, date, body }, response_type))
@@ -385,14 +379,14 @@ impl Env for WebEnv {
         let done = timer(ms, &mut handle);
         let asleep = Asleep { env: self, id: handle.as_ref().map(|(id, _)| id.clone()) };
         self.sleeping.borrow_mut().extend(handle);
-        let _ = self.wait(&done).await;
+        let _ = self.hooks.wait(&done).await;
         drop(asleep);
     }
 
     async fn credentials(&self) -> Result<crate::env::Credentials, Fault> {
         let Some(provider) = &self.provider else { return Err("no credentials provider".into()) };
         let answer = match provider.call0(&JsValue::UNDEFINED) {
-            Ok(v) => self.wait(&v).await,
+            Ok(v) => self.hooks.wait(&v).await,
             Err(e) => Err(e),
         };
         // What it threw travels on, as the `auth` error's `cause` (as a failed fetch's error does).
