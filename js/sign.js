@@ -305,11 +305,16 @@ function datetimeMs(v) {
  * Signs a request with SigV4 header auth. Returns `{ method, url, headers }` with lower-case header names.
  */
 export function signRequest(opts) {
+  return guarded(sign, opts);
+}
+
+/** `f(opts)` (sign or presign) on an instance that has not trapped; what it throws as `failed` says. */
+function guarded(f, opts) {
   try {
     notTrapped();
-    const signed = sign(opts);
+    const out = f(opts);
     inWasm = false;
-    return signed;
+    return out;
   } catch (e) {
     throw failed(e);
   }
@@ -393,14 +398,7 @@ function setHeader(headers, name, value) {
 
 /** Presigns a URL (query-string auth, UNSIGNED-PAYLOAD). `expiresIn` is in seconds, 1..=604800. */
 export function presignUrl(opts) {
-  try {
-    notTrapped();
-    const url = presign(opts);
-    inWasm = false;
-    return url;
-  } catch (e) {
-    throw failed(e);
-  }
+  return guarded(presign, opts);
 }
 
 function presign(opts) {
